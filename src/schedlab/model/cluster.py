@@ -1,0 +1,202 @@
+"""Cluster description (what the hardware is) and cluster state (what is free right now).
+
+The state is a handful of numpy arrays indexed by node, so a placement policy scores every node in
+one vectorised expression. GPU shares are in milli-GPU (1000 = one whole GPU); fractional sharing
+is first-class, so each GPU slot carries its own free share. Nodes with fewer GPUs than the widest
+node have padding slots that do not exist (``gpu_exists`` is False there, free share 0).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from schedlab.model.gpu_models import GPU_MODELS
+
+GPU_MILLI = 1000
+"""Milli-GPU in one whole GPU."""
+
+#: Pod classes tracked per node (the tag set of gpu-clustering, plus CPU-only).
+POD_CLASSES: tuple[str, ...] = ("cpu", "share", "1gpu", "2gpu", "4gpu", "8gpu")
+
+
+def pod_class(num_gpu: int, gpu_milli: int) -> int:
+    """Index into :data:`POD_CLASSES` for a pod's shape; other multi-GPU counts map to the nearest
+    larger power of two so that odd sizes still get a tag."""
+    if num_gpu == 0:
+        return 0
+    if gpu_milli < GPU_MILLI:
+        return 1
+    if num_gpu <= 1:
+        return 2
+    if num_gpu <= 2:
+        return 3
+    if num_gpu <= 4:
+        return 4
+    return 5
+
+
+@dataclass(frozen=True)
+class Cluster:
+    """Immutable description of the nodes.
+
+    ``model`` holds an index into :data:`GPU_MODELS`, or -1 for a node without GPUs.
+    """
+
+    names: np.ndarray  # str, (N,)
+    cpu_milli: np.ndarray  # int64, (N,)
+    memory_mib: np.ndarray  # int64, (N,)
+    num_gpus: np.ndarray  # int64, (N,)
+    model: np.ndarray  # int64, (N,)
+    source: str = field(default="<memory>")
+
+    def __post_init__(self) -> None:
+        n = len(self.names)
+        for attr in ("cpu_milli", "memory_mib", "num_gpus", "model"):
+            if len(getattr(self, attr)) != n:
+                raise ValueError(f"Cluster.{attr} has {len(getattr(self, attr))} entries, not {n}")
+
+    @property
+    def size(self) -> int:
+        return len(self.names)
+
+    @property
+    def total_gpus(self) -> int:
+        return int(self.num_gpus.sum())
+
+    @property
+    def max_gpus_per_node(self) -> int:
+        return int(self.num_gpus.max()) if self.size else 0
+
+    def model_names(self) -> list[str]:
+        return [GPU_MODELS[m] if m >= 0 else "" for m in self.model]
+
+    def summary(self) -> dict[str, object]:
+        """Counts a user checks first: nodes, GPUs, and the mix by model."""
+        by_model: dict[str, dict[str, int]] = {}
+        for m in sorted(set(int(x) for x in self.model)):
+            sel = self.model == m
+            key = GPU_MODELS[m] if m >= 0 else "cpu-only"
+            by_model[key] = {"nodes": int(sel.sum()), "gpus": int(self.num_gpus[sel].sum())}
+        return {
+            "nodes": self.size,
+            "gpus": self.total_gpus,
+            "cpu_cores": int(self.cpu_milli.sum() // 1000),
+            "by_model": by_model,
+        }
+
+    def new_state(self) -> ClusterState:
+        return ClusterState.empty(self)
+
+
+class ClusterState:
+    """Free resources on every node; the only thing an engine mutates.
+
+    Policies receive it read-only (they must not write to it); engines change it through
+    :meth:`allocate`, which checks capacity so that no bug anywhere can over-allocate silently.
+    ``version`` counts changes per node, so a policy may cache per-node scores and recompute only
+    the nodes that changed.
+    """
+
+    def __init__(
+        self,
+        cluster: Cluster,
+        cpu_free: np.ndarray,
+        mem_free: np.ndarray,
+        gpu_free: np.ndarray,
+        gpu_exists: np.ndarray,
+        class_counts: np.ndarray,
+    ) -> None:
+        self.cluster = cluster
+        self.cpu_free = cpu_free
+        self.mem_free = mem_free
+        self.gpu_free = gpu_free
+        self.gpu_exists = gpu_exists
+        self.class_counts = class_counts
+        self.version = np.zeros(cluster.size, dtype=np.int64)
+        self.changes = 0
+
+    @classmethod
+    def empty(cls, cluster: Cluster) -> ClusterState:
+        width = max(cluster.max_gpus_per_node, 1)
+        exists = np.arange(width)[None, :] < cluster.num_gpus[:, None]
+        gpu_free = np.where(exists, GPU_MILLI, 0).astype(np.int64)
+        return cls(
+            cluster,
+            cluster.cpu_milli.astype(np.int64).copy(),
+            cluster.memory_mib.astype(np.int64).copy(),
+            gpu_free,
+            exists,
+            np.zeros((cluster.size, len(POD_CLASSES)), dtype=np.int64),
+        )
+
+    # -- read-only views ---------------------------------------------------------------------
+    @property
+    def gpu_free_total(self) -> np.ndarray:
+        """Free milli-GPU per node."""
+        return self.gpu_free.sum(axis=1)
+
+    def allocated_gpu_milli(self) -> int:
+        return int(self.cluster.num_gpus.sum() * GPU_MILLI - self.gpu_free.sum())
+
+    # -- mutation (engines only) -------------------------------------------------------------
+    def allocate(
+        self,
+        node: int,
+        gpus: np.ndarray | list[int],
+        cpu_milli: int,
+        memory_mib: int,
+        gpu_milli: int,
+        num_gpu: int,
+    ) -> None:
+        """Take ``cpu_milli``, ``memory_mib`` and ``gpu_milli`` on each GPU in ``gpus`` of ``node``.
+
+        Raises ValueError (and changes nothing) if that would drive anything below zero or use a
+        GPU slot the node does not have.
+        """
+        gpus = np.asarray(gpus, dtype=np.int64)
+        if len(gpus) != (num_gpu if gpu_milli > 0 else 0):
+            raise ValueError(f"pod asks for {num_gpu} GPU(s) but {len(gpus)} were chosen")
+        if len(np.unique(gpus)) != len(gpus):
+            raise ValueError(f"GPU chosen twice on node {node}: {gpus.tolist()}")
+        if self.cpu_free[node] < cpu_milli or self.mem_free[node] < memory_mib:
+            raise ValueError(f"node {node} lacks CPU or memory for the pod")
+        if len(gpus):
+            if not self.gpu_exists[node, gpus].all():
+                raise ValueError(f"node {node} has no GPU slot among {gpus.tolist()}")
+            if (self.gpu_free[node, gpus] < gpu_milli).any():
+                raise ValueError(f"GPU share on node {node} would go below zero")
+        self.cpu_free[node] -= cpu_milli
+        self.mem_free[node] -= memory_mib
+        if len(gpus):
+            self.gpu_free[node, gpus] -= gpu_milli
+        self.class_counts[node, pod_class(num_gpu, gpu_milli)] += 1
+        self.version[node] += 1
+        self.changes += 1
+
+    def release(
+        self,
+        node: int,
+        gpus: np.ndarray | list[int],
+        cpu_milli: int,
+        memory_mib: int,
+        gpu_milli: int,
+        num_gpu: int,
+    ) -> None:
+        """Give back what :meth:`allocate` took; raises if it would exceed capacity."""
+        gpus = np.asarray(gpus, dtype=np.int64)
+        c = self.cluster
+        if self.cpu_free[node] + cpu_milli > c.cpu_milli[node]:
+            raise ValueError(f"node {node} CPU would exceed capacity")
+        if self.mem_free[node] + memory_mib > c.memory_mib[node]:
+            raise ValueError(f"node {node} memory would exceed capacity")
+        if len(gpus) and (self.gpu_free[node, gpus] + gpu_milli > GPU_MILLI).any():
+            raise ValueError(f"GPU share on node {node} would exceed capacity")
+        self.cpu_free[node] += cpu_milli
+        self.mem_free[node] += memory_mib
+        if len(gpus):
+            self.gpu_free[node, gpus] += gpu_milli
+        self.class_counts[node, pod_class(num_gpu, gpu_milli)] -= 1
+        self.version[node] += 1
+        self.changes += 1

@@ -1,0 +1,144 @@
+"""The placement plugin interface and the framework that runs it.
+
+A placement policy is a small object, in the manner of kube-scheduler's framework:
+
+* ``score(pod, state, feasible)`` gives every node a score at once (numpy; higher wins);
+* ``pick_gpus(pod, state, node)`` chooses the devices inside the chosen node.
+
+Feasibility (enough CPU and memory, an allowed GPU model, enough GPUs with enough free share) is
+shared code, so no policy can get it wrong. Ties between top-scoring nodes go to the first node in
+a seeded random order fixed for the whole run (``tie_rank``); plain name order would pile pods onto
+the same nodes and move results by close to a percentage point.
+
+Policies never mutate the state they are shown: they return decisions, the engine applies them.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import dataclass
+from typing import ClassVar
+
+import numpy as np
+
+from schedlab.metrics.fragmentation import TargetWorkload
+from schedlab.model.cluster import GPU_MILLI, Cluster, ClusterState
+from schedlab.model.gpu_models import ANY_MODEL_MASK
+
+
+@dataclass(frozen=True, slots=True)
+class PodRequest:
+    """What one pod asks for; ``gpu_milli`` is the share on each of ``num_gpu`` GPUs."""
+
+    cpu_milli: int
+    memory_mib: int
+    num_gpu: int
+    gpu_milli: int
+    model_mask: int = ANY_MODEL_MASK
+    name: str = ""
+
+    @property
+    def is_sharing(self) -> bool:
+        """Asks for part of one GPU."""
+        return self.num_gpu == 1 and 0 < self.gpu_milli < GPU_MILLI
+
+    @property
+    def needs_gpu(self) -> bool:
+        return self.num_gpu > 0 and self.gpu_milli > 0
+
+    @property
+    def gpu_total_milli(self) -> int:
+        return self.num_gpu * self.gpu_milli
+
+
+@dataclass(frozen=True)
+class RunContext:
+    """What a policy may know about a run before the first pod: the hardware, the workload's
+    typical tasks, and the run's random generator (the only source of randomness it may use)."""
+
+    cluster: Cluster
+    target: TargetWorkload
+    rng: np.random.Generator
+
+
+@dataclass(frozen=True, slots=True)
+class Placement:
+    node: int
+    gpus: tuple[int, ...]
+
+
+class PlacementPolicy(ABC):
+    """Base of every placement plugin. Subclasses set ``name`` and ``summary`` and implement
+    :meth:`score`; they override :meth:`pick_gpus` when they choose devices differently from
+    best fit."""
+
+    name: ClassVar[str]
+    summary: ClassVar[str]
+
+    def reset(self, ctx: RunContext) -> None:  # noqa: B027 - optional hook
+        """Called once before a run; policies with caches or randomness keep ``ctx`` here."""
+
+    @abstractmethod
+    def score(self, pod: PodRequest, state: ClusterState, feasible: np.ndarray) -> np.ndarray:
+        """Scores for all nodes (entries of infeasible nodes are ignored)."""
+
+    def pick_gpus(self, pod: PodRequest, state: ClusterState, node: int) -> tuple[int, ...]:
+        return best_fit_gpus(pod, state.gpu_free[node], state.gpu_exists[node])
+
+
+# -- shared pieces ----------------------------------------------------------------------------
+def node_model_bits(cluster: Cluster) -> np.ndarray:
+    """Per node, the bit of its GPU model (0 for nodes without GPUs)."""
+    return np.where(cluster.model >= 0, np.left_shift(1, np.maximum(cluster.model, 0)), 0)
+
+
+def feasible_nodes(pod: PodRequest, state: ClusterState, model_bits: np.ndarray) -> np.ndarray:
+    """Nodes where the pod fits now: CPU, memory, model, and enough GPUs with enough share."""
+    ok = (state.cpu_free >= pod.cpu_milli) & (state.mem_free >= pod.memory_mib)
+    if pod.needs_gpu:
+        ok &= (model_bits & pod.model_mask) != 0
+        ok &= (state.gpu_free >= pod.gpu_milli).sum(axis=1) >= pod.num_gpu
+    return ok
+
+
+def best_fit_gpus(pod: PodRequest, free: np.ndarray, exists: np.ndarray) -> tuple[int, ...]:
+    """Fitting GPUs in ascending free share, lowest index first among equals.
+
+    For a sharing pod that is the fitting GPU with the least free share; for whole-GPU pods it is
+    the lowest-index fully free GPUs.
+    """
+    if not pod.needs_gpu:
+        return ()
+    fitting = np.flatnonzero(exists & (free >= pod.gpu_milli))
+    order = np.argsort(free[fitting], kind="stable")
+    return tuple(int(g) for g in fitting[order[: pod.num_gpu]])
+
+
+def choose_node(scores: np.ndarray, feasible: np.ndarray, tie_rank: np.ndarray) -> int:
+    """The feasible node with the highest score; ties go to the lowest ``tie_rank``."""
+    candidates = np.flatnonzero(feasible)
+    s = scores[candidates]
+    top = candidates[s == s.max()]
+    return int(top[np.argmin(tie_rank[top])]) if len(top) > 1 else int(top[0])
+
+
+class Placer:
+    """Runs one policy over a cluster state: filter, score, choose, pick GPUs.
+
+    This is the framework part every engine shares; the engine applies the returned
+    :class:`Placement` to its state.
+    """
+
+    def __init__(self, policy: PlacementPolicy, ctx: RunContext, tie_rank: np.ndarray) -> None:
+        self.policy = policy
+        self.tie_rank = tie_rank
+        self.model_bits = node_model_bits(ctx.cluster)
+        policy.reset(ctx)
+
+    def place(self, pod: PodRequest, state: ClusterState) -> Placement | None:
+        feasible = feasible_nodes(pod, state, self.model_bits)
+        if not feasible.any():
+            return None
+        scores = self.policy.score(pod, state, feasible)
+        node = choose_node(scores, feasible, self.tie_rank)
+        return Placement(node, self.policy.pick_gpus(pod, state, node))

@@ -1,0 +1,31 @@
+"""``random``: any feasible node, uniformly; the baseline every other policy must beat."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from schedlab.model.cluster import ClusterState
+from schedlab.policies.placement.base import PlacementPolicy, PodRequest, RunContext
+
+
+class RandomPlacement(PlacementPolicy):
+    name = "random"
+    summary = "a feasible node uniformly at random; a random fitting GPU for sharing pods"
+
+    def reset(self, ctx: RunContext) -> None:
+        self.rng = ctx.rng
+
+    def score(self, pod: PodRequest, state: ClusterState, feasible: np.ndarray) -> np.ndarray:
+        # Continuous draws: the maximum over feasible nodes is a uniform choice, and ties have
+        # probability zero, so the seeded tie order plays no part.
+        return self.rng.random(len(feasible))
+
+    def pick_gpus(self, pod: PodRequest, state: ClusterState, node: int) -> tuple[int, ...]:
+        if not pod.needs_gpu:
+            return ()
+        free, exists = state.gpu_free[node], state.gpu_exists[node]
+        if pod.is_sharing:
+            fitting = np.flatnonzero(exists & (free >= pod.gpu_milli))
+            return (int(self.rng.choice(fitting)),)
+        whole = np.flatnonzero(exists & (free >= pod.gpu_milli))
+        return tuple(int(g) for g in whole[: pod.num_gpu])
