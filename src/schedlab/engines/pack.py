@@ -146,7 +146,9 @@ def run_pack(
             gpus[i] = placement.gpus
             idle -= len(placement.gpus) * share
             new = node_fragmentation(
-                state.cpu_free[k : k + 1], state.gpu_free[k : k + 1], cluster.model[k : k + 1],
+                state.cpu_free[k : k + 1],
+                state.gpu_free[k : k + 1],
+                cluster.model[k : k + 1],
                 target,
             )[0]
             frag_total += new - node_frag[k]

@@ -1,1 +1,1 @@
-"""Scheduling policies: placement plugins (where), and later ordering and sizing (when, how much)."""
+"""Scheduling policies: placement plugins (where); ordering and sizing come later."""

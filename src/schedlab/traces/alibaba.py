@@ -13,7 +13,13 @@ import numpy as np
 
 from schedlab.errors import InputError
 from schedlab.model.cluster import GPU_MILLI, Cluster
-from schedlab.model.gpu_models import GPU_MODELS, is_known_model, model_index, parse_gpu_spec, spec_mask
+from schedlab.model.gpu_models import (
+    GPU_MODELS,
+    is_known_model,
+    model_index,
+    parse_gpu_spec,
+    spec_mask,
+)
 from schedlab.model.pods import PodTable
 from schedlab.traces.columns import int_column, line_of, read_text_table, unique_names
 
@@ -47,7 +53,9 @@ def read_node_list(path: str | Path, *, gpu_only: bool = False) -> Cluster:
         if raw == "":
             if gpus[i] > 0:
                 raise InputError(
-                    f"node has {gpus[i]} GPU(s) but no 'model'", path=str(path), row=line_of(i),
+                    f"node has {gpus[i]} GPU(s) but no 'model'",
+                    path=str(path),
+                    row=line_of(i),
                     column="model",
                 )
             continue

@@ -22,7 +22,9 @@ def line_of(index: int) -> int:
     return index + HEADER_LINES + 1
 
 
-def read_text_table(path: str | Path, required: list[str], optional: list[str] = ()) -> pd.DataFrame:
+def read_text_table(
+    path: str | Path, required: list[str], optional: list[str] = ()
+) -> pd.DataFrame:
     """Read a CSV file with every cell as text; check that the required columns are present."""
     path = Path(path)
     if not path.is_file():

@@ -14,9 +14,10 @@ class BestFitPlacement(PlacementPolicy):
     summary = "least leftover (half CPU, half GPU share, normalised) after placement"
 
     def score(self, pod: PodRequest, state: ClusterState, feasible: np.ndarray) -> np.ndarray:
-        leftover = 0.5 * (state.cpu_free - pod.cpu_milli) / CPU_SCALE + 0.5 * (
-            state.gpu_free_total - pod.gpu_total_milli
-        ) / GPU_SCALE
+        leftover = (
+            0.5 * (state.cpu_free - pod.cpu_milli) / CPU_SCALE
+            + 0.5 * (state.gpu_free_total - pod.gpu_total_milli) / GPU_SCALE
+        )
         # Integer scores, as a scheduler framework reports them: near-equal nodes tie, and the
         # seeded tie order decides. Min-max normalisation would not change the winner.
         return np.floor(100.0 * (1.0 - leftover)).astype(np.int64)

@@ -1,0 +1,1 @@
+"""One module per CLI sub-command; :mod:`schedlab.cli` only parses and dispatches."""

@@ -1,0 +1,66 @@
+"""Pieces several sub-commands share: argument parsing helpers, the console, progress bars."""
+
+from __future__ import annotations
+
+import math
+import re
+import sys
+from pathlib import Path
+
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+from schedlab.errors import InputError
+
+#: Human-facing output goes to stderr so stdout stays clean for tables a script may parse.
+console = Console(stderr=True, highlight=False)
+stdout = Console(highlight=False)
+
+MAX_SEEDS = 10_000
+_SEED_PART = re.compile(r"(\d+)(?:-(\d+))?")
+
+
+def parse_seeds(text: str) -> list[int]:
+    """``42-51`` (inclusive), ``1,5,9``, ``7``, or a mix like ``1-3,10``; duplicates dropped."""
+    seeds: list[int] = []
+    for part in text.split(","):
+        match = _SEED_PART.fullmatch(part.strip())
+        if match is None or (match[2] is not None and int(match[2]) < int(match[1])):
+            raise InputError(f"'--seeds' must look like 42-51, 1,2,3 or 7 (got {text!r})")
+        lo = int(match[1])
+        hi = int(match[2]) if match[2] is not None else lo
+        if len(seeds) + hi - lo + 1 > MAX_SEEDS:
+            raise InputError(f"'--seeds' names more than {MAX_SEEDS} seeds (got {text!r})")
+        seeds.extend(range(lo, hi + 1))
+    return list(dict.fromkeys(seeds))
+
+
+def check_inflate(value: float) -> float:
+    if not math.isfinite(value) or value <= 0 or value > 100:
+        raise InputError(f"'--inflate' must be in (0, 100] (got {value})")
+    return value
+
+
+def check_out_dir(path: Path) -> Path:
+    if path.exists() and not path.is_dir():
+        raise InputError(f"'--out' must be a folder, but {str(path)!r} is a file")
+    return path
+
+
+def check_workers(value: int) -> int:
+    if value < 1:
+        raise InputError(f"'--workers' must be ≥ 1 (got {value})")
+    return value
+
+
+def progress_bar(transient: bool = True) -> Progress:
+    """A progress bar on stderr that stays quiet when stderr is not a terminal."""
+    return Progress(
+        TextColumn("[bold]{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=console,
+        transient=transient,
+        disable=not sys.stderr.isatty(),
+    )

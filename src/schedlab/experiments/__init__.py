@@ -1,0 +1,1 @@
+"""Grids of runs (policies × workloads × seeds) and where their workloads come from."""

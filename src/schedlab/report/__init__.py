@@ -1,0 +1,1 @@
+"""Figures and reports built from run outputs (never from engine internals)."""
