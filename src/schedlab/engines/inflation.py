@@ -28,6 +28,10 @@ def inflate(
 ) -> InflatedStream:
     if ratio <= 0:
         raise ValueError(f"'inflate' must be > 0 (got {ratio})")
+    if len(pods) == 0 or not (pods.gpu_request_milli > 0).any():
+        raise ValueError(
+            "the pod list asks for no GPU share, so it cannot be inflated to a GPU load"
+        )
     base = pods.sorted_by_name()
     order = rng.permutation(len(base))
     request = base.gpu_request_milli

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from schedlab.engines.inflation import inflate
+from schedlab.errors import InputError
 from schedlab.metrics.fragmentation import TargetWorkload, node_fragmentation
 from schedlab.metrics.pack_curves import binned_means
 from schedlab.model.cluster import GPU_MILLI, Cluster
@@ -109,7 +110,10 @@ def run_pack(
     policy = make_placement(config.policy)
     rng = np.random.default_rng(config.seed)
     target = TargetWorkload.from_pods(pods)
-    stream = inflate(pods, config.inflate, cluster.total_gpus, rng)
+    try:
+        stream = inflate(pods, config.inflate, cluster.total_gpus, rng)
+    except ValueError as exc:
+        raise InputError(str(exc), path=pods.source) from None
     tie_rank = _tie_order(cluster, rng)
     placer = Placer(policy, RunContext(cluster, target, rng), tie_rank)
 

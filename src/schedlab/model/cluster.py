@@ -141,6 +141,19 @@ class ClusterState:
         return int(self.cluster.num_gpus.sum() * GPU_MILLI - self.gpu_free.sum())
 
     # -- mutation (engines only) -------------------------------------------------------------
+    def _check_slots(self, node: int, gpus: np.ndarray | list[int]) -> np.ndarray:
+        """GPU indices as an array, after checking that the node and every slot exist (a
+        negative index would otherwise wrap around silently)."""
+        if not 0 <= node < self.cluster.size:
+            raise ValueError(f"no node {node} (the cluster has {self.cluster.size})")
+        slots = np.asarray(gpus, dtype=np.int64)
+        width = self.gpu_free.shape[1]
+        if len(slots) and ((slots < 0) | (slots >= width)).any():
+            raise ValueError(f"node {node} has no GPU slot among {slots.tolist()}")
+        if len(slots) and not self.gpu_exists[node, slots].all():
+            raise ValueError(f"node {node} has no GPU slot among {slots.tolist()}")
+        return slots
+
     def allocate(
         self,
         node: int,
@@ -155,18 +168,15 @@ class ClusterState:
         Raises ValueError (and changes nothing) if that would drive anything below zero or use a
         GPU slot the node does not have.
         """
-        gpus = np.asarray(gpus, dtype=np.int64)
+        gpus = self._check_slots(node, gpus)
         if len(gpus) != (num_gpu if gpu_milli > 0 else 0):
             raise ValueError(f"pod asks for {num_gpu} GPU(s) but {len(gpus)} were chosen")
         if len(np.unique(gpus)) != len(gpus):
             raise ValueError(f"GPU chosen twice on node {node}: {gpus.tolist()}")
         if self.cpu_free[node] < cpu_milli or self.mem_free[node] < memory_mib:
             raise ValueError(f"node {node} lacks CPU or memory for the pod")
-        if len(gpus):
-            if not self.gpu_exists[node, gpus].all():
-                raise ValueError(f"node {node} has no GPU slot among {gpus.tolist()}")
-            if (self.gpu_free[node, gpus] < gpu_milli).any():
-                raise ValueError(f"GPU share on node {node} would go below zero")
+        if len(gpus) and (self.gpu_free[node, gpus] < gpu_milli).any():
+            raise ValueError(f"GPU share on node {node} would go below zero")
         self.cpu_free[node] -= cpu_milli
         self.mem_free[node] -= memory_mib
         if len(gpus):
@@ -185,8 +195,11 @@ class ClusterState:
         num_gpu: int,
     ) -> None:
         """Give back what :meth:`allocate` took; raises if it would exceed capacity."""
-        gpus = np.asarray(gpus, dtype=np.int64)
+        gpus = self._check_slots(node, gpus)
         c = self.cluster
+        cls = pod_class(num_gpu, gpu_milli)
+        if self.class_counts[node, cls] == 0:
+            raise ValueError(f"node {node} holds no pod of class {POD_CLASSES[cls]!r} to release")
         if self.cpu_free[node] + cpu_milli > c.cpu_milli[node]:
             raise ValueError(f"node {node} CPU would exceed capacity")
         if self.mem_free[node] + memory_mib > c.memory_mib[node]:
@@ -197,6 +210,6 @@ class ClusterState:
         self.mem_free[node] += memory_mib
         if len(gpus):
             self.gpu_free[node, gpus] += gpu_milli
-        self.class_counts[node, pod_class(num_gpu, gpu_milli)] -= 1
+        self.class_counts[node, cls] -= 1
         self.version[node] += 1
         self.changes += 1

@@ -10,6 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 
 from schedlab.errors import InputError
 from schedlab.model.cluster import GPU_MILLI, Cluster
@@ -31,11 +32,13 @@ POD_OPTIONAL = ["gpu_spec"]
 MAX_GPUS_PER_NODE = 64
 
 
-def _unknown_model(value: str, path: Path, index: int, column: str) -> InputError:
+def _unknown_model(
+    frame: pd.DataFrame, value: str, path: Path, index: int, column: str
+) -> InputError:
     return InputError(
         f"unknown GPU model {value!r} in '{column}' (known: {', '.join(GPU_MODELS)})",
         path=str(path),
-        row=line_of(index),
+        row=line_of(frame, index),
         column=column,
     )
 
@@ -55,12 +58,12 @@ def read_node_list(path: str | Path, *, gpu_only: bool = False) -> Cluster:
                 raise InputError(
                     f"node has {gpus[i]} GPU(s) but no 'model'",
                     path=str(path),
-                    row=line_of(i),
+                    row=line_of(frame, i),
                     column="model",
                 )
             continue
         if not is_known_model(raw):
-            raise _unknown_model(raw, path, i, "model")
+            raise _unknown_model(frame, raw, path, i, "model")
         model[i] = model_index(raw)
     keep = gpus > 0 if gpu_only else np.ones(len(frame), dtype=bool)
     if not keep.any():
@@ -94,7 +97,7 @@ def read_pod_list(path: str | Path) -> PodTable:
             raise InputError(
                 f"{message} (got num_gpu={num_gpu[i]}, gpu_milli={gpu_milli[i]})",
                 path=str(path),
-                row=line_of(i),
+                row=line_of(frame, i),
                 column="gpu_milli",
             )
     masks = np.empty(len(frame), dtype=np.int64)
@@ -106,7 +109,7 @@ def read_pod_list(path: str | Path) -> PodTable:
             models = parse_gpu_spec(raw)
             for m in models:
                 if not is_known_model(m):
-                    raise _unknown_model(m, path, i, "gpu_spec")
+                    raise _unknown_model(frame, m, path, i, "gpu_spec")
             cache[raw] = spec_mask(models)
         masks[i] = cache[raw]
     return PodTable(

@@ -7,6 +7,8 @@ user can fix the file without guessing. Nothing is returned until the whole file
 
 from __future__ import annotations
 
+import csv
+from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
@@ -14,40 +16,73 @@ import pandas as pd
 
 from schedlab.errors import InputError
 
-HEADER_LINES = 1
+LINE_ATTR = "source_lines"
 
 
-def line_of(index: int) -> int:
-    """Editor line number of the data row at 0-based ``index``."""
-    return index + HEADER_LINES + 1
+def line_of(frame: pd.DataFrame, index: int) -> int:
+    """Editor line number of the data row at 0-based ``index`` (blank lines are skipped when
+    reading, so the numbers come from the reader, not from arithmetic)."""
+    return int(frame.attrs[LINE_ATTR][index])
 
 
 def read_text_table(
-    path: str | Path, required: list[str], optional: list[str] = ()
+    path: str | Path, required: list[str], optional: Sequence[str] = ()
 ) -> pd.DataFrame:
-    """Read a CSV file with every cell as text; check that the required columns are present."""
+    """Read a CSV file with every cell as text; check that the required columns are present.
+
+    Each data row remembers the line it came from (``frame.attrs["source_lines"]``), so errors
+    point at the right line even when the file has blank lines.
+    """
     path = Path(path)
     if not path.is_file():
         raise InputError("file not found", path=str(path))
     try:
-        frame = pd.read_csv(path, dtype=str, keep_default_na=False, na_filter=False)
-    except pd.errors.EmptyDataError:
-        raise InputError("file is empty (expected a header row)", path=str(path)) from None
-    except (pd.errors.ParserError, UnicodeDecodeError) as exc:
+        with open(path, newline="", encoding="utf-8-sig") as fh:
+            reader = csv.reader(fh)
+            header = next(reader, None)
+            rows: list[list[str]] = []
+            lines: list[int] = []
+            for row in reader:
+                if not row or all(not cell.strip() for cell in row):
+                    continue
+                rows.append(row)
+                lines.append(reader.line_num)
+    except UnicodeDecodeError:
+        raise InputError("not a UTF-8 text file", path=str(path)) from None
+    except csv.Error as exc:
         raise InputError(f"not a readable CSV file ({exc})", path=str(path)) from None
-    frame.columns = [c.strip() for c in frame.columns]
-    missing = [c for c in required if c not in frame.columns]
+    if header is None:
+        raise InputError("file is empty (expected a header row)", path=str(path))
+    header = [c.strip() for c in header]
+    missing = [c for c in required if c not in header]
     if missing:
         raise InputError(
             f"missing column(s) {', '.join(repr(c) for c in missing)}; "
-            f"found {', '.join(repr(c) for c in frame.columns)}",
+            f"found {', '.join(repr(c) for c in header)}",
             path=str(path),
             row=1,
         )
-    if len(frame) == 0:
+    if not rows:
         raise InputError("file has a header but no data rows", path=str(path))
-    keep = [c for c in [*required, *optional] if c in frame.columns]
-    return frame[keep]
+    for row, line in zip(rows, lines, strict=True):
+        if len(row) != len(header):
+            raise InputError(
+                f"row has {len(row)} fields but the header has {len(header)}",
+                path=str(path),
+                row=line,
+            )
+    keep = [c for c in [*required, *optional] if c in header]
+    index = [header.index(c) for c in keep]
+    frame = pd.DataFrame(
+        {c: [r[i] for r in rows] for c, i in zip(keep, index, strict=True)}, dtype=object
+    )
+    frame.attrs[LINE_ATTR] = np.asarray(lines, dtype=np.int64)
+    return frame
+
+
+#: Integers beyond this are rejected as values no cluster or trace has (and float64 loses
+#: whole-number precision past 2**53).
+MAX_ABS_INT = 2**53
 
 
 def int_column(
@@ -59,15 +94,20 @@ def int_column(
     high: int | None = None,
 ) -> np.ndarray:
     """Whole numbers in ``[low, high]``; the first bad cell raises InputError naming it."""
-    text = frame[column].str.strip()
-    values = pd.to_numeric(text, errors="coerce")
-    bad = values.isna() | (values != np.floor(values))
+    text = frame[column].astype(str).str.strip()
+    values = pd.to_numeric(text, errors="coerce").astype(np.float64)
+    bad = (
+        values.isna()
+        | ~np.isfinite(values)
+        | (values.abs() > MAX_ABS_INT)
+        | (values != np.floor(values))
+    )
     if bad.any():
         i = int(np.flatnonzero(bad.to_numpy())[0])
         raise InputError(
             f"'{column}' must be a whole number (got {frame[column].iloc[i]!r})",
             path=str(path),
-            row=line_of(i),
+            row=line_of(frame, i),
             column=column,
         )
     out = values.to_numpy(dtype=np.float64).astype(np.int64)
@@ -84,7 +124,7 @@ def int_column(
         raise InputError(
             f"'{column}' must be {allowed} (got {out[i]})",
             path=str(path),
-            row=line_of(i),
+            row=line_of(frame, i),
             column=column,
         )
     return out
@@ -96,14 +136,16 @@ def unique_names(frame: pd.DataFrame, column: str, path: str | Path) -> np.ndarr
     blank = names == ""
     if blank.any():
         i = int(np.flatnonzero(blank.to_numpy())[0])
-        raise InputError(f"'{column}' is blank", path=str(path), row=line_of(i), column=column)
+        raise InputError(
+            f"'{column}' is blank", path=str(path), row=line_of(frame, i), column=column
+        )
     dup = names.duplicated()
     if dup.any():
         i = int(np.flatnonzero(dup.to_numpy())[0])
         raise InputError(
             f"'{column}' {names.iloc[i]!r} appears twice",
             path=str(path),
-            row=line_of(i),
+            row=line_of(frame, i),
             column=column,
         )
     return names.to_numpy(dtype=object)
