@@ -50,10 +50,14 @@ class Cluster:
     num_gpus: np.ndarray  # int64, (N,)
     model: np.ndarray  # int64, (N,)
     source: str = field(default="<memory>")
+    rack: np.ndarray | None = None  # int64, (N,): topology for rack-aware placement
 
     def __post_init__(self) -> None:
         n = len(self.names)
-        for attr in ("cpu_milli", "memory_mib", "num_gpus", "model"):
+        if self.rack is None:
+            # Without topology every node is its own rack: "fewest racks" = "fewest nodes".
+            object.__setattr__(self, "rack", np.arange(n, dtype=np.int64))
+        for attr in ("cpu_milli", "memory_mib", "num_gpus", "model", "rack"):
             if len(getattr(self, attr)) != n:
                 raise ValueError(f"Cluster.{attr} has {len(getattr(self, attr))} entries, not {n}")
 

@@ -27,6 +27,7 @@ GPU_MODELS: tuple[str, ...] = (
     "L4",
     "RTX3090",
     "RTX2080Ti",
+    "GPU",  # an unnamed model, for cluster specs that do not say
 )
 
 _INDEX = {name.upper(): i for i, name in enumerate(GPU_MODELS)}

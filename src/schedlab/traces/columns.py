@@ -149,3 +149,41 @@ def unique_names(frame: pd.DataFrame, column: str, path: str | Path) -> np.ndarr
             column=column,
         )
     return names.to_numpy(dtype=object)
+
+
+def float_column(
+    frame: pd.DataFrame,
+    column: str,
+    path: str | Path,
+    *,
+    low: float | None = 0.0,
+    allow_blank: bool = False,
+) -> np.ndarray:
+    """Finite numbers ≥ ``low``; blank cells become NaN when ``allow_blank``, else an error.
+
+    ``nan`` and ``inf`` written out are rejected: a trace that needs "no value" leaves the cell
+    blank, so a literal NaN is more likely a broken export than a choice.
+    """
+    text = frame[column].astype(str).str.strip()
+    blank = (text == "").to_numpy()
+    values = np.array(
+        pd.to_numeric(text, errors="coerce").to_numpy(dtype=np.float64, na_value=np.nan)
+    )
+    bad = ~np.isfinite(values) & ~(blank & allow_blank)
+    if bad.any():
+        i = int(np.flatnonzero(bad)[0])
+        what = "is blank" if blank[i] else f"must be a number (got {frame[column].iloc[i]!r})"
+        raise InputError(f"'{column}' {what}", path=str(path), row=line_of(frame, i), column=column)
+    if allow_blank:
+        values[blank] = np.nan
+    if low is not None:
+        failing = values < low  # NaN compares False, so blanks pass
+        if failing.any():
+            i = int(np.flatnonzero(failing)[0])
+            raise InputError(
+                f"'{column}' must be ≥ {low:g} (got {values[i]:g})",
+                path=str(path),
+                row=line_of(frame, i),
+                column=column,
+            )
+    return values

@@ -131,12 +131,18 @@ class Placer:
 
     def __init__(self, policy: PlacementPolicy, ctx: RunContext, tie_rank: np.ndarray) -> None:
         self.policy = policy
+        self.ctx = ctx
         self.tie_rank = tie_rank
         self.model_bits = node_model_bits(ctx.cluster)
         policy.reset(ctx)
 
-    def place(self, pod: PodRequest, state: ClusterState) -> Placement | None:
+    def place(
+        self, pod: PodRequest, state: ClusterState, exclude: set[int] | None = None
+    ) -> Placement | None:
+        """Where ``pod`` goes now (None: nowhere); ``exclude`` lists nodes not to use."""
         feasible = feasible_nodes(pod, state, self.model_bits)
+        if exclude:
+            feasible[list(exclude)] = False
         if not feasible.any():
             return None
         scores = self.policy.score(pod, state, feasible)

@@ -1,0 +1,155 @@
+"""``schedlab trace``: look at a job trace before replaying it.
+
+``trace stats FILE`` prints what a user checks first (jobs, span, GPU mix, run-time percentiles,
+deadlines) and what the reader's filters dropped; ``--json`` prints the same to stdout for
+scripts. ``trace validate FILE`` reads the whole file and prints ``ok: N jobs`` or the first bad
+cell as one line (file:line, column), exiting non-zero.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+from pathlib import Path
+
+from rich.markup import escape
+from rich.table import Table
+
+from schedlab.commands.common import console, stdout
+from schedlab.errors import InputError
+from schedlab.traces.formats import TRACE_FORMATS, read_jobs
+from schedlab.traces.job_common import ReadResult
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "trace",
+        help="check a job trace and summarise it",
+        description="Read a job trace (any supported format) to check it or summarise it.",
+    )
+    p.set_defaults(run=lambda args: _usage(p))
+    actions = p.add_subparsers(title="actions", dest="trace_action", metavar="ACTION")
+
+    stats = actions.add_parser(
+        "stats",
+        help="summary table of a trace (jobs, span, GPU mix, run times, dropped jobs)",
+        description="Summarise a job trace: what the replay will see and what was filtered out.",
+    )
+    _common_args(stats)
+    stats.add_argument(
+        "--json", action="store_true", help="print the summary as JSON on stdout, for scripts"
+    )
+    stats.set_defaults(run=run_stats)
+
+    validate = actions.add_parser(
+        "validate",
+        help="read the whole trace and report the first bad value, if any",
+        description="Check every row of a job trace; prints 'ok: N jobs' or one error line.",
+    )
+    _common_args(validate)
+    validate.set_defaults(run=run_validate)
+
+
+def _common_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("file", type=Path, metavar="FILE", help="the trace file (CSV)")
+    p.add_argument(
+        "--trace-format",
+        metavar="NAME",
+        default=None,
+        help=f"format of FILE (default: guessed from its header): {', '.join(TRACE_FORMATS)}",
+    )
+    p.add_argument(
+        "--keep-zero",
+        action="store_true",
+        help="keep jobs with 0 GPUs or 0 s run time (dropped and counted by default)",
+    )
+    p.add_argument(
+        "--min-duration",
+        type=float,
+        default=0.0,
+        metavar="SECONDS",
+        help="drop jobs that ran less than this (default: 0, keep all)",
+    )
+
+
+def _usage(p: argparse.ArgumentParser) -> int:
+    p.print_help(sys.stderr)
+    return 2
+
+
+def _read(args: argparse.Namespace) -> ReadResult:
+    if not math.isfinite(args.min_duration) or args.min_duration < 0:
+        raise InputError(f"'--min-duration' must be ≥ 0 seconds (got {args.min_duration:g})")
+    return read_jobs(
+        args.file,
+        args.trace_format,
+        drop_zero=not args.keep_zero,
+        min_duration=args.min_duration,
+    )
+
+
+def summary(result: ReadResult) -> dict[str, object]:
+    """Everything ``trace stats`` shows, as plain JSON-ready values."""
+    return {
+        "file": result.jobs.source,
+        "format": result.format,
+        "rows": result.rows,
+        "stats": result.jobs.stats(),
+        "dropped": dict(result.dropped),
+    }
+
+
+def _fmt(value: object) -> str:
+    if isinstance(value, float):
+        return f"{value:,.1f}" if abs(value) >= 100 or value == int(value) else f"{value:,.3g}"
+    if isinstance(value, int):
+        return f"{value:,}"
+    return str(value)
+
+
+def run_stats(args: argparse.Namespace) -> int:
+    result = _read(args)
+    data = summary(result)
+    if args.json:
+        sys.stdout.write(json.dumps(data, indent=2) + "\n")
+        return 0
+    stats: dict[str, object] = data["stats"]  # type: ignore[assignment]
+    table = Table(title=escape(f"{result.jobs.source} ({result.format})"), title_justify="left")
+    table.add_column("what", style="bold")
+    table.add_column("value", justify="right")
+    table.add_row("data rows in file", _fmt(result.rows))
+    for key, value in stats.items():
+        if key == "span_seconds":
+            table.add_row("span", f"{_fmt(value)} s ({float(value) / 86400:,.1f} days)")
+        elif key == "by_num_gpus":
+            for gpus, count in value.items():  # type: ignore[union-attr]
+                table.add_row(f"jobs with {gpus} GPU(s)", _fmt(count))
+        elif key == "duration_seconds":
+            for name, seconds in value.items():  # type: ignore[union-attr]
+                table.add_row(f"run time {name} (s)", _fmt(seconds))
+        else:
+            table.add_row(key.replace("_", " "), _fmt(value))
+    if result.dropped:
+        for reason, count in result.dropped.items():
+            table.add_row(f"dropped: {reason.replace('_', ' ')}", _fmt(count))
+    else:
+        table.add_row("dropped", "nothing (no filter applied)")
+    stdout.print(table)
+    return 0
+
+
+def run_validate(args: argparse.Namespace) -> int:
+    result = _read(args)
+    n = len(result.jobs)
+    line = f"ok: {n} jobs"
+    if result.dropped_total:
+        parts = ", ".join(f"{k} {v}" for k, v in result.dropped.items() if v)
+        line += f" ({result.format}; dropped {result.dropped_total}: {parts})"
+    else:
+        line += f" ({result.format})"
+    stdout.print(line, soft_wrap=True, markup=False)
+    if n == 0:
+        console.print("warning: every job was dropped by the filters")
+    return 0

@@ -1,0 +1,347 @@
+"""The replay engine: discrete-event simulation of a job trace on a cluster.
+
+Time jumps from event to event — an arrival, a completion, the end of a restart overhead, or a
+time the policy asked to be woken at — never by fixed ticks. At each distinct event time the
+engine first applies every event due, then asks the policy once, then applies its decisions
+(rejections and preemptions, then resizes, then starts). Progress is accounted piecewise: a job's
+remaining work changes only when it starts, stops or changes size, and its completion event is
+re-issued (older ones are ignored by a version check).
+
+The engine knows nothing about any particular policy; every policy returns the same decision
+types, and the engine validates them (a start on a busy GPU is a policy bug and raises).
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+import time
+from array import array
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from schedlab.metrics.fragmentation import TargetWorkload
+from schedlab.model.cluster import GPU_MILLI, Cluster
+from schedlab.model.jobs import JobTable
+from schedlab.model.pods import PodTable
+from schedlab.model.snapshot import (
+    DONE,
+    PENDING,
+    REJECTED,
+    RUNNING,
+    Allocation,
+    Decision,
+    JobRuntime,
+    Preempt,
+    Reject,
+    Resize,
+    Snapshot,
+    Start,
+    allocation_size,
+)
+from schedlab.perf.models import PerfModel
+from schedlab.policies.placement.base import PlacementPolicy, Placer, RunContext
+from schedlab.policies.placement.gang import GangPlacer
+from schedlab.policies.scheduler import ReplayContext, SchedulingPolicy
+
+INF = math.inf
+
+
+class PolicyError(RuntimeError):
+    """A policy returned a decision that cannot be applied (a bug in the policy)."""
+
+
+@dataclass(frozen=True)
+class ReplayConfig:
+    """Engine settings that are not the policy's business."""
+
+    seed: int = 0
+    #: Seconds a preempted job spends restoring its checkpoint before it makes progress again.
+    restart_overhead: float = 0.0
+    #: Seconds a resized job spends re-forming its workers before it makes progress again.
+    resize_overhead: float = 0.0
+    #: Stop simulating at this time (jobs still active are recorded as unfinished).
+    until: float = INF
+
+
+@dataclass
+class ReplayRecord:
+    """Everything a replay leaves behind for metrics and reports."""
+
+    jobs: JobTable
+    cluster: Cluster
+    status: np.ndarray
+    first_start: np.ndarray
+    end_time: np.ndarray
+    preemptions: np.ndarray
+    resizes: np.ndarray
+    gpu_seconds: np.ndarray
+    reference_seconds: np.ndarray  # oracle run time at the requested size
+    reject_reason: dict[int, str]
+    ts_time: np.ndarray
+    ts_queue: np.ndarray
+    ts_running: np.ndarray
+    ts_busy: np.ndarray
+    decision_points: int
+    events: int
+    wall_seconds: float
+    extra: dict[str, float] = field(default_factory=dict)
+
+
+def job_pods(jobs: JobTable) -> PodTable:
+    """Jobs as whole-GPU pods, so the typical-task workload of fragmentation-aware placement
+    policies can be derived the same way as in pack."""
+    return PodTable.from_columns(
+        name=jobs.job_id, cpu_milli=jobs.cpu_milli, memory_mib=jobs.memory_mib,
+        num_gpu=jobs.num_gpus, gpu_milli=np.where(jobs.num_gpus > 0, GPU_MILLI, 0),
+        model_mask=jobs.gpu_model_mask,
+    )
+
+
+class ReplayEngine:
+    """Replays ``jobs`` on ``cluster`` under ``policy``; :meth:`run` returns the record."""
+
+    def __init__(
+        self,
+        cluster: Cluster,
+        jobs: JobTable,
+        policy: SchedulingPolicy,
+        placement_policy: PlacementPolicy,
+        perf: PerfModel,
+        config: ReplayConfig = ReplayConfig(),
+    ) -> None:
+        self.cluster = cluster
+        self.jobs = jobs.sorted_by_submit()
+        self.policy = policy
+        self.perf = perf
+        self.config = config
+        self.rng = np.random.default_rng(config.seed)
+        j = self.jobs
+        self.work = perf.work(j)
+        bad = ~np.isfinite(self.work) | (self.work < 0)
+        if bad.any():
+            i = int(np.flatnonzero(bad)[0])
+            raise ValueError(f"job {j.job_id[i]!r} has no usable work (duration or iterations)")
+        self.reference_rate = np.fromiter(
+            (perf.reference_rate(j, i) for i in range(len(j))), dtype=np.float64, count=len(j)
+        )
+        target = TargetWorkload.from_pods(job_pods(j)) if len(j) else None
+        tie_rank = self.rng.permutation(cluster.size)
+        placer = Placer(placement_policy, RunContext(cluster, target, self.rng), tie_rank)
+        self.ctx = ReplayContext(cluster, j, perf, GangPlacer(placer), self.rng)
+
+    def run(self, progress: Callable[[int, int], None] | None = None) -> ReplayRecord:
+        return _Run(self).loop(progress)
+
+
+class _Run:
+    """The mutable state of one replay (kept apart so an engine object can run twice)."""
+
+    def __init__(self, engine: ReplayEngine) -> None:
+        self.e = engine
+        self.jobs = j = engine.jobs
+        self.cluster = engine.cluster
+        self.cfg = engine.config
+        self.policy = engine.policy
+        n = len(j)
+        self.state = engine.cluster.new_state()
+        self.rt = JobRuntime.new(n, engine.work)
+        self.first_start = np.full(n, np.nan)
+        self.end_time = np.full(n, np.nan)
+        self.gpu_seconds = np.zeros(n)
+        self.version = np.zeros(n, dtype=np.int64)
+        self.ever_ran = np.zeros(n, dtype=bool)
+        self.reject_reason: dict[int, str] = {}
+        self.pending: dict[int, None] = {}
+        self.running: dict[int, None] = {}
+        self.heap: list[tuple[float, int, int, int]] = []  # (time, seq, job, version)
+        self.seq = 0
+        self.free_gpus = engine.cluster.total_gpus
+
+    # -- job state changes -----------------------------------------------------------------
+    def stop_progress(self, job: int, now: float) -> None:
+        """Bank the progress and GPU time of a running job up to ``now``."""
+        rt = self.rt
+        progressed = max(0.0, now - rt.progress_from[job]) * rt.rate[job]
+        rt.remaining[job] = max(0.0, rt.remaining[job] - progressed)
+        held = now - rt.run_started[job]
+        rt.attained[job] += rt.alloc_n[job] * held
+        rt.executed[job] += held
+        self.gpu_seconds[job] += rt.alloc_n[job] * held
+        rt.run_started[job] = now
+        rt.progress_from[job] = max(now, rt.progress_from[job])
+
+    def schedule_completion(self, job: int) -> None:
+        """(Re)issue the job's completion event; older ones become stale."""
+        self.version[job] += 1
+        rt = self.rt
+        if rt.status[job] != RUNNING or rt.rate[job] <= 0:
+            return  # a job that makes no progress here never completes here
+        finish = rt.progress_from[job] + rt.remaining[job] / rt.rate[job]
+        self.seq += 1
+        heapq.heappush(self.heap, (finish, self.seq, job, int(self.version[job])))
+
+    def rate_on(self, job: int, allocation: Allocation) -> float:
+        # A job spanning GPU models runs at the pace of its slowest GPUs.
+        models = {int(self.cluster.model[node]) for node, _ in allocation}
+        size = allocation_size(allocation)
+        return min(self.e.perf.rate(self.jobs, job, size, m) for m in models) if models else 0.0
+
+    def occupy(self, job: int, allocation: Allocation) -> None:
+        c, m = int(self.jobs.cpu_milli[job]), int(self.jobs.memory_mib[job])
+        try:
+            for node, gpus in allocation:
+                self.state.allocate(node, gpus, c, m, GPU_MILLI if gpus else 0, len(gpus))
+        except ValueError as exc:
+            raise PolicyError(
+                f"{self.policy.describe()} placed job {job} where it does not fit: {exc}"
+            ) from None
+        size = allocation_size(allocation)
+        self.free_gpus -= size
+        self.rt.allocation[job] = allocation
+        self.rt.alloc_n[job] = size
+
+    def vacate(self, job: int) -> None:
+        rt = self.rt
+        c, m = int(self.jobs.cpu_milli[job]), int(self.jobs.memory_mib[job])
+        for node, gpus in rt.allocation[job] or ():
+            self.state.release(node, gpus, c, m, GPU_MILLI if gpus else 0, len(gpus))
+        self.free_gpus += int(rt.alloc_n[job])
+        rt.allocation[job] = None
+        rt.alloc_n[job] = 0
+
+    def complete(self, job: int, now: float) -> None:
+        self.stop_progress(job, now)
+        self.rt.remaining[job] = 0.0
+        self.vacate(job)
+        self.rt.status[job] = DONE
+        self.end_time[job] = now
+        del self.running[job]
+
+    # -- decisions -------------------------------------------------------------------------
+    def apply(self, decisions: list[Decision], now: float) -> None:
+        rt, name = self.rt, self.policy.describe()
+
+        def expect(job: int, status: int, verb: str) -> None:
+            if not 0 <= job < len(rt.status) or rt.status[job] != status:
+                wanted = "pending" if status == PENDING else "running"
+                raise PolicyError(f"{name} {verb} job {job}, which is not {wanted}")
+
+        # Rejections and preemptions first: they free what the starts may use.
+        for d in decisions:
+            if isinstance(d, Reject):
+                expect(d.job, PENDING, "rejected")
+                rt.status[d.job] = REJECTED
+                self.reject_reason[d.job] = d.reason
+                del self.pending[d.job]
+            elif isinstance(d, Preempt):
+                expect(d.job, RUNNING, "preempted")
+                self.stop_progress(d.job, now)
+                self.vacate(d.job)
+                rt.rate[d.job] = 0.0
+                rt.status[d.job] = PENDING
+                rt.queued_since[d.job] = now
+                rt.preemptions[d.job] += 1
+                del self.running[d.job]
+                self.pending[d.job] = None
+                self.schedule_completion(d.job)  # voids the pending completion
+        for d in decisions:
+            if isinstance(d, Resize):
+                expect(d.job, RUNNING, "resized")
+                self.stop_progress(d.job, now)
+                self.vacate(d.job)
+                self.occupy(d.job, d.allocation)
+                rt.rate[d.job] = self.rate_on(d.job, d.allocation)
+                rt.progress_from[d.job] = now + self.cfg.resize_overhead
+                rt.resizes[d.job] += 1
+                self.schedule_completion(d.job)
+        for d in decisions:
+            if isinstance(d, Start):
+                expect(d.job, PENDING, "started")
+                self.occupy(d.job, d.allocation)
+                rt.rate[d.job] = self.rate_on(d.job, d.allocation)
+                rt.run_started[d.job] = now
+                restart = self.cfg.restart_overhead if self.ever_ran[d.job] else 0.0
+                rt.progress_from[d.job] = now + restart
+                rt.status[d.job] = RUNNING
+                if not self.ever_ran[d.job]:
+                    self.first_start[d.job] = now
+                    self.ever_ran[d.job] = True
+                del self.pending[d.job]
+                self.running[d.job] = None
+                self.schedule_completion(d.job)
+
+    def snapshot(self, now: float, new_pending: list[int]) -> Snapshot:
+        e = self.e
+        return Snapshot(
+            now=now, jobs=self.jobs, cluster=self.cluster, state=self.state, runtime=self.rt,
+            work=e.work, reference_rate=e.reference_rate, pending_set=self.pending,
+            running_set=self.running, new_pending=new_pending, free_gpus=self.free_gpus,
+        )
+
+    # -- the event loop --------------------------------------------------------------------
+    def loop(self, progress: Callable[[int, int], None] | None) -> ReplayRecord:
+        started = time.perf_counter()
+        j, cfg, rt, heap = self.jobs, self.cfg, self.rt, self.heap
+        n = len(j)
+        submit = j.submit_time.tolist()
+        total_gpus = self.cluster.total_gpus
+        self.policy.reset(self.e.ctx)
+        ts_time, ts_queue, ts_running, ts_busy = array("d"), array("q"), array("q"), array("q")
+        next_arrival, wakeup, decision_points, events = 0, INF, 0, 0
+        now = 0.0
+        while True:
+            t_arr = submit[next_arrival] if next_arrival < n else INF
+            now = min(t_arr, heap[0][0] if heap else INF, wakeup)
+            if now == INF or now > cfg.until:
+                break
+            new_pending: list[int] = []
+            while next_arrival < n and submit[next_arrival] <= now:
+                job = next_arrival
+                next_arrival += 1
+                rt.status[job] = PENDING
+                rt.queued_since[job] = submit[job]
+                self.pending[job] = None
+                new_pending.append(job)
+                events += 1
+            while heap and heap[0][0] <= now:
+                _, _, job, ver = heapq.heappop(heap)
+                if ver == self.version[job] and rt.status[job] == RUNNING:
+                    self.complete(job, now)
+                    events += 1
+            decisions = self.policy.decide(self.snapshot(now, new_pending))
+            decision_points += 1
+            if decisions:
+                self.apply(decisions, now)
+            wakeup = self.policy.next_wakeup(self.snapshot(now, []))
+            if wakeup <= now:
+                wakeup = INF  # a wake-up in the past would never let time advance
+            ts_time.append(now)
+            ts_queue.append(len(self.pending))
+            ts_running.append(len(self.running))
+            ts_busy.append(total_gpus - self.free_gpus)
+            if progress is not None and (decision_points & 4095) == 0:
+                progress(next_arrival, n)
+        end = cfg.until if now > cfg.until else now
+        if math.isfinite(end):
+            for job in list(self.running):
+                self.stop_progress(job, end)
+        if progress is not None:
+            progress(n, n)
+        e = self.e
+        with np.errstate(divide="ignore", invalid="ignore"):
+            reference_seconds = np.where(e.reference_rate > 0, e.work / e.reference_rate, np.nan)
+        return ReplayRecord(
+            jobs=j, cluster=self.cluster, status=rt.status.copy(), first_start=self.first_start,
+            end_time=self.end_time, preemptions=rt.preemptions, resizes=rt.resizes,
+            gpu_seconds=self.gpu_seconds, reference_seconds=reference_seconds,
+            reject_reason=self.reject_reason,
+            ts_time=np.asarray(ts_time, dtype=np.float64),
+            ts_queue=np.asarray(ts_queue, dtype=np.int64),
+            ts_running=np.asarray(ts_running, dtype=np.int64),
+            ts_busy=np.asarray(ts_busy, dtype=np.int64),
+            decision_points=decision_points, events=events,
+            wall_seconds=time.perf_counter() - started,
+        )

@@ -1,0 +1,171 @@
+"""What a scheduling policy sees at a decision point, and what it may answer.
+
+The snapshot is read-only by contract: a policy reads it and returns :class:`Decision` objects;
+it never changes engine state. Live mode (Slurm) builds the same snapshot from the cluster's own
+records, so one policy object serves simulation and production.
+
+Per-job quantities that change with time (attained service, remaining work) are computed on demand
+for the jobs a policy asks about, from the values at the job's last state change, so a decision
+costs time in proportion to the jobs it looks at, not to the whole trace.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from schedlab.model.cluster import Cluster, ClusterState
+from schedlab.model.jobs import JobTable
+
+# Job status codes.
+FUTURE, PENDING, RUNNING, DONE, REJECTED = 0, 1, 2, 3, 4
+STATUS_NAMES = ("future", "pending", "running", "completed", "rejected")
+
+#: Where a job runs: ((node, (gpu, ...)), ...).
+Allocation = tuple[tuple[int, tuple[int, ...]], ...]
+
+
+def allocation_size(allocation: Allocation) -> int:
+    return sum(len(gpus) for _, gpus in allocation)
+
+
+@dataclass(frozen=True, slots=True)
+class Start:
+    """Start (or restart) a pending job on ``allocation``."""
+
+    job: int
+    allocation: Allocation
+
+
+@dataclass(frozen=True, slots=True)
+class Preempt:
+    """Stop a running job and put it back in the queue (its progress is kept)."""
+
+    job: int
+
+
+@dataclass(frozen=True, slots=True)
+class Resize:
+    """Move a running job to a new allocation (usually a different GPU count)."""
+
+    job: int
+    allocation: Allocation
+
+
+@dataclass(frozen=True, slots=True)
+class Reject:
+    """Drop a pending job for good (e.g. admission control); ``reason`` goes to the record."""
+
+    job: int
+    reason: str
+
+
+Decision = Start | Preempt | Resize | Reject
+
+
+@dataclass
+class JobRuntime:
+    """Per-job dynamic state, as arrays (engines own it; snapshots read it)."""
+
+    status: np.ndarray  # int8
+    remaining: np.ndarray  # work units left at ``progress_from`` (or now, if not running)
+    rate: np.ndarray  # work units per second while running
+    progress_from: np.ndarray  # time progress (re)started (after any overhead)
+    run_started: np.ndarray  # time the current run began
+    attained: np.ndarray  # GPU-seconds held before the current run
+    executed: np.ndarray  # seconds run before the current run
+    queued_since: np.ndarray  # time the job last entered the queue
+    alloc_n: np.ndarray  # GPUs held now
+    preemptions: np.ndarray
+    resizes: np.ndarray
+    allocation: list[Allocation | None]
+
+    @classmethod
+    def new(cls, n: int, work: np.ndarray) -> JobRuntime:
+        return cls(
+            status=np.zeros(n, dtype=np.int8),
+            remaining=np.asarray(work, dtype=np.float64).copy(),
+            rate=np.zeros(n),
+            progress_from=np.zeros(n),
+            run_started=np.zeros(n),
+            attained=np.zeros(n),
+            executed=np.zeros(n),
+            queued_since=np.zeros(n),
+            alloc_n=np.zeros(n, dtype=np.int64),
+            preemptions=np.zeros(n, dtype=np.int64),
+            resizes=np.zeros(n, dtype=np.int64),
+            allocation=[None] * n,
+        )
+
+
+@dataclass
+class Snapshot:
+    """The read-only view a policy decides on."""
+
+    now: float
+    jobs: JobTable
+    cluster: Cluster
+    state: ClusterState
+    runtime: JobRuntime
+    work: np.ndarray  # total work units per job
+    reference_rate: np.ndarray  # work units/s at the requested size on the reference GPU
+    pending_set: dict[int, None]
+    running_set: dict[int, None]
+    new_pending: list[int] = field(default_factory=list)
+    free_gpus: int = 0
+    _pending: np.ndarray | None = None
+    _running: np.ndarray | None = None
+
+    def pending(self) -> np.ndarray:
+        """Pending job indices in the order they (re)entered the queue."""
+        if self._pending is None:
+            self._pending = np.fromiter(self.pending_set, dtype=np.int64, count=len(self.pending_set))
+        return self._pending
+
+    def running(self) -> np.ndarray:
+        if self._running is None:
+            self._running = np.fromiter(self.running_set, dtype=np.int64, count=len(self.running_set))
+        return self._running
+
+    # -- time-dependent per-job values ------------------------------------------------------
+    def _run_time(self, idx: np.ndarray) -> np.ndarray:
+        rt = self.runtime
+        running = rt.status[idx] == RUNNING
+        return np.where(running, self.now - rt.run_started[idx], 0.0)
+
+    def attained(self, idx: np.ndarray) -> np.ndarray:
+        """GPU-seconds each job has held so far (Tiresias's attained service)."""
+        rt = self.runtime
+        return rt.attained[idx] + rt.alloc_n[idx] * self._run_time(idx)
+
+    def executed(self, idx: np.ndarray) -> np.ndarray:
+        """Seconds each job has run so far."""
+        return self.runtime.executed[idx] + self._run_time(idx)
+
+    def remaining_work(self, idx: np.ndarray) -> np.ndarray:
+        rt = self.runtime
+        running = rt.status[idx] == RUNNING
+        progressed = np.maximum(0.0, self.now - rt.progress_from[idx]) * rt.rate[idx]
+        return np.maximum(0.0, rt.remaining[idx] - np.where(running, progressed, 0.0))
+
+    def remaining_seconds(self, idx: np.ndarray) -> np.ndarray:
+        """Oracle run time left: at the current rate if running, else at the requested size."""
+        rt = self.runtime
+        running = rt.status[idx] == RUNNING
+        rate = np.where(running, rt.rate[idx], self.reference_rate[idx])
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return np.where(rate > 0, self.remaining_work(idx) / rate, np.inf)
+
+    def total_seconds(self, idx: np.ndarray) -> np.ndarray:
+        """Oracle run time of the whole job at its requested size (SJF's key)."""
+        with np.errstate(divide="ignore", invalid="ignore"):
+            r = self.reference_rate[idx]
+            return np.where(r > 0, self.work[idx] / r, np.inf)
+
+    def estimated_end(self, idx: np.ndarray) -> np.ndarray:
+        """When running jobs would finish if nothing changes (backfill reservations)."""
+        rt = self.runtime
+        with np.errstate(divide="ignore", invalid="ignore"):
+            left = np.where(rt.rate[idx] > 0, self.remaining_work(idx) / rt.rate[idx], np.inf)
+        return np.maximum(self.now, rt.progress_from[idx]) + left

@@ -1,0 +1,190 @@
+"""Performance models: turn a job's work into a rate of progress on a concrete allocation.
+
+A job's work is a number of *work units* (seconds at its requested size on the reference GPU for
+a trace duration; iterations for a throughput table). A model gives the rate, in units per second,
+for a GPU count and GPU model, so the engine can account progress piecewise across preemptions and
+resizes without knowing which kind of model it has.
+"""
+
+from __future__ import annotations
+
+import math
+from abc import ABC, abstractmethod
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from schedlab.errors import InputError
+from schedlab.model.gpu_models import GPU_MODELS, is_known_model, model_index
+from schedlab.model.jobs import JobTable
+
+
+class PerfModel(ABC):
+    """Work and rates for the jobs of one run."""
+
+    @abstractmethod
+    def work(self, jobs: JobTable) -> np.ndarray:
+        """Total work units of every job (finite and > 0 for a job that can run)."""
+
+    @abstractmethod
+    def rate(self, jobs: JobTable, job: int, num_gpus: int, gpu_model: int) -> float:
+        """Work units per second of ``job`` on ``num_gpus`` GPUs of ``gpu_model`` (0: cannot run)."""
+
+    def reference_rate(self, jobs: JobTable, job: int) -> float:
+        """Rate at the requested size on the reference GPU, for oracle run-time estimates."""
+        return self.rate(jobs, job, int(jobs.num_gpus[job]), -1)
+
+    def max_useful_gpus(self, jobs: JobTable, job: int, limit: int) -> int:
+        """Largest GPU count worth giving (where the rate stops growing); elastic policies cap
+        jobs here."""
+        best, best_rate = 1, 0.0
+        n = 1
+        while n <= limit:
+            r = self.rate(jobs, job, n, -1)
+            if r > best_rate * (1 + 1e-9):
+                best, best_rate = n, r
+            n *= 2
+        return best
+
+
+def _speed_of(speed: Mapping[int, float], gpu_model: int) -> float:
+    return speed.get(gpu_model, 1.0) if gpu_model >= 0 else 1.0
+
+
+@dataclass(frozen=True)
+class TraceDuration(PerfModel):
+    """The run time recorded in the trace, at the requested GPU count.
+
+    On another GPU count the rate scales linearly with the count (the usual assumption when a trace
+    says nothing about scaling); on another GPU model it is multiplied by that model's speed factor
+    relative to the reference GPU (``speed``: model index → factor, default 1).
+    """
+
+    speed: Mapping[int, float] = field(default_factory=dict)
+
+    def work(self, jobs: JobTable) -> np.ndarray:
+        return jobs.duration.astype(np.float64)
+
+    def rate(self, jobs: JobTable, job: int, num_gpus: int, gpu_model: int) -> float:
+        requested = int(jobs.num_gpus[job])
+        share = num_gpus / requested if requested > 0 else 1.0
+        return _speed_of(self.speed, gpu_model) * share
+
+
+@dataclass(frozen=True)
+class ThroughputTable(PerfModel):
+    """Iterations per second by GPU count, per (model name, global batch size).
+
+    ``table[(model, batch)]`` maps a GPU count to iterations/s; counts between measured ones are
+    interpolated linearly; counts beyond the largest measured one get its rate (no further gain).
+    Jobs without iterations, or whose (model, batch) is not in the table, fall back to their trace
+    duration with linear scaling, so mixed traces still run.
+    """
+
+    table: Mapping[tuple[str, int], Mapping[int, float]]
+    speed: Mapping[int, float] = field(default_factory=dict)
+
+    def _curve(self, jobs: JobTable, job: int) -> Mapping[int, float] | None:
+        if not math.isfinite(jobs.iterations[job]):
+            return None
+        return self.table.get((str(jobs.model_name[job]), int(jobs.batch_size[job])))
+
+    def work(self, jobs: JobTable) -> np.ndarray:
+        out = jobs.duration.astype(np.float64).copy()
+        for j in range(len(jobs)):
+            if self._curve(jobs, j) is not None:
+                out[j] = jobs.iterations[j]
+        return out
+
+    def rate(self, jobs: JobTable, job: int, num_gpus: int, gpu_model: int) -> float:
+        curve = self._curve(jobs, job)
+        speed = _speed_of(self.speed, gpu_model)
+        if curve is None:
+            requested = int(jobs.num_gpus[job])
+            return speed * (num_gpus / requested if requested > 0 else 1.0)
+        return speed * interpolate(curve, num_gpus)
+
+
+def interpolate(curve: Mapping[int, float], num_gpus: int) -> float:
+    """Rate at ``num_gpus`` from measured points (0 below the smallest, flat past the largest)."""
+    if num_gpus <= 0:
+        return 0.0
+    if num_gpus in curve:
+        return curve[num_gpus]
+    xs = sorted(curve)
+    if num_gpus < xs[0]:
+        return curve[xs[0]] * num_gpus / xs[0]
+    if num_gpus > xs[-1]:
+        return curve[xs[-1]]
+    return float(np.interp(num_gpus, xs, [curve[x] for x in xs]))
+
+
+def read_throughput_dir(path: str | Path) -> dict[tuple[str, int], dict[int, float]]:
+    """Read a folder of ``<model>.csv`` tables: ``global_batch_size,1,2,4,...`` header, one row per
+    batch size, iterations/s per GPU count (blank, ``nan`` or 0 = not runnable there)."""
+    from schedlab.traces.columns import read_text_table  # readers live in traces/
+
+    folder = Path(path)
+    if not folder.is_dir():
+        raise InputError("throughput folder not found", path=str(folder))
+    files = sorted(folder.glob("*.csv"))
+    if not files:
+        raise InputError("no <model>.csv throughput tables in the folder", path=str(folder))
+    table: dict[tuple[str, int], dict[int, float]] = {}
+    for file in files:
+        full = read_text_table(file, ["global_batch_size"], _header(file))
+        counts = [c for c in full.columns if c != "global_batch_size"]
+        for c in counts:
+            if not c.isdigit() or int(c) <= 0:
+                raise InputError(f"GPU-count column {c!r} is not a positive whole number",
+                                 path=str(file), row=1, column=c)
+        lines = full.attrs["source_lines"]
+        for i in range(len(full)):
+            try:
+                batch = int(full["global_batch_size"].iat[i])
+            except ValueError:
+                raise InputError(f"'global_batch_size' must be a whole number "
+                                 f"(got {full['global_batch_size'].iat[i]!r})",
+                                 path=str(file), row=int(lines[i]),
+                                 column="global_batch_size") from None
+            curve: dict[int, float] = {}
+            for c in counts:
+                cell = full[c].iat[i].strip()
+                try:
+                    value = float(cell) if cell else math.nan
+                except ValueError:
+                    raise InputError(f"iterations/s must be a number (got {cell!r})",
+                                     path=str(file), row=int(lines[i]), column=c) from None
+                if math.isfinite(value) and value < 0:
+                    raise InputError(f"iterations/s must be ≥ 0 (got {cell})",
+                                     path=str(file), row=int(lines[i]), column=c)
+                if math.isfinite(value) and value > 0:
+                    curve[int(c)] = value
+            if curve:
+                table[(file.stem, batch)] = curve
+    return table
+
+
+def _header(file: Path) -> list[str]:
+    with open(file, encoding="utf-8-sig") as fh:
+        return [c.strip() for c in fh.readline().strip().split(",") if c.strip()]
+
+
+def parse_speed_factors(text: str) -> dict[int, float]:
+    """``V100=1,T4=0.4`` → {model index: factor}; for heterogeneous clusters."""
+    out: dict[int, float] = {}
+    for part in filter(None, (p.strip() for p in text.split(","))):
+        name, _, value = part.partition("=")
+        if not is_known_model(name):
+            raise InputError(f"unknown GPU model {name!r} in speed factors "
+                             f"(known: {', '.join(GPU_MODELS)})")
+        try:
+            factor = float(value)
+        except ValueError:
+            raise InputError(f"speed factor for {name} must be a number (got {value!r})") from None
+        if not math.isfinite(factor) or factor <= 0:
+            raise InputError(f"speed factor for {name} must be > 0 (got {value})")
+        out[model_index(name)] = factor
+    return out

@@ -1,0 +1,1 @@
+"""Queue orders (when a job runs), independent of placement (where it runs)."""

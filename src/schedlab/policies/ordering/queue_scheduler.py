@@ -1,0 +1,251 @@
+"""The shared scheduler behind every ordering: walk the ranking, place, backfill, preempt.
+
+Non-preemptive orders start jobs from the head of the queue until one does not fit; with EASY
+backfill, that blocked head gets a reservation (the earliest time enough GPUs free up, from oracle
+run times of the running jobs) and later jobs may start now if they do not delay it. Preemptive
+orders pick the highest-ranked jobs that fit in the cluster's GPU count, start the pending ones
+among them, and preempt only as many lower-ranked running jobs as their placement needs.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from sortedcontainers import SortedList
+
+from schedlab.model.cluster import GPU_MILLI, ClusterState
+from schedlab.model.snapshot import PENDING, Allocation, Decision, Preempt, Snapshot, Start
+from schedlab.policies.ordering.base import Ordering
+from schedlab.policies.scheduler import ReplayContext, SchedulingPolicy
+
+
+def copy_state(state: ClusterState) -> ClusterState:
+    """A scratch copy a policy may allocate on while it plans."""
+    return ClusterState(
+        state.cluster,
+        state.cpu_free.copy(),
+        state.mem_free.copy(),
+        state.gpu_free.copy(),
+        state.gpu_exists,
+        state.class_counts.copy(),
+    )
+
+
+def take(state: ClusterState, allocation: Allocation, cpu: int, mem: int) -> None:
+    for node, gpus in allocation:
+        state.allocate(node, gpus, cpu, mem, GPU_MILLI if gpus else 0, len(gpus))
+
+
+def give_back(state: ClusterState, allocation: Allocation, cpu: int, mem: int) -> None:
+    for node, gpus in allocation:
+        state.release(node, gpus, cpu, mem, GPU_MILLI if gpus else 0, len(gpus))
+
+
+class QueueScheduler(SchedulingPolicy):
+    """An ordering × a placement (× optional EASY backfill) as one scheduling policy."""
+
+    summary = "an ordering with a placement plugin"
+
+    def __init__(self, ordering: Ordering, placement: str, backfill: bool = False) -> None:
+        self.ordering = ordering
+        self.placement = placement
+        self.backfill = backfill
+        self.name = ordering.name + ("+backfill" if backfill else "")  # type: ignore[misc]
+
+    def describe(self) -> str:
+        return f"{self.name} / {self.placement}"
+
+    def reset(self, ctx: ReplayContext) -> None:
+        self.ctx = ctx
+        self.jobs = ctx.jobs
+        self.num_gpus = ctx.jobs.num_gpus
+        self.submit = ctx.jobs.submit_time
+        self.queue: SortedList = SortedList()
+        self.in_queue: dict[int, tuple[float, float, int]] = {}
+
+    def next_wakeup(self, snap: Snapshot) -> float:
+        return self.ordering.next_wakeup(snap)
+
+    # -- helpers ---------------------------------------------------------------------------
+    def _place(self, job: int, state: ClusterState) -> Allocation | None:
+        j = self.jobs
+        return self.ctx.placer.place(
+            int(j.num_gpus[job]), int(j.cpu_milli[job]), int(j.memory_mib[job]),
+            int(j.gpu_model_mask[job]), state,
+        )
+
+    def _ranked(self, snap: Snapshot, idx: np.ndarray) -> np.ndarray:
+        keys = self.ordering.keys(snap, idx)
+        return idx[np.lexsort((idx, self.submit[idx], keys))]
+
+    def _dequeue(self, job: int) -> None:
+        item = self.in_queue.pop(job, None)
+        if item is not None:
+            self.queue.remove(item)
+
+    # -- decisions -------------------------------------------------------------------------
+    def decide(self, snap: Snapshot) -> list[Decision]:
+        if self.ordering.preemptive:
+            return self._decide_preemptive(snap)
+        return self._decide_queue(snap)
+
+    def _decide_queue(self, snap: Snapshot) -> list[Decision]:
+        if self.ordering.static:
+            self._sync_static(snap)
+            if not self.queue or (snap.free_gpus == 0 and self.num_gpus[self.queue[0][2]] > 0):
+                return []
+            order = (item[2] for item in self.queue)
+        else:
+            if not snap.pending_set:
+                return []
+            order = iter(self._ranked(snap, snap.pending()).tolist())
+        decisions: list[Decision] = []
+        free = snap.free_gpus
+        scratch: ClusterState | None = None
+        started_ends: list[tuple[float, int]] = []
+        for job in order:
+            n = int(self.num_gpus[job])
+            alloc = None
+            if n <= free:
+                scratch = scratch or copy_state(snap.state)
+                alloc = self._place(job, scratch)
+            if alloc is not None:
+                take(scratch, alloc, int(self.jobs.cpu_milli[job]), int(self.jobs.memory_mib[job]))
+                decisions.append(Start(job, alloc))
+                free -= n
+                est = snap.now + float(snap.total_seconds(np.asarray([job]))[0])
+                started_ends.append((est, n))
+                continue
+            if self.backfill:
+                scratch = scratch or copy_state(snap.state)
+                decisions += self._backfill(snap, job, order, free, scratch, started_ends)
+            break
+        for d in decisions:
+            self._dequeue(d.job)
+        return decisions
+
+    def _sync_static(self, snap: Snapshot) -> None:
+        """Add jobs that became pending since the last call to the sorted queue."""
+        if not snap.new_pending:
+            return
+        fresh = [j for j in snap.new_pending if j not in self.in_queue
+                 and snap.runtime.status[j] == PENDING]
+        if not fresh:
+            return
+        idx = np.asarray(fresh, dtype=np.int64)
+        for j, k in zip(fresh, self.ordering.keys(snap, idx).tolist(), strict=True):
+            item = (k, float(self.submit[j]), j)
+            self.queue.add(item)
+            self.in_queue[j] = item
+
+    def _backfill(self, snap: Snapshot, head: int, rest, free: int, scratch: ClusterState,
+                  started_ends: list[tuple[float, int]]) -> list[Decision]:
+        """EASY backfill behind a blocked ``head``: later jobs start now if they fit and either
+        finish before the head's reservation or use GPUs the head will not need then."""
+        need = int(self.num_gpus[head])
+        running = snap.running()
+        ends = list(zip(snap.estimated_end(running).tolist(),
+                        snap.runtime.alloc_n[running].tolist(), strict=True))
+        ends += started_ends
+        ends.sort()
+        shadow, avail = np.inf, free
+        for end, n in ends:
+            if avail >= need:
+                break
+            avail += n
+            shadow = end
+        if avail < need:  # the head can never run on this cluster as it stands
+            shadow, extra = np.inf, free
+        else:
+            shadow = snap.now if free >= need else shadow
+            extra = avail - need
+        out: list[Decision] = []
+        for job in rest:
+            if free == 0:
+                break
+            n = int(self.num_gpus[job])
+            if n > free:
+                continue
+            finishes_in_time = snap.now + float(snap.total_seconds(np.asarray([job]))[0]) <= shadow
+            if not finishes_in_time and n > extra:
+                continue
+            alloc = self._place(job, scratch)
+            if alloc is None:
+                continue
+            take(scratch, alloc, int(self.jobs.cpu_milli[job]), int(self.jobs.memory_mib[job]))
+            out.append(Start(job, alloc))
+            free -= n
+            if not finishes_in_time:
+                extra -= n
+        return out
+
+    def _wanted(self, snap: Snapshot, running: np.ndarray, pending: np.ndarray) -> np.ndarray:
+        """Pending jobs the ranking wants running now, best first: the highest-ranked jobs
+        whose GPU counts fit in the cluster, skipping any that would overflow it."""
+        budget = snap.cluster.total_gpus
+        need = self.num_gpus
+        if int(need[running].sum()) + int(need[pending].sum()) <= budget:
+            return self._ranked(snap, pending)  # no contention: everyone is wanted
+        ranked = self._ranked(snap, np.concatenate([running, pending]))
+        cum = np.cumsum(need[ranked])
+        k = int(np.searchsorted(cum, budget, side="right"))
+        wanted = np.zeros(len(ranked), dtype=bool)
+        wanted[:k] = True
+        left = budget - (int(cum[k - 1]) if k else 0)
+        for i in range(k, len(ranked)):  # smaller jobs further down may still fit
+            if left == 0:
+                break
+            if need[ranked[i]] <= left:
+                wanted[i] = True
+                left -= int(need[ranked[i]])
+        chosen = ranked[wanted]
+        return chosen[snap.runtime.status[chosen] == PENDING]
+
+    def _victims(self, snap: Snapshot, running: np.ndarray, protect: set[int]) -> list[int]:
+        """Running jobs that may be preempted, lowest-ranked first."""
+        ranked = self._ranked(snap, running).tolist()
+        return [v for v in reversed(ranked) if v not in protect]
+
+    def _decide_preemptive(self, snap: Snapshot) -> list[Decision]:
+        if not snap.pending_set:
+            return []
+        running, pending = snap.running(), snap.pending()
+        to_start = self._wanted(snap, running, pending)
+        if len(to_start) == 0:
+            return []
+        scratch = copy_state(snap.state)
+        starts: list[Decision] = []
+        freed: list[int] = []
+        victims: list[int] | None = None
+        rank_of_start = {int(j): i for i, j in enumerate(to_start)}
+        for job in to_start.tolist():
+            if int(self.num_gpus[job]) > int((scratch.gpu_free >= GPU_MILLI).sum()) and not len(
+                running
+            ):
+                continue
+            alloc = self._place(job, scratch)
+            if alloc is None and victims is None:
+                # Running jobs the ranking puts below every job we still want to start.
+                keep = self._ranked(snap, np.concatenate([running, to_start]))
+                pos = {int(j): i for i, j in enumerate(keep.tolist())}
+                cutoff = max(pos[j] for j in rank_of_start)
+                victims = [v for v in reversed(keep.tolist())
+                           if v not in rank_of_start and pos[v] > cutoff - len(rank_of_start)]
+                victims = [v for v in victims if pos[v] > min(pos[j] for j in rank_of_start)]
+            while alloc is None and victims:
+                v = victims.pop(0)
+                give_back(scratch, snap.runtime.allocation[v], int(self.jobs.cpu_milli[v]),
+                          int(self.jobs.memory_mib[v]))
+                freed.append(v)
+                alloc = self._place(job, scratch)
+            if alloc is not None:
+                take(scratch, alloc, int(self.jobs.cpu_milli[job]), int(self.jobs.memory_mib[job]))
+                starts.append(Start(job, alloc))
+        # Victims whose GPUs nobody took keep running.
+        preempt: list[Decision] = []
+        for v in reversed(freed):
+            alloc = snap.runtime.allocation[v]
+            if all((scratch.gpu_free[node, list(gpus)] >= GPU_MILLI).all() for node, gpus in alloc):
+                take(scratch, alloc, int(self.jobs.cpu_milli[v]), int(self.jobs.memory_mib[v]))
+            else:
+                preempt.append(Preempt(v))
+        return preempt + starts

@@ -1,0 +1,74 @@
+"""``tiresias``: discretised two-dimensional least-attained-service (Gu et al., NSDI '19).
+
+A job's priority queue is set by the GPU-seconds it has attained (GPUs × time held): queue 0 below
+the first threshold, queue 1 below the second, and so on; lower queues run first, first come first
+served within a queue. Running jobs are demoted as they cross a threshold, which may let a waiting
+job preempt them. The starvation guard promotes a job back to queue 0 once it has waited
+``starvation`` times as long as it has run.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from schedlab.model.snapshot import PENDING, Snapshot
+from schedlab.policies.ordering.base import Ordering
+
+DEFAULT_THRESHOLDS = (3600.0,)
+DEFAULT_STARVATION = 10.0
+
+
+class Tiresias(Ordering):
+    name = "tiresias"
+    summary = "discretised 2D-LAS on attained GPU-time, with a starvation guard (preemptive)"
+    preemptive = True
+    static = False
+
+    def __init__(
+        self,
+        thresholds: Sequence[float] = DEFAULT_THRESHOLDS,
+        starvation: float = DEFAULT_STARVATION,
+    ) -> None:
+        limits = [float(t) for t in thresholds]
+        if not limits or any(t <= 0 for t in limits) or limits != sorted(limits):
+            raise ValueError(f"'thresholds' must be increasing and > 0 (got {list(thresholds)})")
+        if starvation < 0:
+            raise ValueError(f"'starvation' must be ≥ 0 (0 turns the guard off; got {starvation})")
+        self.thresholds = np.asarray(limits)
+        self.starvation = float(starvation)
+
+    def keys(self, snap: Snapshot, idx: np.ndarray) -> np.ndarray:
+        queue = np.searchsorted(self.thresholds, snap.attained(idx), side="right")
+        if self.starvation > 0:
+            executed = snap.executed(idx)
+            waited = snap.now - snap.runtime.queued_since[idx]
+            pending = snap.runtime.status[idx] == PENDING
+            starving = pending & (executed > 0) & (waited >= self.starvation * executed)
+            queue = np.where(starving, 0, queue)
+        return queue.astype(np.float64)
+
+    def next_wakeup(self, snap: Snapshot) -> float:
+        """The next threshold crossing of a running job, or the next starvation promotion."""
+        soonest = np.inf
+        running = snap.running()
+        if len(running):
+            attained = snap.attained(running)
+            nxt = np.searchsorted(self.thresholds, attained, side="right")
+            has_next = nxt < len(self.thresholds)
+            if has_next.any():
+                gpus = np.maximum(snap.runtime.alloc_n[running[has_next]], 1)
+                gap = self.thresholds[nxt[has_next]] - attained[has_next]
+                soonest = min(soonest, snap.now + float((gap / gpus).min()))
+        if self.starvation > 0:
+            pending = snap.pending()
+            if len(pending):
+                executed = snap.executed(pending)
+                ran = executed > 0
+                if ran.any():
+                    due = snap.runtime.queued_since[pending[ran]] + self.starvation * executed[ran]
+                    later = due[due > snap.now]
+                    if len(later):
+                        soonest = min(soonest, float(later.min()))
+        return soonest

@@ -1,0 +1,81 @@
+"""Gang placement of whole-GPU jobs: one node when the job fits in one, whole nodes otherwise.
+
+A job that fits in a single node always gets a single node (the policy's choice among those that
+fit): splitting an all-reduce job across nodes for want of room is what fragments a cluster, and
+schedulers usually refuse it. A job larger than any node takes the fewest nodes: fully free nodes
+first, grouped by rack so it spans as few racks as possible, then a remainder placed by the policy.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from schedlab.model.cluster import GPU_MILLI, ClusterState
+from schedlab.model.snapshot import Allocation
+from schedlab.policies.placement.base import Placer, PodRequest, feasible_nodes
+
+
+class GangPlacer:
+    """Places gang jobs with a single-node placement plugin."""
+
+    def __init__(self, placer: Placer) -> None:
+        self.placer = placer
+        cluster = placer.ctx.cluster
+        self.model_bits = placer.model_bits
+        self.max_per_node = int(cluster.num_gpus.max()) if cluster.size else 0
+        self.rack = cluster.rack
+
+    def place(self, num_gpus: int, cpu_milli: int, memory_mib: int, model_mask: int,
+              state: ClusterState) -> Allocation | None:
+        if num_gpus <= 0:
+            pod = PodRequest(cpu_milli, memory_mib, 0, 0, model_mask)
+            p = self.placer.place(pod, state)
+            return None if p is None else ((p.node, ()),)
+        pod = PodRequest(cpu_milli, memory_mib, num_gpus, GPU_MILLI, model_mask)
+        if num_gpus <= self.max_per_node:
+            p = self.placer.place(pod, state)
+            return None if p is None else ((p.node, p.gpus),)
+        return self._place_multi_node(pod, state)
+
+    def _place_multi_node(self, pod: PodRequest, state: ClusterState) -> Allocation | None:
+        # CPU and memory requests are per node taking part (a simplification traces allow: they
+        # rarely give per-worker requests).
+        one_gpu = PodRequest(pod.cpu_milli, pod.memory_mib, 1, GPU_MILLI, pod.model_mask)
+        ok = feasible_nodes(one_gpu, state, self.model_bits)
+        free = np.where(ok, (state.gpu_free >= GPU_MILLI).sum(axis=1), 0)
+        if free.sum() < pod.num_gpu:
+            return None
+        whole = ok & (free == state.cluster.num_gpus) & (free > 0)
+        # Racks with the most fully free GPUs first, then nodes in index order within a rack.
+        rack_free = np.bincount(self.rack, weights=np.where(whole, free, 0))
+        order = np.lexsort((np.arange(len(free)), -rack_free[self.rack]))
+        order = order[whole[order]]
+        chosen: list[tuple[int, tuple[int, ...]]] = []
+        left = pod.num_gpu
+        for node in order:
+            n = int(free[node])
+            if n > left:
+                continue
+            gpus = np.flatnonzero(state.gpu_free[node] >= GPU_MILLI)[:n]
+            chosen.append((int(node), tuple(int(g) for g in gpus)))
+            left -= n
+            if left == 0:
+                return tuple(chosen)
+        if left <= self.max_per_node:
+            # The remainder goes where the policy would put a job of that size, avoiding the
+            # nodes already taken.
+            used = {n for n, _ in chosen}
+            rest = PodRequest(pod.cpu_milli, pod.memory_mib, left, GPU_MILLI, pod.model_mask)
+            p = self.placer.place(rest, state, exclude=used)
+            if p is not None:
+                return (*chosen, (p.node, p.gpus))
+        # No way with whole nodes: take partly free nodes, fullest first.
+        chosen, left = [], pod.num_gpu
+        for node in np.lexsort((np.arange(len(free)), -free)):
+            if free[node] == 0 or left == 0:
+                break
+            n = min(int(free[node]), left)
+            gpus = np.flatnonzero(state.gpu_free[node] >= GPU_MILLI)[:n]
+            chosen.append((int(node), tuple(int(g) for g in gpus)))
+            left -= n
+        return tuple(chosen) if left == 0 else None

@@ -1,0 +1,163 @@
+"""schedlab's own job CSV: the canonical job table written out, for traces from anywhere else.
+
+One row per job; the header names the columns (any order; unknown columns are ignored).
+
+Required:
+
+``job_id``
+    Non-blank and unique.
+``submit_time``
+    Seconds (≥ 0, fractions allowed) on any clock you like; kept as written.
+``num_gpus``
+    Whole GPUs the job runs on as a gang (0 allowed, but dropped by default: see below).
+
+and at least one of these two columns, with at least one of them filled in on every row:
+
+``duration``
+    Run time in seconds at ``num_gpus`` GPUs of the reference model.
+``iterations``
+    Total training iterations; the perf model turns them into time from a throughput table, so
+    a row with iterations and no duration must name its ``model_name``.
+
+Optional (blank = the default in brackets):
+
+``user`` [""]
+    Tenant, for fairness and quotas.
+``deadline`` [none]
+    Absolute time in seconds on the ``submit_time`` clock; must not be before ``submit_time``.
+``model_name`` [""], ``batch_size`` [0 = unknown]
+    Keys into the throughput tables.
+``gpu_model`` [any]
+    GPU models the job may run on, ``|``-separated (e.g. ``V100|A100``); names are checked against
+    :data:`schedlab.model.gpu_models.GPU_MODELS`.
+``cpu_milli``, ``memory_mib`` [0]
+    CPU (thousandths of a core) and memory (MiB) per job.
+
+Example::
+
+    job_id,submit_time,num_gpus,duration,iterations,model_name,batch_size,deadline,gpu_model
+    a,0,1,3600,,,,,
+    b,30.5,4,,120000,resnet50,256,9000,V100|A100
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from schedlab.errors import InputError
+from schedlab.traces.columns import (
+    float_column,
+    int_column,
+    line_of,
+    read_text_table,
+    unique_names,
+)
+from schedlab.traces.job_common import (
+    MAX_GPUS_PER_JOB,
+    ReadResult,
+    check_not_before,
+    finish,
+    gpu_model_masks,
+    require_one_of,
+    text_column,
+)
+
+FORMAT = "generic"
+COLUMNS = ["job_id", "submit_time", "num_gpus"]
+OPTIONAL = [
+    "duration",
+    "iterations",
+    "user",
+    "deadline",
+    "model_name",
+    "batch_size",
+    "gpu_model",
+    "cpu_milli",
+    "memory_mib",
+]
+
+
+def _blank_float(frame: pd.DataFrame, column: str, path: Path) -> np.ndarray:
+    """Optional number column: blanks (or a missing column) are NaN."""
+    if column not in frame.columns:
+        return np.full(len(frame), np.nan)
+    return float_column(frame, column, path, allow_blank=True)
+
+
+def _blank_int(frame: pd.DataFrame, column: str, path: Path) -> np.ndarray | None:
+    """Optional whole-number column: blanks take the job table's default (0)."""
+    if column not in frame.columns:
+        return None
+    filled = frame[[column]].copy()
+    filled.attrs = frame.attrs
+    filled[column] = filled[column].where(filled[column].astype(str).str.strip() != "", "0")
+    return int_column(filled, column, path, low=0)
+
+
+def _first(frame: pd.DataFrame, mask: np.ndarray) -> int | None:
+    hits = np.flatnonzero(mask)
+    return line_of(frame, int(hits[0])) if len(hits) else None
+
+
+def read_generic(
+    path: str | Path, *, drop_zero: bool = True, min_duration: float = 0.0
+) -> ReadResult:
+    """Read a job CSV in schedlab's own format (see the module docstring)."""
+    path = Path(path)
+    frame = read_text_table(path, COLUMNS, OPTIONAL)
+    require_one_of(frame, ["duration", "iterations"], path)
+    job_id = unique_names(frame, "job_id", path)
+    submit = float_column(frame, "submit_time", path)
+    num_gpus = int_column(frame, "num_gpus", path, low=0, high=MAX_GPUS_PER_JOB)
+    duration = _blank_float(frame, "duration", path)
+    iterations = _blank_float(frame, "iterations", path)
+    no_work = np.isnan(duration) & np.isnan(iterations)
+    line = _first(frame, no_work)
+    if line is not None:
+        column = "duration" if "duration" in frame.columns else "iterations"
+        raise InputError(
+            "the job needs a 'duration' or an 'iterations' value",
+            path=str(path),
+            row=line,
+            column=column,
+        )
+    model_name = text_column(frame, "model_name")
+    needs_model = np.isnan(duration) & (
+        np.ones(len(frame), dtype=bool) if model_name is None else model_name == ""
+    )
+    line = _first(frame, needs_model)
+    if line is not None:
+        raise InputError(
+            "a job given only as 'iterations' needs a 'model_name' to turn them into time",
+            path=str(path),
+            row=line,
+            column="model_name",
+        )
+    deadline = _blank_float(frame, "deadline", path)
+    check_not_before(
+        frame,
+        deadline,
+        submit,
+        path,
+        column="deadline",
+        message="'deadline' is before 'submit_time'",
+    )
+    cols: dict[str, object] = {
+        "job_id": job_id,
+        "submit_time": submit,
+        "num_gpus": num_gpus,
+        "duration": duration,
+        "iterations": iterations,
+        "deadline": deadline,
+        "user": text_column(frame, "user"),
+        "model_name": model_name,
+        "batch_size": _blank_int(frame, "batch_size", path),
+        "cpu_milli": _blank_int(frame, "cpu_milli", path),
+        "memory_mib": _blank_int(frame, "memory_mib", path),
+    }
+    if "gpu_model" in frame.columns:
+        cols["gpu_model_mask"] = gpu_model_masks(frame, "gpu_model", path)
+    return finish(path, FORMAT, len(frame), cols, drop_zero=drop_zero, min_duration=min_duration)

@@ -1,0 +1,188 @@
+"""What every job-trace reader shares: the result type, datetime columns, and the final filtering.
+
+Readers validate *every* row before anything is dropped (a bad value in a row that a filter would
+remove is still a bad file), then :func:`finish` applies the filters and counts what each removed,
+so a user always sees how many jobs an option took away instead of a silently shorter trace.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from schedlab.errors import InputError
+from schedlab.model.gpu_models import GPU_MODELS, is_known_model, parse_gpu_spec, spec_mask
+from schedlab.model.jobs import JobTable
+from schedlab.traces.columns import line_of
+
+_EPOCH = pd.Timestamp(0, tz="UTC")
+
+#: More GPUs than any job in any public trace asks for: a larger count is a unit mix-up.
+MAX_GPUS_PER_JOB = 65_536
+
+
+@dataclass(frozen=True)
+class ReadResult:
+    """A trace read into canonical jobs, with what the filters removed.
+
+    ``dropped`` maps each filter that was applied to the number of jobs it removed (0 included, so
+    the keys say which filters ran); a job is counted under the first filter that removes it, in
+    the order the keys appear. ``rows`` is the number of data rows in the file.
+    """
+
+    jobs: JobTable
+    dropped: dict[str, int]
+    format: str
+    rows: int
+
+    @property
+    def dropped_total(self) -> int:
+        return sum(self.dropped.values())
+
+
+def check_min_duration(value: float) -> float:
+    """``min_duration`` is user input (CLI or script): reject what cannot be a run time."""
+    try:
+        seconds = float(value)
+    except (TypeError, ValueError):
+        seconds = math.nan
+    if not math.isfinite(seconds) or seconds < 0:
+        raise InputError(f"'min_duration' must be a number of seconds ≥ 0 (got {value!r})")
+    return seconds
+
+
+def datetime_seconds(
+    frame: pd.DataFrame, column: str, path: str | Path, *, allow_blank: bool = False
+) -> np.ndarray:
+    """Seconds since the Unix epoch of ISO-8601 datetimes (``2017-10-09 07:01:55``).
+
+    Traces write local wall-clock time without a zone; it is read as if it were UTC so that no
+    daylight-saving jump is invented. Readers only ever use differences, which is what matters.
+    Blank cells become NaN when ``allow_blank``; anything unparseable raises InputError.
+    """
+    text = frame[column].astype(str).str.strip()
+    blank = (text == "").to_numpy()
+    parsed = pd.to_datetime(text, format="ISO8601", errors="coerce", utc=True)
+    seconds = (parsed - _EPOCH).dt.total_seconds().to_numpy(dtype=np.float64, na_value=np.nan)
+    bad = np.isnan(seconds) & ~(blank & allow_blank)
+    if bad.any():
+        i = int(np.flatnonzero(bad)[0])
+        what = "is blank" if blank[i] else f"is not a date-time (got {frame[column].iloc[i]!r})"
+        raise InputError(
+            f"'{column}' {what}; expected e.g. 2017-10-09 07:01:55",
+            path=str(path),
+            row=line_of(frame, i),
+            column=column,
+        )
+    return seconds
+
+
+def check_not_before(
+    frame: pd.DataFrame,
+    later: np.ndarray,
+    earlier: np.ndarray,
+    path: str | Path,
+    *,
+    column: str,
+    message: str,
+) -> None:
+    """Raise at the first row where ``later < earlier`` (NaN on either side passes)."""
+    failing = later < earlier
+    if failing.any():
+        i = int(np.flatnonzero(failing)[0])
+        raise InputError(
+            f"{message} (got {later[i]:g} < {earlier[i]:g})",
+            path=str(path),
+            row=line_of(frame, i),
+            column=column,
+        )
+
+
+def gpu_model_masks(frame: pd.DataFrame, column: str, path: str | Path) -> np.ndarray:
+    """Bitmasks of ``|``-separated GPU model lists (blank = any); unknown names raise.
+
+    Only distinct texts are parsed, so a million rows with a handful of specs cost a handful of
+    parses.
+    """
+    text = frame[column].astype(str).str.strip()
+    codes, uniques = pd.factorize(text)
+    masks = np.empty(len(uniques), dtype=np.int64)
+    for k, raw in enumerate(uniques):
+        models = parse_gpu_spec(raw)
+        for name in models:
+            if not is_known_model(name):
+                i = int(np.flatnonzero(codes == k)[0])
+                raise InputError(
+                    f"unknown GPU model {name!r} in '{column}' (known: {', '.join(GPU_MODELS)})",
+                    path=str(path),
+                    row=line_of(frame, i),
+                    column=column,
+                )
+        masks[k] = spec_mask(models)
+    return masks[codes]
+
+
+def require_one_of(frame: pd.DataFrame, columns: list[str], path: str | Path) -> None:
+    """A job needs some measure of its work: at least one of ``columns`` must be in the file."""
+    if not any(c in frame.columns for c in columns):
+        raise InputError(
+            f"needs a {' or '.join(repr(c) for c in columns)} column for the jobs' work",
+            path=str(path),
+            row=1,
+        )
+
+
+def text_column(frame: pd.DataFrame, column: str) -> np.ndarray | None:
+    """Stripped text of an optional column, or None when the file does not have it."""
+    if column not in frame.columns:
+        return None
+    return frame[column].astype(str).str.strip().to_numpy(dtype=object)
+
+
+def finish(
+    path: str | Path,
+    fmt: str,
+    rows: int,
+    columns: dict[str, object],
+    *,
+    drop_zero: bool,
+    min_duration: float,
+    drops: dict[str, np.ndarray] | None = None,
+    drop_zero_gpus: bool | None = None,
+) -> ReadResult:
+    """Apply the filters and build the table.
+
+    ``drops`` are format-specific filters (name → rows to remove), applied first; then
+    ``zero_gpus`` and ``zero_duration`` (no work: duration 0, or no duration and 0 iterations)
+    when ``drop_zero``, then ``below_min_duration`` when ``min_duration`` > 0. Jobs given only as
+    iterations have no run time to compare and pass ``min_duration``. ``drop_zero_gpus``
+    (default: ``drop_zero``) lets a reader with its own CPU-only filter switch that part off.
+    """
+    min_duration = check_min_duration(min_duration)
+    num_gpus = np.asarray(columns["num_gpus"])
+    duration = np.asarray(columns.get("duration", np.full(rows, np.nan)), dtype=np.float64)
+    iterations = columns.get("iterations")
+    iters = (
+        np.full(rows, np.nan) if iterations is None else np.asarray(iterations, dtype=np.float64)
+    )
+    reasons: dict[str, np.ndarray] = dict(drops or {})
+    if drop_zero if drop_zero_gpus is None else drop_zero_gpus:
+        reasons["zero_gpus"] = num_gpus == 0
+    if drop_zero:
+        reasons["zero_duration"] = (duration == 0) | (np.isnan(duration) & (iters == 0))
+    if min_duration > 0:
+        reasons["below_min_duration"] = duration < min_duration
+    removed = np.zeros(rows, dtype=bool)
+    dropped: dict[str, int] = {}
+    for name, mask in reasons.items():
+        new = mask & ~removed
+        dropped[name] = int(new.sum())
+        removed |= new
+    jobs = JobTable.from_columns(source=str(path), **columns)
+    if removed.any():
+        jobs = jobs.take(np.flatnonzero(~removed))
+    return ReadResult(jobs=jobs, dropped=dropped, format=fmt, rows=rows)
