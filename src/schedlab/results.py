@@ -31,10 +31,19 @@ def atomic_write(path: Path, write: Callable[[IO[str]], None]) -> None:
     try:
         with os.fdopen(fd, "w", encoding="utf-8", newline="") as fh:
             write(fh)
+        # mkstemp makes the file private (0600); results are meant to be shared, so give them the
+        # permissions a plain open() would.
+        os.chmod(tmp, 0o666 & ~_umask())
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
 
 
 def write_json(path: Path, data: Mapping[str, object]) -> None:

@@ -16,7 +16,7 @@ from schedlab.commands.pack_grid import print_aggregate, run_pack_grid, write_gr
 from schedlab.errors import InputError
 from schedlab.experiments.pack_sweep import default_workers
 from schedlab.experiments.workloads import SyntheticWorkload
-from schedlab.policies.registry import placement_names
+from schedlab.policies.registry import pack_study_names
 
 DEFAULT_NODES = 1213
 MAX_NODES = 20_000
@@ -81,7 +81,7 @@ def run(args: argparse.Namespace) -> int:
         f"({stats['cpu_only']} CPU-only, {stats['gpu_sharing']} GPU-sharing, "
         f"{stats['gpu_request']:.0f} GPUs requested)"
     )
-    policies = placement_names()
+    policies = pack_study_names()
     summaries, wall = run_pack_grid([workload], policies, seeds, inflate, workers)
     config = {**workload.describe(), "policies": policies, "seeds": seeds, "inflate": inflate}
     _, agg = write_grid_outputs(out, summaries, policies, inflate, config)

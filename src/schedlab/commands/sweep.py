@@ -16,7 +16,7 @@ from schedlab.commands.pack_grid import print_aggregate, run_pack_grid, write_gr
 from schedlab.errors import InputError
 from schedlab.experiments.pack_sweep import default_workers
 from schedlab.experiments.workloads import FileWorkload
-from schedlab.policies.registry import make_placement, placement_names
+from schedlab.policies.registry import make_placement, pack_study_names
 from schedlab.traces.alibaba import read_node_list, read_pod_list
 
 
@@ -38,7 +38,10 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--nodes", required=True, help="node list CSV")
     p.add_argument("--pods", required=True, nargs="+", help="one or more pod list CSVs")
     p.add_argument(
-        "--policies", nargs="+", default=placement_names(), help="placement policies (default: all)"
+        "--policies",
+        nargs="+",
+        default=pack_study_names(),
+        help="placement policies (default: the six of the FGD study)",
     )
     p.add_argument("--seeds", default="42-51", help="seeds: 42-51, 1,2,3 or 7 (default 42-51)")
     p.add_argument(

@@ -94,8 +94,11 @@ def job_pods(jobs: JobTable) -> PodTable:
     """Jobs as whole-GPU pods, so the typical-task workload of fragmentation-aware placement
     policies can be derived the same way as in pack."""
     return PodTable.from_columns(
-        name=jobs.job_id, cpu_milli=jobs.cpu_milli, memory_mib=jobs.memory_mib,
-        num_gpu=jobs.num_gpus, gpu_milli=np.where(jobs.num_gpus > 0, GPU_MILLI, 0),
+        name=jobs.job_id,
+        cpu_milli=jobs.cpu_milli,
+        memory_mib=jobs.memory_mib,
+        num_gpu=jobs.num_gpus,
+        gpu_milli=np.where(jobs.num_gpus > 0, GPU_MILLI, 0),
         model_mask=jobs.gpu_model_mask,
     )
 
@@ -276,9 +279,17 @@ class _Run:
     def snapshot(self, now: float, new_pending: list[int]) -> Snapshot:
         e = self.e
         return Snapshot(
-            now=now, jobs=self.jobs, cluster=self.cluster, state=self.state, runtime=self.rt,
-            work=e.work, reference_rate=e.reference_rate, pending_set=self.pending,
-            running_set=self.running, new_pending=new_pending, free_gpus=self.free_gpus,
+            now=now,
+            jobs=self.jobs,
+            cluster=self.cluster,
+            state=self.state,
+            runtime=self.rt,
+            work=e.work,
+            reference_rate=e.reference_rate,
+            pending_set=self.pending,
+            running_set=self.running,
+            new_pending=new_pending,
+            free_gpus=self.free_gpus,
         )
 
     # -- the event loop --------------------------------------------------------------------
@@ -334,14 +345,21 @@ class _Run:
         with np.errstate(divide="ignore", invalid="ignore"):
             reference_seconds = np.where(e.reference_rate > 0, e.work / e.reference_rate, np.nan)
         return ReplayRecord(
-            jobs=j, cluster=self.cluster, status=rt.status.copy(), first_start=self.first_start,
-            end_time=self.end_time, preemptions=rt.preemptions, resizes=rt.resizes,
-            gpu_seconds=self.gpu_seconds, reference_seconds=reference_seconds,
+            jobs=j,
+            cluster=self.cluster,
+            status=rt.status.copy(),
+            first_start=self.first_start,
+            end_time=self.end_time,
+            preemptions=rt.preemptions,
+            resizes=rt.resizes,
+            gpu_seconds=self.gpu_seconds,
+            reference_seconds=reference_seconds,
             reject_reason=self.reject_reason,
             ts_time=np.asarray(ts_time, dtype=np.float64),
             ts_queue=np.asarray(ts_queue, dtype=np.int64),
             ts_running=np.asarray(ts_running, dtype=np.int64),
             ts_busy=np.asarray(ts_busy, dtype=np.int64),
-            decision_points=decision_points, events=events,
+            decision_points=decision_points,
+            events=events,
             wall_seconds=time.perf_counter() - started,
         )

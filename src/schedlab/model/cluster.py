@@ -145,23 +145,29 @@ class ClusterState:
         return int(self.cluster.num_gpus.sum() * GPU_MILLI - self.gpu_free.sum())
 
     # -- mutation (engines only) -------------------------------------------------------------
-    def _check_slots(self, node: int, gpus: np.ndarray | list[int]) -> np.ndarray:
-        """GPU indices as an array, after checking that the node and every slot exist (a
-        negative index would otherwise wrap around silently)."""
+    def _check_slots(self, node: int, gpus: np.ndarray | list[int] | tuple[int, ...]) -> list[int]:
+        """GPU indices as a list, after checking that the node and every slot exist and that no
+        slot repeats (a negative index would otherwise wrap around silently).
+
+        Plain Python: a placement touches at most a handful of slots, where numpy's per-call
+        overhead would dominate.
+        """
         if not 0 <= node < self.cluster.size:
             raise ValueError(f"no node {node} (the cluster has {self.cluster.size})")
-        slots = np.asarray(gpus, dtype=np.int64)
+        slots = [int(g) for g in gpus]
         width = self.gpu_free.shape[1]
-        if len(slots) and ((slots < 0) | (slots >= width)).any():
-            raise ValueError(f"node {node} has no GPU slot among {slots.tolist()}")
-        if len(slots) and not self.gpu_exists[node, slots].all():
-            raise ValueError(f"node {node} has no GPU slot among {slots.tolist()}")
+        exists = self.gpu_exists
+        for g in slots:
+            if not 0 <= g < width or not exists[node, g]:
+                raise ValueError(f"node {node} has no GPU slot among {slots}")
+        if len(set(slots)) != len(slots):
+            raise ValueError(f"GPU chosen twice on node {node}: {slots}")
         return slots
 
     def allocate(
         self,
         node: int,
-        gpus: np.ndarray | list[int],
+        gpus: np.ndarray | list[int] | tuple[int, ...],
         cpu_milli: int,
         memory_mib: int,
         gpu_milli: int,
@@ -172,19 +178,19 @@ class ClusterState:
         Raises ValueError (and changes nothing) if that would drive anything below zero or use a
         GPU slot the node does not have.
         """
-        gpus = self._check_slots(node, gpus)
-        if len(gpus) != (num_gpu if gpu_milli > 0 else 0):
-            raise ValueError(f"pod asks for {num_gpu} GPU(s) but {len(gpus)} were chosen")
-        if len(np.unique(gpus)) != len(gpus):
-            raise ValueError(f"GPU chosen twice on node {node}: {gpus.tolist()}")
+        slots = self._check_slots(node, gpus)
+        if len(slots) != (num_gpu if gpu_milli > 0 else 0):
+            raise ValueError(f"pod asks for {num_gpu} GPU(s) but {len(slots)} were chosen")
         if self.cpu_free[node] < cpu_milli or self.mem_free[node] < memory_mib:
             raise ValueError(f"node {node} lacks CPU or memory for the pod")
-        if len(gpus) and (self.gpu_free[node, gpus] < gpu_milli).any():
-            raise ValueError(f"GPU share on node {node} would go below zero")
+        row = self.gpu_free[node]
+        for g in slots:
+            if row[g] < gpu_milli:
+                raise ValueError(f"GPU share on node {node} would go below zero")
         self.cpu_free[node] -= cpu_milli
         self.mem_free[node] -= memory_mib
-        if len(gpus):
-            self.gpu_free[node, gpus] -= gpu_milli
+        for g in slots:
+            row[g] -= gpu_milli
         self.class_counts[node, pod_class(num_gpu, gpu_milli)] += 1
         self.version[node] += 1
         self.changes += 1
@@ -192,14 +198,15 @@ class ClusterState:
     def release(
         self,
         node: int,
-        gpus: np.ndarray | list[int],
+        gpus: np.ndarray | list[int] | tuple[int, ...],
         cpu_milli: int,
         memory_mib: int,
         gpu_milli: int,
         num_gpu: int,
     ) -> None:
-        """Give back what :meth:`allocate` took; raises if it would exceed capacity."""
-        gpus = self._check_slots(node, gpus)
+        """Give back what :meth:`allocate` took; raises (changing nothing) if it would exceed
+        capacity or if the node holds no such pod."""
+        slots = self._check_slots(node, gpus)
         c = self.cluster
         cls = pod_class(num_gpu, gpu_milli)
         if self.class_counts[node, cls] == 0:
@@ -208,12 +215,14 @@ class ClusterState:
             raise ValueError(f"node {node} CPU would exceed capacity")
         if self.mem_free[node] + memory_mib > c.memory_mib[node]:
             raise ValueError(f"node {node} memory would exceed capacity")
-        if len(gpus) and (self.gpu_free[node, gpus] + gpu_milli > GPU_MILLI).any():
-            raise ValueError(f"GPU share on node {node} would exceed capacity")
+        row = self.gpu_free[node]
+        for g in slots:
+            if row[g] + gpu_milli > GPU_MILLI:
+                raise ValueError(f"GPU share on node {node} would exceed capacity")
         self.cpu_free[node] += cpu_milli
         self.mem_free[node] += memory_mib
-        if len(gpus):
-            self.gpu_free[node, gpus] += gpu_milli
+        for g in slots:
+            row[g] += gpu_milli
         self.class_counts[node, cls] -= 1
         self.version[node] += 1
         self.changes += 1

@@ -105,8 +105,9 @@ class JobTable:
             "jobs": n,
             "span_seconds": span,
             "by_num_gpus": {str(int(k)): int(c) for k, c in zip(*counts, strict=True)},
-            "gpu_hours": float((self.duration * self.num_gpus)[np.isfinite(self.duration)].sum()
-                               / 3600.0),
+            "gpu_hours": float(
+                (self.duration * self.num_gpus)[np.isfinite(self.duration)].sum() / 3600.0
+            ),
             "users": len(np.unique(self.user)) if n else 0,
             "with_deadline": int(np.isfinite(self.deadline).sum()),
             "with_iterations": int(np.isfinite(self.iterations).sum()),
@@ -114,7 +115,10 @@ class JobTable:
         if len(dur):
             q = np.percentile(dur, [50, 90, 99])
             out["duration_seconds"] = {
-                "mean": float(dur.mean()), "p50": float(q[0]), "p90": float(q[1]),
-                "p99": float(q[2]), "max": float(dur.max()),
+                "mean": float(dur.mean()),
+                "p50": float(q[0]),
+                "p90": float(q[1]),
+                "p99": float(q[2]),
+                "max": float(dur.max()),
             }
         return out

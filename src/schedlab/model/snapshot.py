@@ -120,12 +120,16 @@ class Snapshot:
     def pending(self) -> np.ndarray:
         """Pending job indices in the order they (re)entered the queue."""
         if self._pending is None:
-            self._pending = np.fromiter(self.pending_set, dtype=np.int64, count=len(self.pending_set))
+            self._pending = np.fromiter(
+                self.pending_set, dtype=np.int64, count=len(self.pending_set)
+            )
         return self._pending
 
     def running(self) -> np.ndarray:
         if self._running is None:
-            self._running = np.fromiter(self.running_set, dtype=np.int64, count=len(self.running_set))
+            self._running = np.fromiter(
+                self.running_set, dtype=np.int64, count=len(self.running_set)
+            )
         return self._running
 
     # -- time-dependent per-job values ------------------------------------------------------

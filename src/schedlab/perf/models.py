@@ -138,28 +138,43 @@ def read_throughput_dir(path: str | Path) -> dict[tuple[str, int], dict[int, flo
         counts = [c for c in full.columns if c != "global_batch_size"]
         for c in counts:
             if not c.isdigit() or int(c) <= 0:
-                raise InputError(f"GPU-count column {c!r} is not a positive whole number",
-                                 path=str(file), row=1, column=c)
+                raise InputError(
+                    f"GPU-count column {c!r} is not a positive whole number",
+                    path=str(file),
+                    row=1,
+                    column=c,
+                )
         lines = full.attrs["source_lines"]
         for i in range(len(full)):
             try:
                 batch = int(full["global_batch_size"].iat[i])
             except ValueError:
-                raise InputError(f"'global_batch_size' must be a whole number "
-                                 f"(got {full['global_batch_size'].iat[i]!r})",
-                                 path=str(file), row=int(lines[i]),
-                                 column="global_batch_size") from None
+                raise InputError(
+                    f"'global_batch_size' must be a whole number "
+                    f"(got {full['global_batch_size'].iat[i]!r})",
+                    path=str(file),
+                    row=int(lines[i]),
+                    column="global_batch_size",
+                ) from None
             curve: dict[int, float] = {}
             for c in counts:
                 cell = full[c].iat[i].strip()
                 try:
                     value = float(cell) if cell else math.nan
                 except ValueError:
-                    raise InputError(f"iterations/s must be a number (got {cell!r})",
-                                     path=str(file), row=int(lines[i]), column=c) from None
+                    raise InputError(
+                        f"iterations/s must be a number (got {cell!r})",
+                        path=str(file),
+                        row=int(lines[i]),
+                        column=c,
+                    ) from None
                 if math.isfinite(value) and value < 0:
-                    raise InputError(f"iterations/s must be ≥ 0 (got {cell})",
-                                     path=str(file), row=int(lines[i]), column=c)
+                    raise InputError(
+                        f"iterations/s must be ≥ 0 (got {cell})",
+                        path=str(file),
+                        row=int(lines[i]),
+                        column=c,
+                    )
                 if math.isfinite(value) and value > 0:
                     curve[int(c)] = value
             if curve:
@@ -178,8 +193,9 @@ def parse_speed_factors(text: str) -> dict[int, float]:
     for part in filter(None, (p.strip() for p in text.split(","))):
         name, _, value = part.partition("=")
         if not is_known_model(name):
-            raise InputError(f"unknown GPU model {name!r} in speed factors "
-                             f"(known: {', '.join(GPU_MODELS)})")
+            raise InputError(
+                f"unknown GPU model {name!r} in speed factors (known: {', '.join(GPU_MODELS)})"
+            )
         try:
             factor = float(value)
         except ValueError:

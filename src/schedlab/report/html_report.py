@@ -16,7 +16,6 @@ import html
 import io
 import json
 import math
-import os
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -589,15 +588,4 @@ def build_report(run_dirs: list[Path], out: Path, title: str | None = None) -> P
     if out.is_dir():
         raise InputError("'--out' must be a file, but it is a folder", path=str(out))
     atomic_write(out, lambda fh: fh.write(page))
-    _share(out)
     return out
-
-
-def _share(path: Path) -> None:
-    """Give the page the permissions a plain ``open()`` would (the temporary file is 0600).
-
-    A report is meant to be read by others (a web server, a colleague on a shared machine).
-    """
-    umask = os.umask(0)
-    os.umask(umask)
-    path.chmod(0o666 & ~umask)

@@ -49,8 +49,9 @@ def parse_cluster_spec(spec: str) -> Cluster:
     return parse_compact(spec)
 
 
-def _groups_to_cluster(groups: list[dict[str, object]], rack_size: int | None,
-                       source: str) -> Cluster:
+def _groups_to_cluster(
+    groups: list[dict[str, object]], rack_size: int | None, source: str
+) -> Cluster:
     names, cpu, mem, gpus, model = [], [], [], [], []
     used: dict[str, int] = {}
     for g in groups:
@@ -93,15 +94,21 @@ def parse_compact(spec: str) -> Cluster:
             )
         count, per_node = int(m[1]), int(m[2])
         if not 1 <= count <= MAX_NODES or not 1 <= per_node <= MAX_GPUS_PER_NODE:
-            raise InputError(f"'--cluster' part {part!r} needs 1..{MAX_NODES} nodes of "
-                             f"1..{MAX_GPUS_PER_NODE} GPUs")
+            raise InputError(
+                f"'--cluster' part {part!r} needs 1..{MAX_NODES} nodes of "
+                f"1..{MAX_GPUS_PER_NODE} GPUs"
+            )
         name = m[3] or DEFAULT_MODEL
-        groups.append({
-            "count": count, "gpus": per_node, "model": _model(name, "'--cluster'"),
-            "cpu_milli": per_node * CPU_CORES_PER_GPU * 1000,
-            "memory_mib": per_node * MEMORY_GIB_PER_GPU * 1024,
-            "prefix": f"{name.lower()}-",
-        })
+        groups.append(
+            {
+                "count": count,
+                "gpus": per_node,
+                "model": _model(name, "'--cluster'"),
+                "cpu_milli": per_node * CPU_CORES_PER_GPU * 1000,
+                "memory_mib": per_node * MEMORY_GIB_PER_GPU * 1024,
+                "prefix": f"{name.lower()}-",
+            }
+        )
     return _groups_to_cluster(groups, COMPACT_RACK_SIZE, spec)
 
 
@@ -115,41 +122,50 @@ def read_cluster_toml(path: Path) -> Cluster:
     allowed_top = {"nodes", "nodes_per_rack"}
     for key in data:
         if key not in allowed_top:
-            raise InputError(f"unknown key {key!r} (allowed: {', '.join(sorted(allowed_top))})",
-                             path=str(path))
+            raise InputError(
+                f"unknown key {key!r} (allowed: {', '.join(sorted(allowed_top))})", path=str(path)
+            )
     entries = data.get("nodes")
     if not isinstance(entries, list) or not entries:
         raise InputError("needs at least one [[nodes]] table", path=str(path))
     rack_size = data.get("nodes_per_rack")
     if rack_size is not None and (not isinstance(rack_size, int) or rack_size < 1):
-        raise InputError(f"'nodes_per_rack' must be a whole number ≥ 1 (got {rack_size!r})",
-                         path=str(path))
+        raise InputError(
+            f"'nodes_per_rack' must be a whole number ≥ 1 (got {rack_size!r})", path=str(path)
+        )
     allowed = {"count", "gpus", "model", "cpu_cores", "memory_gib", "name_prefix"}
     groups = []
     for k, entry in enumerate(entries, start=1):
         where = f"[[nodes]] #{k}"
         for key in entry:
             if key not in allowed:
-                raise InputError(f"unknown key {key!r} in {where} (allowed: "
-                                 f"{', '.join(sorted(allowed))})", path=str(path))
+                raise InputError(
+                    f"unknown key {key!r} in {where} (allowed: {', '.join(sorted(allowed))})",
+                    path=str(path),
+                )
         for key in ("count", "gpus"):
             value = entry.get(key)
             if not isinstance(value, int) or isinstance(value, bool) or value < (key == "count"):
-                raise InputError(f"'{key}' in {where} must be a whole number "
-                                 f"{'≥ 1' if key == 'count' else '≥ 0'} (got {value!r})",
-                                 path=str(path))
+                raise InputError(
+                    f"'{key}' in {where} must be a whole number "
+                    f"{'≥ 1' if key == 'count' else '≥ 0'} (got {value!r})",
+                    path=str(path),
+                )
         per_node = entry["gpus"]
         cores = entry.get("cpu_cores", max(per_node, 1) * CPU_CORES_PER_GPU)
         gib = entry.get("memory_gib", max(per_node, 1) * MEMORY_GIB_PER_GPU)
         for key, value in (("cpu_cores", cores), ("memory_gib", gib)):
             if not isinstance(value, int | float) or isinstance(value, bool) or value <= 0:
-                raise InputError(f"'{key}' in {where} must be > 0 (got {value!r})",
-                                 path=str(path))
+                raise InputError(f"'{key}' in {where} must be > 0 (got {value!r})", path=str(path))
         model_name = str(entry.get("model", DEFAULT_MODEL))
-        groups.append({
-            "count": entry["count"], "gpus": per_node,
-            "model": _model(model_name, f"{where} of {path}"),
-            "cpu_milli": int(cores * 1000), "memory_mib": int(gib * 1024),
-            "prefix": str(entry.get("name_prefix", f"{model_name.lower()}-")),
-        })
+        groups.append(
+            {
+                "count": entry["count"],
+                "gpus": per_node,
+                "model": _model(model_name, f"{where} of {path}"),
+                "cpu_milli": int(cores * 1000),
+                "memory_mib": int(gib * 1024),
+                "prefix": str(entry.get("name_prefix", f"{model_name.lower()}-")),
+            }
+        )
     return _groups_to_cluster(groups, rack_size, str(path))

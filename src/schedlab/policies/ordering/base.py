@@ -24,6 +24,9 @@ class Ordering(ABC):
     #: A pending job's key never changes (so a sorted queue can be kept incrementally).
     static: ClassVar[bool] = True
 
+    def reset(self, num_jobs: int) -> None:  # noqa: B027 - optional hook
+        """Called once before a run, for orderings that keep per-job state."""
+
     @abstractmethod
     def keys(self, snap: Snapshot, idx: np.ndarray) -> np.ndarray:
         """Sort key of each job in ``idx`` (lower first)."""

@@ -61,6 +61,7 @@ class QueueScheduler(SchedulingPolicy):
         self.submit = ctx.jobs.submit_time
         self.queue: SortedList = SortedList()
         self.in_queue: dict[int, tuple[float, float, int]] = {}
+        self.ordering.reset(len(ctx.jobs))
 
     def next_wakeup(self, snap: Snapshot) -> float:
         return self.ordering.next_wakeup(snap)
@@ -69,8 +70,11 @@ class QueueScheduler(SchedulingPolicy):
     def _place(self, job: int, state: ClusterState) -> Allocation | None:
         j = self.jobs
         return self.ctx.placer.place(
-            int(j.num_gpus[job]), int(j.cpu_milli[job]), int(j.memory_mib[job]),
-            int(j.gpu_model_mask[job]), state,
+            int(j.num_gpus[job]),
+            int(j.cpu_milli[job]),
+            int(j.memory_mib[job]),
+            int(j.gpu_model_mask[job]),
+            state,
         )
 
     def _ranked(self, snap: Snapshot, idx: np.ndarray) -> np.ndarray:
@@ -127,8 +131,11 @@ class QueueScheduler(SchedulingPolicy):
         """Add jobs that became pending since the last call to the sorted queue."""
         if not snap.new_pending:
             return
-        fresh = [j for j in snap.new_pending if j not in self.in_queue
-                 and snap.runtime.status[j] == PENDING]
+        fresh = [
+            j
+            for j in snap.new_pending
+            if j not in self.in_queue and snap.runtime.status[j] == PENDING
+        ]
         if not fresh:
             return
         idx = np.asarray(fresh, dtype=np.int64)
@@ -137,14 +144,26 @@ class QueueScheduler(SchedulingPolicy):
             self.queue.add(item)
             self.in_queue[j] = item
 
-    def _backfill(self, snap: Snapshot, head: int, rest, free: int, scratch: ClusterState,
-                  started_ends: list[tuple[float, int]]) -> list[Decision]:
+    def _backfill(
+        self,
+        snap: Snapshot,
+        head: int,
+        rest,
+        free: int,
+        scratch: ClusterState,
+        started_ends: list[tuple[float, int]],
+    ) -> list[Decision]:
         """EASY backfill behind a blocked ``head``: later jobs start now if they fit and either
         finish before the head's reservation or use GPUs the head will not need then."""
         need = int(self.num_gpus[head])
         running = snap.running()
-        ends = list(zip(snap.estimated_end(running).tolist(),
-                        snap.runtime.alloc_n[running].tolist(), strict=True))
+        ends = list(
+            zip(
+                snap.estimated_end(running).tolist(),
+                snap.runtime.alloc_n[running].tolist(),
+                strict=True,
+            )
+        )
         ends += started_ends
         ends.sort()
         shadow, avail = np.inf, free
@@ -178,13 +197,16 @@ class QueueScheduler(SchedulingPolicy):
                 extra -= n
         return out
 
-    def _wanted(self, snap: Snapshot, running: np.ndarray, pending: np.ndarray) -> np.ndarray:
-        """Pending jobs the ranking wants running now, best first: the highest-ranked jobs
-        whose GPU counts fit in the cluster, skipping any that would overflow it."""
+    def _plan(
+        self, snap: Snapshot, running: np.ndarray, pending: np.ndarray
+    ) -> tuple[np.ndarray, list[int]]:
+        """Pending jobs the ranking wants running now (best first), and the running jobs it
+        does not want (lowest-ranked first): the highest-ranked jobs whose GPU counts fit in the
+        cluster are wanted, skipping any that would overflow it."""
         budget = snap.cluster.total_gpus
         need = self.num_gpus
         if int(need[running].sum()) + int(need[pending].sum()) <= budget:
-            return self._ranked(snap, pending)  # no contention: everyone is wanted
+            return self._ranked(snap, pending), []  # no contention: everyone is wanted
         ranked = self._ranked(snap, np.concatenate([running, pending]))
         cum = np.cumsum(need[ranked])
         k = int(np.searchsorted(cum, budget, side="right"))
@@ -197,55 +219,54 @@ class QueueScheduler(SchedulingPolicy):
             if need[ranked[i]] <= left:
                 wanted[i] = True
                 left -= int(need[ranked[i]])
-        chosen = ranked[wanted]
-        return chosen[snap.runtime.status[chosen] == PENDING]
-
-    def _victims(self, snap: Snapshot, running: np.ndarray, protect: set[int]) -> list[int]:
-        """Running jobs that may be preempted, lowest-ranked first."""
-        ranked = self._ranked(snap, running).tolist()
-        return [v for v in reversed(ranked) if v not in protect]
+        is_pending = snap.runtime.status[ranked] == PENDING
+        to_start = ranked[wanted & is_pending]
+        victims = ranked[~wanted & ~is_pending][::-1].tolist()
+        return to_start, victims
 
     def _decide_preemptive(self, snap: Snapshot) -> list[Decision]:
         if not snap.pending_set:
             return []
-        running, pending = snap.running(), snap.pending()
-        to_start = self._wanted(snap, running, pending)
+        to_start, victims = self._plan(snap, snap.running(), snap.pending())
         if len(to_start) == 0:
             return []
+        if not victims and snap.free_gpus < int(self.num_gpus[to_start].min()):
+            return []
+        jobs, runtime = self.jobs, snap.runtime
         scratch = copy_state(snap.state)
+        free = snap.free_gpus
         starts: list[Decision] = []
         freed: list[int] = []
-        victims: list[int] | None = None
-        rank_of_start = {int(j): i for i, j in enumerate(to_start)}
+
+        def free_one() -> None:
+            nonlocal free
+            v = victims.pop(0)
+            give_back(
+                scratch, runtime.allocation[v], int(jobs.cpu_milli[v]), int(jobs.memory_mib[v])
+            )
+            free += int(runtime.alloc_n[v])
+            freed.append(v)
+
         for job in to_start.tolist():
-            if int(self.num_gpus[job]) > int((scratch.gpu_free >= GPU_MILLI).sum()) and not len(
-                running
-            ):
+            need = int(self.num_gpus[job])
+            while free < need and victims:
+                free_one()
+            if free < need:
                 continue
             alloc = self._place(job, scratch)
-            if alloc is None and victims is None:
-                # Running jobs the ranking puts below every job we still want to start.
-                keep = self._ranked(snap, np.concatenate([running, to_start]))
-                pos = {int(j): i for i, j in enumerate(keep.tolist())}
-                cutoff = max(pos[j] for j in rank_of_start)
-                victims = [v for v in reversed(keep.tolist())
-                           if v not in rank_of_start and pos[v] > cutoff - len(rank_of_start)]
-                victims = [v for v in victims if pos[v] > min(pos[j] for j in rank_of_start)]
-            while alloc is None and victims:
-                v = victims.pop(0)
-                give_back(scratch, snap.runtime.allocation[v], int(self.jobs.cpu_milli[v]),
-                          int(self.jobs.memory_mib[v]))
-                freed.append(v)
+            while alloc is None and victims:  # enough GPUs, but not where the job fits
+                free_one()
                 alloc = self._place(job, scratch)
             if alloc is not None:
-                take(scratch, alloc, int(self.jobs.cpu_milli[job]), int(self.jobs.memory_mib[job]))
+                take(scratch, alloc, int(jobs.cpu_milli[job]), int(jobs.memory_mib[job]))
+                free -= need
                 starts.append(Start(job, alloc))
         # Victims whose GPUs nobody took keep running.
         preempt: list[Decision] = []
         for v in reversed(freed):
-            alloc = snap.runtime.allocation[v]
+            alloc = runtime.allocation[v]
             if all((scratch.gpu_free[node, list(gpus)] >= GPU_MILLI).all() for node, gpus in alloc):
-                take(scratch, alloc, int(self.jobs.cpu_milli[v]), int(self.jobs.memory_mib[v]))
+                take(scratch, alloc, int(jobs.cpu_milli[v]), int(jobs.memory_mib[v]))
             else:
                 preempt.append(Preempt(v))
         return preempt + starts

@@ -4,7 +4,9 @@ A job's priority queue is set by the GPU-seconds it has attained (GPUs × time h
 the first threshold, queue 1 below the second, and so on; lower queues run first, first come first
 served within a queue. Running jobs are demoted as they cross a threshold, which may let a waiting
 job preempt them. The starvation guard promotes a job back to queue 0 once it has waited
-``starvation`` times as long as it has run.
+``starvation`` times as long as it has run; a promoted job's service is counted afresh from the
+promotion, so it keeps queue 0 for a whole first quantum instead of being demoted (and preempted)
+again at the next decision.
 """
 
 from __future__ import annotations
@@ -39,14 +41,23 @@ class Tiresias(Ordering):
         self.thresholds = np.asarray(limits)
         self.starvation = float(starvation)
 
+    def reset(self, num_jobs: int) -> None:
+        self.service_base = np.zeros(num_jobs)  # attained service at the last promotion
+
+    def service(self, snap: Snapshot, idx: np.ndarray) -> np.ndarray:
+        """Attained GPU-seconds that count for the queue (since the last promotion)."""
+        return snap.attained(idx) - self.service_base[idx]
+
     def keys(self, snap: Snapshot, idx: np.ndarray) -> np.ndarray:
-        queue = np.searchsorted(self.thresholds, snap.attained(idx), side="right")
         if self.starvation > 0:
             executed = snap.executed(idx)
             waited = snap.now - snap.runtime.queued_since[idx]
             pending = snap.runtime.status[idx] == PENDING
             starving = pending & (executed > 0) & (waited >= self.starvation * executed)
-            queue = np.where(starving, 0, queue)
+            if starving.any():
+                promoted = idx[starving]
+                self.service_base[promoted] = snap.attained(promoted)
+        queue = np.searchsorted(self.thresholds, self.service(snap, idx), side="right")
         return queue.astype(np.float64)
 
     def next_wakeup(self, snap: Snapshot) -> float:
@@ -54,7 +65,7 @@ class Tiresias(Ordering):
         soonest = np.inf
         running = snap.running()
         if len(running):
-            attained = snap.attained(running)
+            attained = self.service(snap, running)
             nxt = np.searchsorted(self.thresholds, attained, side="right")
             has_next = nxt < len(self.thresholds)
             if has_next.any():

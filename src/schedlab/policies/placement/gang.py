@@ -25,8 +25,9 @@ class GangPlacer:
         self.max_per_node = int(cluster.num_gpus.max()) if cluster.size else 0
         self.rack = cluster.rack
 
-    def place(self, num_gpus: int, cpu_milli: int, memory_mib: int, model_mask: int,
-              state: ClusterState) -> Allocation | None:
+    def place(
+        self, num_gpus: int, cpu_milli: int, memory_mib: int, model_mask: int, state: ClusterState
+    ) -> Allocation | None:
         if num_gpus <= 0:
             pod = PodRequest(cpu_milli, memory_mib, 0, 0, model_mask)
             p = self.placer.place(pod, state)
