@@ -13,8 +13,10 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from schedlab.errors import InputError
 
 #: Human-facing output goes to stderr so stdout stays clean for tables a script may parse.
-console = Console(stderr=True, highlight=False)
-stdout = Console(highlight=False)
+#: Wide enough for the comparison tables when the output is a file or a pipe (rich assumes 80).
+PIPE_WIDTH = 120
+console = Console(stderr=True, highlight=False, width=None if sys.stderr.isatty() else PIPE_WIDTH)
+stdout = Console(highlight=False, width=None if sys.stdout.isatty() else PIPE_WIDTH)
 
 MAX_SEEDS = 10_000
 _SEED_PART = re.compile(r"(\d+)(?:-(\d+))?")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import time
 from pathlib import Path
 
 from schedlab.commands.common import (
@@ -13,12 +14,24 @@ from schedlab.commands.common import (
     parse_seeds,
 )
 from schedlab.commands.pack_grid import print_aggregate, run_pack_grid, write_grid_outputs
+from schedlab.commands.replay_grid import print_replay_table, write_replay_grid
 from schedlab.errors import InputError
 from schedlab.experiments.pack_sweep import default_workers
+from schedlab.experiments.replay_run import ReplaySpec
+from schedlab.experiments.replay_sweep import ReplayTask, SyntheticJobs, run_folder, run_grid
 from schedlab.experiments.workloads import SyntheticWorkload
 from schedlab.policies.registry import pack_study_names
 
 DEFAULT_NODES = 1213
+DEFAULT_JOBS = 5000
+DEFAULT_LOAD = 0.9
+#: The replay part: a Philly-like job stream on this cluster, under these orderings.
+REPLAY_CLUSTER = "32x8:V100"
+#: Run times capped at two days (mean 8,000 s) so that a few thousand jobs keep the cluster busy
+#: for most of the run instead of leaving one month-long job alone at the end.
+REPLAY_MEAN_DURATION = 8_000.0
+REPLAY_MAX_DURATION = 172_800.0
+REPLAY_POLICIES = (("fifo", False), ("fifo", True), ("sjf", False), ("tiresias", False))
 MAX_NODES = 20_000
 
 
@@ -30,7 +43,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
             "Generate an openb-like GPU cluster and pod list (node mix by GPU model, CPU-only, "
             "GPU-sharing and multi-GPU pods in the proportions of the Alibaba GPU-2023 trace), "
             "run every placement policy with the pack protocol over a few seeds, print a "
-            "comparison table and write the figures."
+            "comparison table and write the figures; then replay a generated Philly-like job "
+            "trace under fifo, fifo+backfill, sjf and tiresias and write an HTML report."
         ),
     )
     p.add_argument(
@@ -56,6 +70,18 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         help="worker processes (default: the number of cores)",
     )
     p.add_argument(
+        "--jobs",
+        type=int,
+        default=DEFAULT_JOBS,
+        help=f"jobs in the generated replay trace (default {DEFAULT_JOBS}; 0 skips the replay)",
+    )
+    p.add_argument(
+        "--load",
+        type=float,
+        default=DEFAULT_LOAD,
+        help=f"offered GPU load of the replay trace (default {DEFAULT_LOAD})",
+    )
+    p.add_argument(
         "--out",
         type=Path,
         default=Path("schedlab-demo"),
@@ -67,6 +93,10 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     if not 1 <= args.nodes <= MAX_NODES:
         raise InputError(f"'--nodes' must be in 1..{MAX_NODES} (got {args.nodes})")
+    if args.jobs < 0 or args.jobs > 1_000_000:
+        raise InputError(f"'--jobs' must be in 0..1000000 (got {args.jobs})")
+    if not 0 < args.load <= 10:
+        raise InputError(f"'--load' must be in (0, 10] (got {args.load})")
     if args.workload_seed < 0:
         raise InputError(f"'--workload-seed' must be ≥ 0 (got {args.workload_seed})")
     seeds = parse_seeds(args.seeds)
@@ -87,4 +117,31 @@ def run(args: argparse.Namespace) -> int:
     _, agg = write_grid_outputs(out, summaries, policies, inflate, config)
     print_aggregate(agg, inflate)
     console.print(f"{len(summaries)} runs in {wall:.1f} s; figures in {out}/figures/")
+    if args.jobs > 0:
+        _replay_part(args.jobs, args.load, args.workload_seed, workers, out / "replay")
     return 0
+
+
+def _replay_part(jobs: int, load: float, seed: int, workers: int, out: Path) -> None:
+    """Orderings compared on a generated Philly-like trace, with an HTML report."""
+    source = SyntheticJobs(jobs, load, seed, REPLAY_MEAN_DURATION, REPLAY_MAX_DURATION)
+    tasks = []
+    for name, backfill in REPLAY_POLICIES:
+        spec = ReplaySpec(
+            cluster=REPLAY_CLUSTER, trace=source.label, policy=name, backfill=backfill, seed=seed
+        )
+        tasks.append(ReplayTask(spec, str(run_folder(out, spec, source.label)), source))
+    console.print(
+        f"replaying {jobs} Philly-like jobs at {load:.0%} load on {REPLAY_CLUSTER} "
+        f"under {len(tasks)} orderings"
+    )
+    started = time.perf_counter()
+    summaries = run_grid(tasks, workers)
+    table = write_replay_grid(
+        out, summaries, {"cluster": REPLAY_CLUSTER, "jobs": jobs, "load": load, "seed": seed}
+    )
+    print_replay_table(table)
+    console.print(
+        f"{len(summaries)} replays in {time.perf_counter() - started:.1f} s; "
+        f"report in {out}/report-{source.label}.html"
+    )

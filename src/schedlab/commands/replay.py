@@ -5,20 +5,11 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from schedlab import __version__
 from schedlab.commands.common import check_out_dir, console, stdout
 from schedlab.errors import InputError
-from schedlab.experiments.replay_run import (
-    ReplaySpec,
-    jobs_for_csv,
-    jobs_frame,
-    replay_summary,
-    run_replay,
-    timeseries_frame,
-)
+from schedlab.experiments.replay_run import ReplaySpec, run_replay, write_run
 from schedlab.perf.models import parse_speed_factors
 from schedlab.policies.registry import ordering_names, placement_names
-from schedlab.results import write_config, write_csv, write_json
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -121,38 +112,12 @@ def spec_from_args(args: argparse.Namespace) -> ReplaySpec:
     )
 
 
-def write_replay_outputs(out: Path, spec: ReplaySpec, record) -> dict[str, object]:
-    jobs = jobs_frame(record)
-    series = timeseries_frame(record)
-    summary = {**replay_summary(spec, record, jobs, series), "schedlab_version": __version__}
-    write_csv(out / "jobs.csv", jobs_for_csv(jobs))
-    write_csv(out / "timeseries.csv", series)
-    config = {
-        "cluster": spec.cluster
-        if not Path(spec.cluster).exists()
-        else str(Path(spec.cluster).resolve()),
-        "trace": str(Path(spec.trace).resolve()),
-        "trace_format": spec.trace_format or "",
-        "policy": spec.policy,
-        "placement": spec.placement,
-        "backfill": spec.backfill,
-        "seed": spec.seed,
-        "throughputs": str(Path(spec.throughputs).resolve()) if spec.throughputs else "",
-        "params": [f"{k}={v}" for k, v in spec.params.items()],
-        "restart_overhead": spec.restart_overhead,
-        "resize_overhead": spec.resize_overhead,
-    }
-    write_config(out / "config.toml", config, f"schedlab {__version__} replay run")
-    write_json(out / "summary.json", summary)  # last: its presence marks a complete run
-    return summary
-
-
 def run(args: argparse.Namespace) -> int:
     spec = spec_from_args(args)
     out = check_out_dir(args.out)
     with console.status(f"replaying {spec.label} under {spec.policy}"):
         record = run_replay(spec)
-    summary = write_replay_outputs(out, spec, record)
+    summary = write_run(out, spec, record)
     stdout.print(_one_line(summary))
     console.print(f"wrote {out}/jobs.csv, timeseries.csv, summary.json, config.toml")
     return 0

@@ -9,6 +9,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from schedlab import __version__
 from schedlab.engines.replay import ReplayConfig, ReplayEngine, ReplayRecord
 from schedlab.errors import InputError
 from schedlab.metrics.replay_metrics import job_metrics, json_ready, summarize
@@ -17,6 +18,7 @@ from schedlab.model.jobs import JobTable
 from schedlab.model.snapshot import DONE, REJECTED
 from schedlab.perf.models import PerfModel, ThroughputTable, TraceDuration, read_throughput_dir
 from schedlab.policies.registry import make_scheduler
+from schedlab.results import write_config, write_csv, write_json
 from schedlab.traces.cluster_spec import parse_cluster_spec
 from schedlab.traces.formats import read_jobs
 
@@ -145,3 +147,31 @@ def replay_summary(
             else None,
         }
     )
+
+
+def write_run(out: Path, spec: ReplaySpec, record: ReplayRecord) -> dict[str, object]:
+    """jobs.csv, timeseries.csv, config.toml, then summary.json (its presence marks a complete
+    run); returns the summary."""
+    jobs = jobs_frame(record)
+    series = timeseries_frame(record)
+    summary = {**replay_summary(spec, record, jobs, series), "schedlab_version": __version__}
+    write_csv(out / "jobs.csv", jobs_for_csv(jobs))
+    write_csv(out / "timeseries.csv", series)
+    config = {
+        "cluster": spec.cluster
+        if not Path(spec.cluster).exists()
+        else str(Path(spec.cluster).resolve()),
+        "trace": str(Path(spec.trace).resolve()) if Path(spec.trace).exists() else spec.trace,
+        "trace_format": spec.trace_format or "",
+        "policy": spec.policy,
+        "placement": spec.placement,
+        "backfill": spec.backfill,
+        "seed": spec.seed,
+        "throughputs": str(Path(spec.throughputs).resolve()) if spec.throughputs else "",
+        "params": [f"{k}={v}" for k, v in spec.params.items()],
+        "restart_overhead": spec.restart_overhead,
+        "resize_overhead": spec.resize_overhead,
+    }
+    write_config(out / "config.toml", config, f"schedlab {__version__} replay run")
+    write_json(out / "summary.json", summary)  # last: its presence marks a complete run
+    return summary

@@ -85,6 +85,8 @@ def job_metrics(jobs: pd.DataFrame, slowdown_floor: float = DEFAULT_SLOWDOWN_FLO
     meaningless).
     ``met_deadline`` is False for jobs without a deadline: read it only where ``deadline`` is set.
     """
+    if "deadline" not in jobs.columns:  # written only when the trace has deadlines
+        jobs = jobs.assign(deadline=np.nan)
     jobs = _with_columns(jobs, JOB_COLUMNS, "jobs table")
     status = jobs["status"].astype("object").where(jobs["status"].notna(), "")
     unknown = ~status.isin(STATUSES)

@@ -30,7 +30,8 @@ class PerfModel(ABC):
 
     @abstractmethod
     def rate(self, jobs: JobTable, job: int, num_gpus: int, gpu_model: int) -> float:
-        """Work units per second of ``job`` on ``num_gpus`` GPUs of ``gpu_model`` (0: cannot run)."""
+        """Work units per second of ``job`` on ``num_gpus`` GPUs of ``gpu_model`` (0: never
+        runs there; -1 means the reference GPU)."""
 
     def reference_rate(self, jobs: JobTable, job: int) -> float:
         """Rate at the requested size on the reference GPU, for oracle run-time estimates."""
