@@ -101,7 +101,7 @@ def run(args: argparse.Namespace) -> int:
 def _run_pack(args: argparse.Namespace) -> int:
     if args.nodes is None or args.pods is None:
         raise InputError("a pack grid needs both --nodes and --pods")
-    seeds = parse_seeds(args.seeds or "42-51")
+    seeds = parse_seeds("42-51" if args.seeds is None else args.seeds)
     inflate = check_inflate(args.inflate)
     workers = check_workers(args.workers)
     out = check_out_dir(args.out)
@@ -145,7 +145,7 @@ def split_backfill(name: str) -> tuple[str, bool]:
 def _run_replay(args: argparse.Namespace) -> int:
     if args.cluster is None or args.traces is None:
         raise InputError("a replay grid needs both --cluster and --traces")
-    seeds = parse_seeds(args.seeds or "0")
+    seeds = parse_seeds("0" if args.seeds is None else args.seeds)
     workers = check_workers(args.workers)
     out = check_out_dir(args.out)
     if not args.restart_overhead >= 0:
