@@ -46,10 +46,9 @@ def set_gpu_free(state: ClusterState, node: int, shares: Sequence[int]) -> None:
     n_gpus = int(state.cluster.num_gpus[node])
     if len(shares) != n_gpus:
         raise ValueError(f"node {node} has {n_gpus} GPUs, got {len(shares)} shares")
-    state.gpu_free[node, :] = 0
-    state.gpu_free[node, :n_gpus] = shares
-    state.version[node] += 1
-    state.changes += 1
+    row = np.zeros(state.gpu_free.shape[1], dtype=np.int64)
+    row[:n_gpus] = shares
+    state.set_gpu_free(node, row)
 
 
 def set_cpu_free(state: ClusterState, node: int, cpu_milli: int) -> None:

@@ -139,7 +139,7 @@ def on(node: int, *gpus: int) -> Allocation:
     return ((node, tuple(gpus)),)
 
 
-# -- perf models --------------------------------------------------------------------------------
+# -- perf models -----------------------------------------------------------------------------------
 @pytest.mark.parametrize(("gpus", "end"), [(1, 200.0), (2, 100.0), (4, 50.0)])
 def test_linear_scaling_on_another_gpu_count(gpus: int, end: float) -> None:
     # A 2-GPU job of 100 s: on 1 GPU it progresses at half speed (200 s), on 4 at double (50 s).
@@ -246,7 +246,7 @@ def test_job_without_usable_work_is_refused_up_front() -> None:
         )
 
 
-# -- gang jobs and placement ----------------------------------------------------------------------
+# -- gang jobs and placement -----------------------------------------------------------------------
 def test_gang_job_spanning_nodes_waits_until_both_are_free() -> None:
     # Two nodes of 8. a (8 GPUs, 100 s) fills one node; g (16 GPUs) needs both and waits for a,
     # even though a whole node is free: g 100 → 150 on all 16 GPUs of both nodes.
@@ -255,7 +255,7 @@ def test_gang_job_spanning_nodes_waits_until_both_are_free() -> None:
     rec = run("2x8:V100", jobs, policy)
     assert rec.first_start.tolist() == [0.0, 100.0]
     assert rec.end_time.tolist() == [100.0, 150.0]
-    (t, alloc), = policy.starts()[1]
+    ((t, alloc),) = policy.starts()[1]
     assert t == 100.0
     assert sorted(node for node, _ in alloc) == [0, 1]
     assert all(sorted(gpus) == list(range(8)) for _, gpus in alloc)
@@ -269,7 +269,7 @@ def test_gang_job_larger_than_a_node_takes_a_whole_node_and_a_remainder() -> Non
     jobs = make_jobs([("g", 0, 12, 10)])
     policy = queue()
     rec = run("2x8:V100", jobs, policy)
-    (_, alloc), = policy.starts()[0]
+    ((_, alloc),) = policy.starts()[0]
     assert sorted(len(gpus) for _, gpus in alloc) == [4, 8]
     assert rec.end_time[0] == 10.0
     assert rec.gpu_seconds[0] == pytest.approx(120.0)
@@ -311,7 +311,7 @@ def test_backfill_runs_jobs_behind_a_head_that_can_never_fit() -> None:
     assert rec.status[ix["big"]] == PENDING
 
 
-# -- model constraints ----------------------------------------------------------------------------
+# -- model constraints -----------------------------------------------------------------------------
 def test_gpu_model_mask_is_respected() -> None:
     # A V100 node and a T4 node, 2 GPUs each. a and b may only use T4s: b waits for a although
     # the V100 node is idle. Both run on node 1 (the T4 node). c (any model) ends up on whichever
@@ -338,7 +338,7 @@ def test_job_allowed_only_on_an_absent_model_never_starts() -> None:
     assert math.isnan(rec.first_start[0])
 
 
-# -- invalid decisions ----------------------------------------------------------------------------
+# -- invalid decisions -----------------------------------------------------------------------------
 def test_starting_a_running_job_raises_policy_error() -> None:
     # Job 0 is started at 0 and again at 5 (the arrival of job 1): not pending any more.
     jobs = make_jobs([("a", 0, 1, 100), ("b", 5, 1, 10)])
@@ -373,7 +373,7 @@ def test_other_invalid_decisions_raise_policy_error(decision: Decision, message:
         run("1x2:V100", jobs, policy)
 
 
-# -- resizes, preemptions and rejections by a custom policy ---------------------------------------
+# -- resizes, preemptions and rejections by a custom policy ----------------------------------------
 @pytest.mark.parametrize(("overhead", "end"), [(0.0, 120.0), (5.0, 125.0)])
 def test_resize_accounts_progress_piecewise_and_charges_the_overhead(
     overhead: float, end: float

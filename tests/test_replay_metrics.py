@@ -294,8 +294,11 @@ def test_bad_tables_are_input_errors_naming_the_column():
     with pytest.raises(InputError, match="status") as exc:
         job_metrics(jobs_frame([dict(submit_time=0, status="done")]))
     assert "'done'" in str(exc.value)
-    with pytest.raises(InputError, match="deadline"):
-        job_metrics(jobs_frame([dict(submit_time=0, status="rejected")]).drop(columns="deadline"))
+    with pytest.raises(InputError, match="end_time"):
+        job_metrics(jobs_frame([dict(submit_time=0, status="rejected")]).drop(columns="end_time"))
+    # deadline is optional: runs without deadlines do not write the column.
+    no_deadline = jobs_frame([dict(submit_time=0, status="rejected")]).drop(columns="deadline")
+    assert job_metrics(no_deadline)["deadline"].isna().all()
     with pytest.raises(InputError, match="submit_time") as exc:
         job_metrics(jobs_frame([dict(submit_time="soon", status="rejected")]))
     assert "'soon'" in str(exc.value)

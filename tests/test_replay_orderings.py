@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 
 from schedlab.engines.replay import ReplayConfig, ReplayEngine, ReplayRecord
+from schedlab.model.gpu_models import ANY_MODEL_MASK, model_index
 from schedlab.model.jobs import JobTable
 from schedlab.model.snapshot import DONE
 from schedlab.perf.models import TraceDuration
@@ -79,7 +80,7 @@ class Outcome:
         return bool((self.record.status == DONE).all())
 
 
-# -- fifo ---------------------------------------------------------------------------------------
+# -- fifo ------------------------------------------------------------------------------------------
 def test_fifo_head_of_line_blocking() -> None:
     # One node of 4 GPUs.
     # t=0   a (2 GPUs, 100 s) starts at once: 0 → 100; 2 GPUs stay free.
@@ -103,7 +104,7 @@ def test_fifo_starts_jobs_in_submit_order_when_they_fit() -> None:
     assert out.times() == {"a": (0, 30), "b": (5, 25), "c": (25, 35)}
 
 
-# -- sjf ----------------------------------------------------------------------------------------
+# -- sjf -------------------------------------------------------------------------------------------
 def test_sjf_runs_the_shortest_waiting_job_next() -> None:
     # One GPU. a (100 s) arrives alone at 0 and runs 0 → 100 (SJF does not preempt).
     # b (50 s, t=1) and c (10 s, t=2) wait. At 100 SJF picks the shorter c: 100 → 110,
@@ -122,7 +123,7 @@ def test_sjf_ties_go_to_the_earlier_submit() -> None:
     assert out.times() == {"a": (0, 10), "b": (10, 30), "c": (30, 50)}
 
 
-# -- srtf ---------------------------------------------------------------------------------------
+# -- srtf ------------------------------------------------------------------------------------------
 SRTF_ROWS = [("long", 0, 1, 100), ("short", 10, 1, 20)]
 
 
@@ -159,7 +160,85 @@ def test_srtf_does_not_preempt_a_job_with_less_time_left() -> None:
     assert out.record.preemptions.sum() == 0
 
 
-# -- tiresias -----------------------------------------------------------------------------------
+def test_srtf_counts_only_real_events() -> None:
+    # The srtf case above has four events: arrivals at 0 and 10, completions at 30 and 120.
+    out = Outcome(replay("1x1:V100", SRTF_ROWS, "srtf"))
+    assert out.record.events == 4
+    assert out.record.ts_time.tolist()[:3] == [0.0, 10.0, 30.0]
+    assert out.record.ts_time[-1] == 120.0
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason=(
+        "ReplayEngine: a superseded (stale) completion event still becomes a decision point: "
+        "_Run.loop takes heap[0][0] as the next time before the version check, so long's "
+        "voided completion at 100 asks the policy again although nothing happened"
+    ),
+)
+def test_srtf_voided_completion_is_not_a_decision_point() -> None:
+    # long's first completion (at 100) is voided by its preemption at 10; the next events after
+    # 30 are long's real completion at 120 only.
+    out = Outcome(replay("1x1:V100", SRTF_ROWS, "srtf"))
+    assert out.record.ts_time.tolist() == [0.0, 10.0, 30.0, 120.0]
+    assert out.record.decision_points == 4
+
+
+T4_HALF = TraceDuration({model_index("T4"): 0.5})
+
+
+def replay_on_t4(cluster: str, rows: Sequence[Row], order: str, **config: float) -> ReplayRecord:
+    policy, placement_policy = make_scheduler(order, "bestfit", False)
+    return ReplayEngine(
+        parse_cluster_spec(cluster),
+        make_jobs(rows),
+        policy,
+        placement_policy,
+        T4_HALF,
+        ReplayConfig(**config),  # type: ignore[arg-type]
+    ).run()
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason=(
+        "srtf keys mix speeds: Snapshot.remaining_seconds divides a running job's work by its "
+        "actual rate (T4 at half speed: twice as long) but a pending job's by the reference "
+        "rate, so a job looks shorter as soon as it is preempted and jobs swap at every "
+        "decision point"
+    ),
+)
+def test_srtf_on_slower_gpus_compares_like_with_like() -> None:
+    # One T4 at half the reference speed. a (100 s of reference work) runs from 0; at 10 it has
+    # 95 s of work left, b (t=10) has 150 s: a is shorter on either scale (95 vs 150 reference
+    # seconds, 190 vs 300 T4 seconds), so nothing is preempted. a 0 → 200, b 200 → 500.
+    out = Outcome(replay_on_t4("1x1:T4", [("a", 0, 1, 100), ("b", 10, 1, 150)], "srtf"))
+    assert out.times() == {"a": (0, 200), "b": (200, 500)}
+    assert out.record.preemptions.sum() == 0
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason=(
+        "srtf livelock on slower GPUs with a restart overhead: the mixed-speed keys (see "
+        "test_srtf_on_slower_gpus_compares_like_with_like) swap jobs at every decision point, "
+        "each preemption leaves a stale completion that becomes a decision point (see "
+        "test_srtf_voided_completion_is_not_a_decision_point), and once these come every 5 s "
+        "the 5 s restart overhead eats every run: no job progresses and the replay never ends"
+    ),
+)
+def test_srtf_on_slower_gpus_with_restart_overhead_terminates() -> None:
+    # One node of 4 T4s (half speed), 5 s restart overhead. 1170 GPU-seconds of reference work
+    # need 585 s on 4 half-speed GPUs; even with restarts everything is done long before 10,000.
+    # Today from about t=215 on, p + s and r swap every 5 s forever with 7.5, 15 and 12.5 s of
+    # work left (`until` stops it here; without it the replay never returns).
+    rows = [("p", 0, 3, 80), ("q", 10, 4, 190), ("r", 80, 4, 30), ("s", 90, 1, 50)]
+    record = replay_on_t4("1x4:T4", rows, "srtf", restart_overhead=5.0, until=10_000.0)
+    assert (record.status == DONE).all()
+    assert record.decision_points < 100
+
+
+# -- tiresias --------------------------------------------------------------------------------------
 TIRESIAS = {"thresholds": "100", "starvation": "2"}
 
 
@@ -244,7 +323,7 @@ def test_tiresias_without_starvation_guard_starves_the_demoted_job() -> None:
     assert out.preemptions("d") == 0
 
 
-# -- edf ----------------------------------------------------------------------------------------
+# -- edf -------------------------------------------------------------------------------------------
 def test_edf_runs_by_deadline_and_jobs_without_deadline_last() -> None:
     # One GPU. a (no deadline) arrives alone and runs 0 → 50 (non-preemptive).
     # While it runs: d (no deadline, t=1), b (deadline 500, t=2), c (deadline 200, t=3).
@@ -278,7 +357,7 @@ def test_edf_preemptive_variant(preemptive: bool) -> None:
         assert out.record.preemptions.sum() == 0
 
 
-# -- EASY backfill ------------------------------------------------------------------------------
+# -- EASY backfill ---------------------------------------------------------------------------------
 def test_backfill_starts_a_job_that_ends_before_the_reservation() -> None:
     # One node of 4 GPUs, FIFO + EASY backfill.
     # t=0 a (2 GPUs, 100 s) runs 0 → 100.
@@ -362,17 +441,9 @@ def test_every_ordering_runs_an_uncontended_trace_unchanged(order: str) -> None:
     assert np.all(out.record.preemptions == 0)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "QueueScheduler._backfill computes the head's reservation from GPU counts only: when the "
-        "head is blocked by placement (fragmentation, model constraints) although enough GPUs "
-        "are free in total, the shadow time becomes 'now' with no extra GPUs, so nothing can "
-        "backfill until the head starts"
-    ),
-)
 @pytest.mark.parametrize("seed", [0, 1])
 def test_backfill_behind_a_head_blocked_by_fragmentation(seed: int) -> None:
+    # (A reservation counted in GPUs alone would be "now" here, and s could not backfill.)
     # Two nodes of 4 GPUs, FIFO + EASY backfill.
     # t=0 a and b (3 GPUs, 100 s each) take one node each: 1 GPU free on each node.
     # t=1 h (2 GPUs) needs 2 GPUs on one node: 2 GPUs are free in total, but on two nodes, so h
@@ -383,3 +454,20 @@ def test_backfill_behind_a_head_blocked_by_fragmentation(seed: int) -> None:
     out = Outcome(replay("2x4:V100", rows, "fifo", backfill=True, seed=seed))
     assert out.times()["h"] == (100, 130)
     assert out.times()["s"] == (2, 12)
+
+
+def test_backfill_behind_a_head_blocked_by_gpu_model() -> None:
+    # A V100 node and a T4 node, 2 GPUs each, FIFO + EASY backfill.
+    # t=0 a (T4 only, 2 GPUs, 100 s) takes the T4 node.
+    # t=1 h (T4 only, 2 GPUs) is blocked although the 2 V100 GPUs are free: its reservation is at
+    #     100, when a frees the T4 node; the V100 GPUs are extra then.
+    # t=2 c (any model, 1 GPU, 10 s) backfills on a V100: 2 → 12. h 100 → 150.
+    t4 = 1 << model_index("T4")
+    rows = [("a", 0, 2, 100), ("h", 1, 2, 50), ("c", 2, 1, 10)]
+    jobs = make_jobs(rows)
+    jobs = JobTable.from_columns(**{**jobs.columns(), "gpu_model_mask": [t4, t4, ANY_MODEL_MASK]})
+    policy, placement = make_scheduler("fifo", "bestfit", True)
+    record = ReplayEngine(
+        parse_cluster_spec("1x2:V100+1x2:T4"), jobs, policy, placement, TraceDuration()
+    ).run()
+    assert Outcome(record).times() == {"a": (0, 100), "h": (100, 150), "c": (2, 12)}

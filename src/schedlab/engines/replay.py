@@ -303,7 +303,12 @@ class _Run:
         ts_time, ts_queue, ts_running, ts_busy = array("d"), array("q"), array("q"), array("q")
         next_arrival, wakeup, decision_points, events = 0, INF, 0, 0
         now = 0.0
+        version = self.version
         while True:
+            # Completions voided by a preemption or resize are dropped here, so that they never
+            # become decision points of their own.
+            while heap and (heap[0][3] != version[heap[0][2]] or rt.status[heap[0][2]] != RUNNING):
+                heapq.heappop(heap)
             t_arr = submit[next_arrival] if next_arrival < n else INF
             now = min(t_arr, heap[0][0] if heap else INF, wakeup)
             if now == INF or now > cfg.until:

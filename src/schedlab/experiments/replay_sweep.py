@@ -59,8 +59,9 @@ class SyntheticJobs:
         return f"synthetic-{self.jobs}-load{round(100 * self.load)}pct"
 
     def load_jobs(self, total_gpus: int) -> JobTable:
-        return _synthetic(self.jobs, self.load, self.seed, total_gpus, self.duration_mean,
-                          self.duration_max)
+        return _synthetic(
+            self.jobs, self.load, self.seed, total_gpus, self.duration_mean, self.duration_max
+        )
 
 
 @dataclass(frozen=True)
@@ -81,8 +82,9 @@ def _trace(path: str, trace_format: str | None) -> JobTable:
 
 
 @cache
-def _synthetic(jobs: int, load: float, seed: int, total_gpus: int, duration_mean: float,
-               duration_max: float) -> JobTable:
+def _synthetic(
+    jobs: int, load: float, seed: int, total_gpus: int, duration_mean: float, duration_max: float
+) -> JobTable:
     base = SyntheticJobSpec(jobs=jobs, duration_mean=duration_mean, duration_max=duration_max)
     spec = load_for_gpus(base, total_gpus, load)
     return generate_jobs(spec, np.random.default_rng(seed))

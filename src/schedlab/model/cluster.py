@@ -120,6 +120,10 @@ class ClusterState:
         self.class_counts = class_counts
         self.version = np.zeros(cluster.size, dtype=np.int64)
         self.changes = 0
+        # Per-node aggregates kept up to date by every change, so that scoring all nodes costs
+        # O(nodes) instead of O(nodes × GPU slots) per pod or job.
+        self.gpu_free_sum = gpu_free.sum(axis=1)
+        self.gpu_full_count = (gpu_exists & (gpu_free == GPU_MILLI)).sum(axis=1)
 
     @classmethod
     def empty(cls, cluster: Cluster) -> ClusterState:
@@ -138,8 +142,37 @@ class ClusterState:
     # -- read-only views ---------------------------------------------------------------------
     @property
     def gpu_free_total(self) -> np.ndarray:
-        """Free milli-GPU per node."""
-        return self.gpu_free.sum(axis=1)
+        """Free milli-GPU per node (read-only)."""
+        return self.gpu_free_sum
+
+    def copy(self) -> ClusterState:
+        """An independent copy a policy may allocate on while it plans."""
+        other = ClusterState(
+            self.cluster,
+            self.cpu_free.copy(),
+            self.mem_free.copy(),
+            self.gpu_free.copy(),
+            self.gpu_exists,
+            self.class_counts.copy(),
+        )
+        other.version = self.version.copy()
+        return other
+
+    def set_gpu_free(self, node: int, shares: np.ndarray | list[int]) -> None:
+        """Set the free share of every GPU slot of ``node`` (live adapters and tests build a
+        state this way); keeps the per-node aggregates and the version in step."""
+        values = np.asarray(shares, dtype=np.int64)
+        if values.shape != self.gpu_free[node].shape:
+            raise ValueError(
+                f"node {node} has {self.gpu_free.shape[1]} GPU slots, got {values.shape}"
+            )
+        if ((values < 0) | (values > GPU_MILLI) | (~self.gpu_exists[node] & (values != 0))).any():
+            raise ValueError(f"free shares for node {node} out of range: {values.tolist()}")
+        self.gpu_free[node] = values
+        self.gpu_free_sum[node] = int(values.sum())
+        self.gpu_full_count[node] = int((values == GPU_MILLI).sum())
+        self.version[node] += 1
+        self.changes += 1
 
     def allocated_gpu_milli(self) -> int:
         return int(self.cluster.num_gpus.sum() * GPU_MILLI - self.gpu_free.sum())
@@ -190,7 +223,10 @@ class ClusterState:
         self.cpu_free[node] -= cpu_milli
         self.mem_free[node] -= memory_mib
         for g in slots:
+            if row[g] == GPU_MILLI and gpu_milli > 0:
+                self.gpu_full_count[node] -= 1
             row[g] -= gpu_milli
+        self.gpu_free_sum[node] -= gpu_milli * len(slots)
         self.class_counts[node, pod_class(num_gpu, gpu_milli)] += 1
         self.version[node] += 1
         self.changes += 1
@@ -223,6 +259,9 @@ class ClusterState:
         self.mem_free[node] += memory_mib
         for g in slots:
             row[g] += gpu_milli
+            if row[g] == GPU_MILLI and gpu_milli > 0:
+                self.gpu_full_count[node] += 1
+        self.gpu_free_sum[node] += gpu_milli * len(slots)
         self.class_counts[node, cls] -= 1
         self.version[node] += 1
         self.changes += 1

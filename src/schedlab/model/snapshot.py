@@ -154,10 +154,13 @@ class Snapshot:
         return np.maximum(0.0, rt.remaining[idx] - np.where(running, progressed, 0.0))
 
     def remaining_seconds(self, idx: np.ndarray) -> np.ndarray:
-        """Oracle run time left: at the current rate if running, else at the requested size."""
-        rt = self.runtime
-        running = rt.status[idx] == RUNNING
-        rate = np.where(running, rt.rate[idx], self.reference_rate[idx])
+        """Oracle run time left at the requested size on the reference GPU.
+
+        The same yardstick for running and waiting jobs: timing a running job at the pace of the
+        slower GPUs it happens to hold would make it look longer than an identical waiting job
+        and swap the two at every decision.
+        """
+        rate = self.reference_rate[idx]
         with np.errstate(divide="ignore", invalid="ignore"):
             return np.where(rate > 0, self.remaining_work(idx) / rate, np.inf)
 

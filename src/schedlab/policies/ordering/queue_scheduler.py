@@ -9,25 +9,28 @@ among them, and preempt only as many lower-ranked running jobs as their placemen
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 import numpy as np
 from sortedcontainers import SortedList
 
 from schedlab.model.cluster import GPU_MILLI, ClusterState
-from schedlab.model.snapshot import PENDING, Allocation, Decision, Preempt, Snapshot, Start
+from schedlab.model.snapshot import (
+    PENDING,
+    Allocation,
+    Decision,
+    Preempt,
+    Snapshot,
+    Start,
+    allocation_size,
+)
 from schedlab.policies.ordering.base import Ordering
 from schedlab.policies.scheduler import ReplayContext, SchedulingPolicy
 
 
 def copy_state(state: ClusterState) -> ClusterState:
     """A scratch copy a policy may allocate on while it plans."""
-    return ClusterState(
-        state.cluster,
-        state.cpu_free.copy(),
-        state.mem_free.copy(),
-        state.gpu_free.copy(),
-        state.gpu_exists,
-        state.class_counts.copy(),
-    )
+    return state.copy()
 
 
 def take(state: ClusterState, allocation: Allocation, cpu: int, mem: int) -> None:
@@ -104,24 +107,43 @@ class QueueScheduler(SchedulingPolicy):
             order = iter(self._ranked(snap, snap.pending()).tolist())
         decisions: list[Decision] = []
         free = snap.free_gpus
+        started: list[tuple[float, int, Allocation]] = []  # (estimated end, job, allocation)
+        # Plans are made on the live state until the first start, and on a copy after it: most
+        # decision points start at most one job, and copying the cluster costs more than placing.
         scratch: ClusterState | None = None
-        started_ends: list[tuple[float, int]] = []
+
+        def planning_state() -> ClusterState:
+            nonlocal scratch
+            if scratch is None:
+                if not started:
+                    return snap.state
+                scratch = copy_state(snap.state)
+                for _, j, a in started:
+                    take(scratch, a, int(self.jobs.cpu_milli[j]), int(self.jobs.memory_mib[j]))
+            return scratch
+
         for job in order:
             n = int(self.num_gpus[job])
-            alloc = None
-            if n <= free:
-                scratch = scratch or copy_state(snap.state)
-                alloc = self._place(job, scratch)
+            alloc = self._place(job, planning_state()) if n <= free else None
             if alloc is not None:
-                take(scratch, alloc, int(self.jobs.cpu_milli[job]), int(self.jobs.memory_mib[job]))
+                if scratch is not None:
+                    take(
+                        scratch,
+                        alloc,
+                        int(self.jobs.cpu_milli[job]),
+                        int(self.jobs.memory_mib[job]),
+                    )
                 decisions.append(Start(job, alloc))
                 free -= n
                 est = snap.now + float(snap.total_seconds(np.asarray([job]))[0])
-                started_ends.append((est, n))
+                started.append((est, job, alloc))
                 continue
             if self.backfill:
-                scratch = scratch or copy_state(snap.state)
-                decisions += self._backfill(snap, job, order, free, scratch, started_ends)
+                if scratch is None:
+                    scratch = copy_state(snap.state)
+                    for _, j, a in started:
+                        take(scratch, a, int(self.jobs.cpu_milli[j]), int(self.jobs.memory_mib[j]))
+                decisions += self._backfill(snap, job, order, free, scratch, started)
             break
         for d in decisions:
             self._dequeue(d.job)
@@ -144,39 +166,51 @@ class QueueScheduler(SchedulingPolicy):
             self.queue.add(item)
             self.in_queue[j] = item
 
+    def _reservation(
+        self,
+        snap: Snapshot,
+        head: int,
+        free: int,
+        scratch: ClusterState,
+        started: list[tuple[float, int, Allocation]],
+    ) -> tuple[float, int]:
+        """When the blocked ``head`` could start, and how many GPUs beyond its need are free then.
+
+        Running jobs are released in order of their estimated end on a copy of the cluster
+        state, and the head is placed after each release once enough GPUs are free in number:
+        the first time it fits is its reservation. Counting GPUs alone would reserve "now" for a
+        head that is blocked by where the free GPUs are (fragmentation, GPU models), and then
+        nothing could backfill.
+        """
+        need = int(self.num_gpus[head])
+        running = snap.running()
+        ends = [
+            (end, job, snap.runtime.allocation[job])
+            for end, job in zip(snap.estimated_end(running).tolist(), running.tolist(), strict=True)
+        ]
+        ends += started
+        ends.sort(key=lambda e: (e[0], e[1]))
+        future = copy_state(scratch)
+        avail = free
+        for end, job, alloc in ends:
+            give_back(future, alloc, int(self.jobs.cpu_milli[job]), int(self.jobs.memory_mib[job]))
+            avail += allocation_size(alloc)
+            if avail >= need and self._place(head, future) is not None:
+                return end, avail - need
+        return np.inf, free  # the head cannot run on this cluster as it stands
+
     def _backfill(
         self,
         snap: Snapshot,
         head: int,
-        rest,
+        rest: Iterator[int],
         free: int,
         scratch: ClusterState,
-        started_ends: list[tuple[float, int]],
+        started: list[tuple[float, int, Allocation]],
     ) -> list[Decision]:
         """EASY backfill behind a blocked ``head``: later jobs start now if they fit and either
         finish before the head's reservation or use GPUs the head will not need then."""
-        need = int(self.num_gpus[head])
-        running = snap.running()
-        ends = list(
-            zip(
-                snap.estimated_end(running).tolist(),
-                snap.runtime.alloc_n[running].tolist(),
-                strict=True,
-            )
-        )
-        ends += started_ends
-        ends.sort()
-        shadow, avail = np.inf, free
-        for end, n in ends:
-            if avail >= need:
-                break
-            avail += n
-            shadow = end
-        if avail < need:  # the head can never run on this cluster as it stands
-            shadow, extra = np.inf, free
-        else:
-            shadow = snap.now if free >= need else shadow
-            extra = avail - need
+        shadow, extra = self._reservation(snap, head, free, scratch, started)
         out: list[Decision] = []
         for job in rest:
             if free == 0:

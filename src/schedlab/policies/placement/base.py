@@ -97,7 +97,10 @@ def feasible_nodes(pod: PodRequest, state: ClusterState, model_bits: np.ndarray)
     ok = (state.cpu_free >= pod.cpu_milli) & (state.mem_free >= pod.memory_mib)
     if pod.needs_gpu:
         ok &= (model_bits & pod.model_mask) != 0
-        ok &= (state.gpu_free >= pod.gpu_milli).sum(axis=1) >= pod.num_gpu
+        if pod.gpu_milli == GPU_MILLI:
+            ok &= state.gpu_full_count >= pod.num_gpu
+        else:
+            ok &= (state.gpu_free >= pod.gpu_milli).sum(axis=1) >= pod.num_gpu
     return ok
 
 
