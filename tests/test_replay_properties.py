@@ -48,7 +48,8 @@ from schedlab.policies.registry import make_placement, make_scheduler, ordering_
 from schedlab.policies.scheduler import ReplayContext, SchedulingPolicy
 from schedlab.traces.cluster_spec import parse_cluster_spec
 
-ORDERS = ordering_names()
+#: Every ordering by name, plus edf's preemptive variant as "edf-preemptive".
+ORDERS = [*ordering_names(), "edf-preemptive"]
 PLACEMENTS = ("bestfit", "consolidate")
 COMBOS = list(itertools.product(ORDERS, PLACEMENTS, (False, True)))
 MODELS = ("V100", "T4")
@@ -179,7 +180,9 @@ def perf_for(order: str) -> TraceDuration:
 def replay(
     case: Case, order: str, placement: str, backfill: bool
 ) -> tuple[ReplayRecord, Recording]:
-    policy, placement_policy = make_scheduler(order, placement, backfill)
+    name, _, variant = order.partition("-")
+    params = {"preemptive": "true"} if variant == "preemptive" else None
+    policy, placement_policy = make_scheduler(name, placement, backfill, params)
     recording = Recording(policy)
     engine = ReplayEngine(
         parse_cluster_spec(case.spec),
