@@ -160,25 +160,9 @@ def test_srtf_does_not_preempt_a_job_with_less_time_left() -> None:
     assert out.record.preemptions.sum() == 0
 
 
-def test_srtf_counts_only_real_events() -> None:
-    # The srtf case above has four events: arrivals at 0 and 10, completions at 30 and 120.
-    out = Outcome(replay("1x1:V100", SRTF_ROWS, "srtf"))
-    assert out.record.events == 4
-    assert out.record.ts_time.tolist()[:3] == [0.0, 10.0, 30.0]
-    assert out.record.ts_time[-1] == 120.0
-
-
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "ReplayEngine: a superseded (stale) completion event still becomes a decision point: "
-        "_Run.loop takes heap[0][0] as the next time before the version check, so long's "
-        "voided completion at 100 asks the policy again although nothing happened"
-    ),
-)
 def test_srtf_voided_completion_is_not_a_decision_point() -> None:
-    # long's first completion (at 100) is voided by its preemption at 10; the next events after
-    # 30 are long's real completion at 120 only.
+    # Four events: arrivals at 0 and 10, completions at 30 and 120. long's first completion (due
+    # at 100) was voided by its preemption at 10 and must not ask the policy again.
     out = Outcome(replay("1x1:V100", SRTF_ROWS, "srtf"))
     assert out.record.ts_time.tolist() == [0.0, 10.0, 30.0, 120.0]
     assert out.record.decision_points == 4
@@ -199,16 +183,10 @@ def replay_on_t4(cluster: str, rows: Sequence[Row], order: str, **config: float)
     ).run()
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "srtf keys mix speeds: Snapshot.remaining_seconds divides a running job's work by its "
-        "actual rate (T4 at half speed: twice as long) but a pending job's by the reference "
-        "rate, so a job looks shorter as soon as it is preempted and jobs swap at every "
-        "decision point"
-    ),
-)
 def test_srtf_on_slower_gpus_compares_like_with_like() -> None:
+    # Remaining time is measured on one yardstick for running and waiting jobs; timing a running
+    # job at its slower GPU's pace made it look longer as soon as it ran, so jobs swapped at every
+    # decision point.
     # One T4 at half the reference speed. a (100 s of reference work) runs from 0; at 10 it has
     # 95 s of work left, b (t=10) has 150 s: a is shorter on either scale (95 vs 150 reference
     # seconds, 190 vs 300 T4 seconds), so nothing is preempted. a 0 → 200, b 200 → 500.
@@ -217,25 +195,26 @@ def test_srtf_on_slower_gpus_compares_like_with_like() -> None:
     assert out.record.preemptions.sum() == 0
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "srtf livelock on slower GPUs with a restart overhead: the mixed-speed keys (see "
-        "test_srtf_on_slower_gpus_compares_like_with_like) swap jobs at every decision point, "
-        "each preemption leaves a stale completion that becomes a decision point (see "
-        "test_srtf_voided_completion_is_not_a_decision_point), and once these come every 5 s "
-        "the 5 s restart overhead eats every run: no job progresses and the replay never ends"
-    ),
-)
 def test_srtf_on_slower_gpus_with_restart_overhead_terminates() -> None:
-    # One node of 4 T4s (half speed), 5 s restart overhead. 1170 GPU-seconds of reference work
-    # need 585 s on 4 half-speed GPUs; even with restarts everything is done long before 10,000.
-    # Today from about t=215 on, p + s and r swap every 5 s forever with 7.5, 15 and 12.5 s of
-    # work left (`until` stops it here; without it the replay never returns).
+    # A regression case: mixed-speed srtf keys swapped jobs at every decision point, every
+    # preemption left a voided completion that became a decision point, and once those came
+    # every 5 s the 5 s restart overhead ate every run: from t≈215 p + s and r swapped forever
+    # with 7.5, 15 and 12.5 s of work left (`until` bounds the replay if that ever comes back).
+    # One node of 4 T4s (half speed), 5 s restart overhead; keys are reference seconds left.
+    # t=0   p (3 GPUs, 80) starts; at half speed it would end at 160.
+    # t=10  q (4 GPUs, 190): p (75 left) ranks first and q does not fit beside it: q waits.
+    # t=80  r (4 GPUs, 30) beats p (40 left): p is preempted, r runs 80 → 140.
+    # t=90  s (1 GPU, 50) ranks after r (25 left), which holds all 4 GPUs: s waits.
+    # t=140 r ends; p (40) and s (50) fit together in 4 GPUs. p restarts with 5 s of overhead:
+    #       progress from 145, 40 / 0.5 = 80 s → 225. s starts fresh: 50 / 0.5 = 100 s → 240.
+    # t=225 p ends; s (7.5 left) ranks before q, and q does not fit beside it: q waits.
+    # t=240 s ends; q runs 240 → 240 + 190 / 0.5 = 620.
     rows = [("p", 0, 3, 80), ("q", 10, 4, 190), ("r", 80, 4, 30), ("s", 90, 1, 50)]
     record = replay_on_t4("1x4:T4", rows, "srtf", restart_overhead=5.0, until=10_000.0)
-    assert (record.status == DONE).all()
-    assert record.decision_points < 100
+    out = Outcome(record)
+    assert out.times() == {"p": (0, 225), "q": (240, 620), "r": (80, 140), "s": (140, 240)}
+    assert record.preemptions.tolist() == [1, 0, 0, 0]
+    assert record.ts_time.tolist() == [0, 10, 80, 90, 140, 225, 240, 620]
 
 
 # -- tiresias --------------------------------------------------------------------------------------

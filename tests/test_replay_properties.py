@@ -170,13 +170,6 @@ def stop_runaways() -> Callable[[int, int], None]:
     return progress
 
 
-def perf_for(order: str) -> TraceDuration:
-    # srtf compares a running job's remaining time at its actual speed with a waiting job's at
-    # the reference speed, so on slower GPUs it thrashes, and with a restart overhead it can
-    # livelock (see test_replay_orderings.py::test_srtf_on_slower_gpus_*): give it equal speeds.
-    return TraceDuration() if order == "srtf" else TraceDuration(SPEED)
-
-
 def replay(
     case: Case, order: str, placement: str, backfill: bool
 ) -> tuple[ReplayRecord, Recording]:
@@ -189,7 +182,7 @@ def replay(
         case.jobs,
         recording,
         placement_policy,
-        perf_for(order),
+        TraceDuration(SPEED),
         ReplayConfig(seed=case.seed, restart_overhead=case.restart_overhead),
     )
     return engine.run(stop_runaways()), recording
