@@ -17,7 +17,6 @@ from schedlab.model.gpu_models import ANY_MODEL_MASK, model_index, spec_mask
 from schedlab.model.jobs import JobTable
 from schedlab.model.snapshot import (
     DONE,
-    PENDING,
     REJECTED,
     RUNNING,
     Allocation,
@@ -289,26 +288,34 @@ def test_consolidate_puts_a_small_job_on_the_fullest_node_that_fits(seed: int) -
     assert node[2] == node[0]
 
 
-def test_job_larger_than_the_cluster_never_starts_and_is_unfinished() -> None:
-    # 8 GPUs asked on a 4-GPU cluster: it can never run. The job before it completes.
-    jobs = make_jobs([("a", 0, 1, 10), ("big", 1, 8, 10)])
-    rec = run("1x4:V100", jobs, queue())
-    ix = by_id(rec)
-    assert rec.status[ix["a"]] == DONE
-    assert rec.status[ix["big"]] == PENDING
-    assert math.isnan(rec.first_start[ix["big"]]) and math.isnan(rec.end_time[ix["big"]])
-    frame = jobs_frame(rec)
-    assert frame.set_index("job_id")["status"].to_dict() == {"a": "completed", "big": "unfinished"}
-
-
-def test_backfill_runs_jobs_behind_a_head_that_can_never_fit() -> None:
-    # With backfill the impossible head reserves nothing (no time frees 8 GPUs), so the 1-GPU job
-    # behind it starts on arrival: c 2 → 12.
+def test_job_larger_than_the_cluster_is_rejected_and_blocks_nothing() -> None:
+    # 8 GPUs asked on a 4-GPU cluster: it can never run, so it is rejected on arrival (t=1) with
+    # the reason, and c behind it starts on arrival even under strict fifo: c 2 → 12.
     jobs = make_jobs([("a", 0, 1, 10), ("big", 1, 8, 10), ("c", 2, 1, 10)])
-    rec = run("1x4:V100", jobs, queue(backfill=True))
-    ix = by_id(rec)
-    assert rec.first_start[ix["c"]] == 2 and rec.end_time[ix["c"]] == 12
-    assert rec.status[ix["big"]] == PENDING
+    for backfill in (False, True):
+        rec = run("1x4:V100", jobs, queue(backfill=backfill))
+        ix = by_id(rec)
+        assert rec.status[ix["a"]] == DONE and rec.status[ix["c"]] == DONE
+        assert rec.status[ix["big"]] == REJECTED
+        assert "needs 8 GPUs; the cluster has 4" in rec.reject_reason[ix["big"]]
+        assert math.isnan(rec.first_start[ix["big"]]) and math.isnan(rec.end_time[ix["big"]])
+        assert rec.first_start[ix["c"]] == 2 and rec.end_time[ix["c"]] == 12
+        frame = jobs_frame(rec)
+        assert frame.set_index("job_id")["status"].to_dict() == {
+            "a": "completed",
+            "big": "rejected",
+            "c": "completed",
+        }
+
+
+def test_impossible_job_does_not_delay_jobs_arriving_with_it() -> None:
+    # big and b arrive together at t=0; big is rejected and b still starts at 0 under every order.
+    jobs = make_jobs([("big", 0, 8, 10), ("b", 0, 1, 10)])
+    for order in ("fifo", "sjf", "srtf", "tiresias", "edf"):
+        rec = run("1x4:V100", jobs, queue(order=order))
+        ix = by_id(rec)
+        assert rec.status[ix["big"]] == REJECTED
+        assert rec.first_start[ix["b"]] == 0 and rec.end_time[ix["b"]] == 10
 
 
 # -- model constraints -----------------------------------------------------------------------------
@@ -331,10 +338,11 @@ def test_gpu_model_mask_is_respected() -> None:
     assert rec.cluster.model[1] == t4
 
 
-def test_job_allowed_only_on_an_absent_model_never_starts() -> None:
+def test_job_allowed_only_on_an_absent_model_is_rejected() -> None:
     jobs = make_jobs([("a", 0, 1, 10)], gpu_model_mask=[spec_mask(["A100"])])
     rec = run("2x4:V100", jobs, queue(backfill=True))
-    assert rec.status[0] == PENDING
+    assert rec.status[0] == REJECTED
+    assert "the cluster has 0 of the allowed models" in rec.reject_reason[0]
     assert math.isnan(rec.first_start[0])
 
 

@@ -267,7 +267,19 @@ def check_invariants(case: Case, record: ReplayRecord, recording: Recording, lab
     rejected = record.status == REJECTED
     unfinished = (record.status == PENDING) | (record.status == RUNNING)
     assert int(done.sum() + rejected.sum() + unfinished.sum()) == n, label
-    assert not rejected.any(), f"{label}: no ordering rejects jobs"
+    # Exactly the jobs that need more GPUs than the cluster has of their allowed models are
+    # rejected (on arrival); no other job is ever rejected.
+    allowed_gpus = np.array(
+        [
+            int(
+                cluster.num_gpus[
+                    (cluster.model >= 0) & (((1 << np.maximum(cluster.model, 0)) & m) != 0)
+                ].sum()
+            )
+            for m in jobs.gpu_model_mask.tolist()
+        ]
+    )
+    np.testing.assert_array_equal(rejected, jobs.num_gpus > allowed_gpus, err_msg=label)
     started = ~np.isnan(record.first_start)
     assert np.all(record.first_start[started] >= submit[started]), label
     assert np.all(ever_started == started), label

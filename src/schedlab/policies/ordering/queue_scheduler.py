@@ -10,6 +10,7 @@ among them, and preempt only as many lower-ranked running jobs as their placemen
 from __future__ import annotations
 
 from collections.abc import Iterator
+from dataclasses import replace
 
 import numpy as np
 from sortedcontainers import SortedList
@@ -20,6 +21,7 @@ from schedlab.model.snapshot import (
     Allocation,
     Decision,
     Preempt,
+    Reject,
     Snapshot,
     Start,
     allocation_size,
@@ -65,6 +67,8 @@ class QueueScheduler(SchedulingPolicy):
         self.queue: SortedList = SortedList()
         self.in_queue: dict[int, tuple[float, float, int]] = {}
         self.ordering.reset(len(ctx.jobs))
+        self._capacity_by_mask: dict[int, int] = {}
+        self._rejected: set[int] = set()
 
     def next_wakeup(self, snap: Snapshot) -> float:
         return self.ordering.next_wakeup(snap)
@@ -91,9 +95,39 @@ class QueueScheduler(SchedulingPolicy):
 
     # -- decisions -------------------------------------------------------------------------
     def decide(self, snap: Snapshot) -> list[Decision]:
+        rejected = self._reject_impossible(snap) if snap.new_pending else []
+        if rejected:
+            snap = replace(
+                snap, new_pending=[j for j in snap.new_pending if j not in self._rejected]
+            )
+            snap.pending_set = {j: None for j in snap.pending_set if j not in self._rejected}
         if self.ordering.preemptive:
-            return self._decide_preemptive(snap)
-        return self._decide_queue(snap)
+            return rejected + self._decide_preemptive(snap)
+        return rejected + self._decide_queue(snap)
+
+    def _capacity(self, mask: int) -> int:
+        """GPUs in the cluster of the models ``mask`` allows."""
+        if mask not in self._capacity_by_mask:
+            cluster = self.ctx.cluster
+            ok = (cluster.model >= 0) & (
+                (np.left_shift(1, np.maximum(cluster.model, 0)) & mask) != 0
+            )
+            self._capacity_by_mask[mask] = int(cluster.num_gpus[ok].sum())
+        return self._capacity_by_mask[mask]
+
+    def _reject_impossible(self, snap: Snapshot) -> list[Decision]:
+        """Arrivals that no state of this cluster could ever run (more GPUs than it has of the
+        allowed models): rejected at once with the reason, so they never block the queue."""
+        out: list[Decision] = []
+        for job in snap.new_pending:
+            need = int(self.num_gpus[job])
+            have = self._capacity(int(self.jobs.gpu_model_mask[job]))
+            if need > have:
+                self._rejected.add(job)
+                out.append(
+                    Reject(job, f"needs {need} GPUs; the cluster has {have} of the allowed models")
+                )
+        return out
 
     def _decide_queue(self, snap: Snapshot) -> list[Decision]:
         if self.ordering.static:
