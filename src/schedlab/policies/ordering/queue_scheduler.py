@@ -20,6 +20,7 @@ from schedlab.model.snapshot import (
     PENDING,
     Allocation,
     Decision,
+    JobRuntime,
     Preempt,
     Reject,
     Snapshot,
@@ -292,6 +293,34 @@ class QueueScheduler(SchedulingPolicy):
         victims = ranked[~wanted & ~is_pending][::-1].tolist()
         return to_start, victims
 
+    def _victims_making_room(
+        self,
+        job: int,
+        need: int,
+        victims: list[int],
+        state: ClusterState,
+        runtime: JobRuntime,
+    ) -> list[int]:
+        """The fewest lowest-ranked victims whose GPUs, with the free ones, make room for
+        ``job`` on a single node of an allowed model (empty if no node can)."""
+        cluster = state.cluster
+        mask = int(self.jobs.gpu_model_mask[job])
+        gain: dict[int, list[int]] = {}
+        room = state.gpu_full_count
+        for v in victims:  # lowest-ranked first
+            alloc = runtime.allocation[v]
+            if alloc is None or len(alloc) != 1:
+                continue
+            node = alloc[0][0]
+            model = int(cluster.model[node])
+            if model < 0 or not (mask >> model) & 1:
+                continue
+            group = gain.setdefault(node, [])
+            group.append(v)
+            if int(room[node]) + sum(int(runtime.alloc_n[u]) for u in group) >= need:
+                return group
+        return []
+
     def _decide_preemptive(self, snap: Snapshot) -> list[Decision]:
         if not snap.pending_set:
             return []
@@ -306,9 +335,9 @@ class QueueScheduler(SchedulingPolicy):
         starts: list[Decision] = []
         freed: list[int] = []
 
-        def free_one() -> None:
+        def release(v: int) -> None:
             nonlocal free
-            v = victims.pop(0)
+            victims.remove(v)
             give_back(
                 scratch, runtime.allocation[v], int(jobs.cpu_milli[v]), int(jobs.memory_mib[v])
             )
@@ -317,14 +346,16 @@ class QueueScheduler(SchedulingPolicy):
 
         for job in to_start.tolist():
             need = int(self.num_gpus[job])
-            while free < need and victims:
-                free_one()
-            if free < need:
-                continue
-            alloc = self._place(job, scratch)
-            while alloc is None and victims:  # enough GPUs, but not where the job fits
-                free_one()
-                alloc = self._place(job, scratch)
+            alloc = self._place(job, scratch) if free >= need else None
+            if alloc is None and victims and need <= self.ctx.placer.max_per_node:
+                # Free the lowest-ranked victims on one node where that makes room.
+                for v in self._victims_making_room(job, need, victims, scratch, runtime):
+                    release(v)
+                alloc = self._place(job, scratch) if free >= need else None
+            while alloc is None and victims:  # otherwise: lowest-ranked first until it fits
+                release(victims[0])
+                if free >= need:
+                    alloc = self._place(job, scratch)
             if alloc is not None:
                 take(scratch, alloc, int(jobs.cpu_milli[job]), int(jobs.memory_mib[job]))
                 free -= need
