@@ -8,13 +8,13 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Sequence
-from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
 
 from schedlab.engines.pack import PackConfig, run_pack
+from schedlab.experiments.parallel import run_all
 from schedlab.experiments.workloads import Workload
 from schedlab.metrics.pack_curves import value_at
 
@@ -39,23 +39,10 @@ def run_grid(
     workers: int,
     on_done: Callable[[dict[str, object]], None] | None = None,
 ) -> list[dict[str, object]]:
-    """Run every task, ``workers`` at a time (1 = in this process); summaries in task order."""
-    results: list[dict[str, object] | None] = [None] * len(tasks)
-    if workers <= 1 or len(tasks) <= 1:
-        for i, task in enumerate(tasks):
-            results[i] = run_task(task)
-            if on_done:
-                on_done(results[i])  # type: ignore[arg-type]
-    else:
-        # Longest runs (fgd) first keeps both workers busy to the end.
-        order = sorted(range(len(tasks)), key=lambda i: tasks[i].policy != "fgd")
-        with ProcessPoolExecutor(max_workers=workers) as pool:
-            futures = {pool.submit(run_task, tasks[i]): i for i in order}
-            for future in as_completed(futures):
-                results[futures[future]] = future.result()
-                if on_done:
-                    on_done(results[futures[future]])  # type: ignore[arg-type]
-    return [r for r in results if r is not None]
+    """Run every task, ``workers`` at a time (1 = in this process); summaries in task order.
+
+    fgd runs take longest, so they are started first."""
+    return run_all(run_task, tasks, workers, on_done, slow_first=lambda t: t.policy == "fgd")
 
 
 def default_workers() -> int:

@@ -8,7 +8,6 @@ in a report. Rows are sorted before writing, so results do not depend on the wor
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
@@ -16,12 +15,16 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from schedlab.experiments.parallel import run_all
 from schedlab.experiments.replay_run import ReplaySpec, run_replay, write_run
 from schedlab.model.cluster import Cluster
 from schedlab.model.jobs import JobTable
 from schedlab.traces.cluster_spec import parse_cluster_spec
 from schedlab.traces.formats import read_jobs
 from schedlab.traces.synthetic_jobs import SyntheticJobSpec, generate_jobs, load_for_gpus
+
+#: Orderings whose runs take longest under contention (started first).
+PREEMPTIVE_FIRST = ("tiresias", "srtf")
 
 #: Summary fields copied into results.csv, in this order.
 RESULT_FIELDS = (
@@ -106,21 +109,12 @@ def run_grid(
     workers: int,
     on_done: Callable[[dict[str, object]], None] | None = None,
 ) -> list[dict[str, object]]:
-    """Every task, ``workers`` at a time (1: in this process); summaries in task order."""
-    results: list[dict[str, object] | None] = [None] * len(tasks)
-    if workers <= 1 or len(tasks) <= 1:
-        for i, task in enumerate(tasks):
-            results[i] = run_task(task)
-            if on_done:
-                on_done(results[i])  # type: ignore[arg-type]
-    else:
-        with ProcessPoolExecutor(max_workers=workers) as pool:
-            futures = {pool.submit(run_task, t): i for i, t in enumerate(tasks)}
-            for future in as_completed(futures):
-                results[futures[future]] = future.result()
-                if on_done:
-                    on_done(results[futures[future]])  # type: ignore[arg-type]
-    return [r for r in results if r is not None]
+    """Every task, ``workers`` at a time (1: in this process); summaries in task order.
+
+    Preemptive orderings take longest under contention, so they are started first."""
+    return run_all(
+        run_task, tasks, workers, on_done, slow_first=lambda t: t.spec.policy in PREEMPTIVE_FIRST
+    )
 
 
 def run_folder(root: Path, spec: ReplaySpec, trace_label: str) -> Path:
