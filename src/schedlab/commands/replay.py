@@ -75,6 +75,12 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         default=0.0,
         help="seconds a resized job needs to resume (default 0)",
     )
+    p.add_argument(
+        "--slot",
+        type=float,
+        default=None,
+        help="decide once per round of this many seconds (default: at every event)",
+    )
     p.add_argument("--out", required=True, type=Path, help="output folder")
     p.set_defaults(run=run)
 
@@ -109,6 +115,7 @@ def spec_from_args(args: argparse.Namespace) -> ReplaySpec:
         params=parse_params(args.param),
         restart_overhead=args.restart_overhead,
         resize_overhead=args.resize_overhead,
+        slot=args.slot,
     )
 
 

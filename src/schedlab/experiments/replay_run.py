@@ -39,6 +39,7 @@ class ReplaySpec:
     params: dict[str, str] = field(default_factory=dict)
     restart_overhead: float = 0.0
     resize_overhead: float = 0.0
+    slot: float | None = None
 
     @property
     def label(self) -> str:
@@ -74,7 +75,9 @@ def run_replay(
         jobs = read_jobs(spec.trace, spec.trace_format).jobs
     perf = load_perf(spec)
     check_runnable(jobs, perf, spec.trace)
-    policy, placement = make_scheduler(spec.policy, spec.placement, spec.backfill, spec.params)
+    policy, placement = make_scheduler(
+        spec.policy, spec.placement, spec.backfill, spec.params, spec.slot
+    )
     config = ReplayConfig(
         seed=spec.seed, restart_overhead=spec.restart_overhead, resize_overhead=spec.resize_overhead
     )
@@ -171,6 +174,7 @@ def write_run(out: Path, spec: ReplaySpec, record: ReplayRecord) -> dict[str, ob
         "params": [f"{k}={v}" for k, v in spec.params.items()],
         "restart_overhead": spec.restart_overhead,
         "resize_overhead": spec.resize_overhead,
+        "slot": spec.slot if spec.slot is not None else 0.0,
     }
     write_config(out / "config.toml", config, f"schedlab {__version__} replay run")
     write_json(out / "summary.json", summary)  # last: its presence marks a complete run

@@ -123,8 +123,12 @@ def make_scheduler(
     placement: str = "bestfit",
     backfill: bool = False,
     params: Mapping[str, str] | None = None,
+    slot: float | None = None,
 ) -> tuple[SchedulingPolicy, PlacementPolicy]:
-    """A time-based scheduler (ordering × placement) and the placement object it uses."""
+    """A time-based scheduler (ordering × placement) and the placement object it uses;
+    ``slot`` makes it decide once per round of that many seconds."""
     ordering = make_ordering(order, params)
     placement_policy = make_placement(placement)
-    return QueueScheduler(ordering, placement, backfill), placement_policy
+    if slot is not None and not slot > 0:
+        raise InputError(f"'--slot' must be > 0 seconds (got {slot})")
+    return QueueScheduler(ordering, placement, backfill, slot), placement_policy

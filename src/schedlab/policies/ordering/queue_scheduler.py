@@ -9,6 +9,7 @@ among them, and preempt only as many lower-ranked running jobs as their placemen
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterator
 from dataclasses import replace
 
@@ -29,6 +30,9 @@ from schedlab.model.snapshot import (
 )
 from schedlab.policies.ordering.base import Ordering
 from schedlab.policies.scheduler import ReplayContext, SchedulingPolicy
+
+#: Tolerance, in rounds, for "this time is a round boundary" (float sums of slot lengths).
+ROUND_EPS = 1e-9
 
 
 def copy_state(state: ClusterState) -> ClusterState:
@@ -51,10 +55,21 @@ class QueueScheduler(SchedulingPolicy):
 
     summary = "an ordering with a placement plugin"
 
-    def __init__(self, ordering: Ordering, placement: str, backfill: bool = False) -> None:
+    def __init__(
+        self,
+        ordering: Ordering,
+        placement: str,
+        backfill: bool = False,
+        slot: float | None = None,
+    ) -> None:
+        """``slot``: decide only at multiples of this many seconds (a scheduling round); jobs
+        that arrive or finish in between wait for the next round. None: at every event."""
+        if slot is not None and not slot > 0:
+            raise ValueError(f"'slot' must be > 0 seconds (got {slot})")
         self.ordering = ordering
         self.placement = placement
         self.backfill = backfill
+        self.slot = slot
         self.name = ordering.name + ("+backfill" if backfill else "")  # type: ignore[misc]
 
     def describe(self) -> str:
@@ -72,7 +87,17 @@ class QueueScheduler(SchedulingPolicy):
         self._rejected: set[int] = set()
 
     def next_wakeup(self, snap: Snapshot) -> float:
-        return self.ordering.next_wakeup(snap)
+        wake = self.ordering.next_wakeup(snap)
+        if self.slot is not None and snap.pending_set:
+            # The next round boundary, while anything waits for one.
+            wake = min(wake, (math.floor(snap.now / self.slot + ROUND_EPS) + 1) * self.slot)
+        return wake
+
+    def _between_rounds(self, now: float) -> bool:
+        if self.slot is None:
+            return False
+        rounds = now / self.slot
+        return abs(rounds - round(rounds)) > ROUND_EPS
 
     # -- helpers ---------------------------------------------------------------------------
     def _place(self, job: int, state: ClusterState) -> Allocation | None:
@@ -102,6 +127,10 @@ class QueueScheduler(SchedulingPolicy):
                 snap, new_pending=[j for j in snap.new_pending if j not in self._rejected]
             )
             snap.pending_set = {j: None for j in snap.pending_set if j not in self._rejected}
+        if self._between_rounds(snap.now):
+            if self.ordering.static:
+                self._sync_static(snap)  # keep the queue in step; decide at the next round
+            return rejected
         if self.ordering.preemptive:
             return rejected + self._decide_preemptive(snap)
         return rejected + self._decide_queue(snap)
