@@ -103,8 +103,18 @@ def test_replay_writes_the_four_outputs(order: str, trace: Path, tmp_path: Path)
     assert summary["jobs"] == summary["completed"] == 4
     assert summary["gpus"] == 4
     series_columns, series = read_rows(out / "timeseries.csv")
-    assert series_columns == ["time", "queue_length", "running_jobs", "busy_gpus", "total_gpus"]
+    assert series_columns == [
+        "time",
+        "queue_length",
+        "running_jobs",
+        "busy_gpus",
+        "efficiency",
+        "total_gpus",
+    ]
     assert all(0 <= int(r["busy_gpus"]) <= 4 for r in series)
+    # Trace durations scale linearly: efficiency is the busy share.
+    assert all(float(r["efficiency"]) == pytest.approx(int(r["busy_gpus"]) / 4) for r in series)
+    assert summary["cluster_efficiency"] == pytest.approx(summary["gpu_utilization"])
     config = tomllib.loads((out / "config.toml").read_text())
     assert config["policy"] == order
     assert config["placement"] == "bestfit"

@@ -84,6 +84,7 @@ class ReplayRecord:
     ts_queue: np.ndarray
     ts_running: np.ndarray
     ts_busy: np.ndarray
+    ts_efficiency: np.ndarray  # Σ running jobs' speed-up over one GPU ÷ cluster GPUs
     decision_points: int
     events: int
     wall_seconds: float
@@ -162,6 +163,10 @@ class _Run:
         self.heap: list[tuple[float, int, int, int]] = []  # (time, seq, job, version)
         self.seq = 0
         self.free_gpus = engine.cluster.total_gpus
+        # Cluster efficiency: each running job contributes its rate over its rate on one GPU of
+        # the same model (= its GPU count under linear scaling, less where scaling flattens).
+        self.speedup = np.zeros(n)
+        self.speedup_sum = 0.0
 
     # -- job state changes -----------------------------------------------------------------
     def stop_progress(self, job: int, now: float) -> None:
@@ -192,6 +197,16 @@ class _Run:
         size = allocation_size(allocation)
         return min(self.e.perf.rate(self.jobs, job, size, m) for m in models) if models else 0.0
 
+    def set_rate(self, job: int, allocation: Allocation) -> None:
+        """The job's rate on ``allocation``, and its share of the cluster's efficiency."""
+        rate = self.rate_on(job, allocation)
+        self.rt.rate[job] = rate
+        model = int(self.cluster.model[allocation[0][0]]) if allocation else -1
+        one = self.e.perf.rate(self.jobs, job, 1, model)
+        speedup = rate / one if one > 0 else 0.0
+        self.speedup_sum += speedup - self.speedup[job]
+        self.speedup[job] = speedup
+
     def occupy(self, job: int, allocation: Allocation) -> None:
         c, m = int(self.jobs.cpu_milli[job]), int(self.jobs.memory_mib[job])
         try:
@@ -214,6 +229,8 @@ class _Run:
         self.free_gpus += int(rt.alloc_n[job])
         rt.allocation[job] = None
         rt.alloc_n[job] = 0
+        self.speedup_sum -= self.speedup[job]
+        self.speedup[job] = 0.0
 
     def complete(self, job: int, now: float) -> None:
         self.stop_progress(job, now)
@@ -256,7 +273,7 @@ class _Run:
                 self.stop_progress(d.job, now)
                 self.vacate(d.job)
                 self.occupy(d.job, d.allocation)
-                rt.rate[d.job] = self.rate_on(d.job, d.allocation)
+                self.set_rate(d.job, d.allocation)
                 rt.progress_from[d.job] = now + self.cfg.resize_overhead
                 rt.resizes[d.job] += 1
                 self.schedule_completion(d.job)
@@ -264,7 +281,7 @@ class _Run:
             if isinstance(d, Start):
                 expect(d.job, PENDING, "started")
                 self.occupy(d.job, d.allocation)
-                rt.rate[d.job] = self.rate_on(d.job, d.allocation)
+                self.set_rate(d.job, d.allocation)
                 rt.run_started[d.job] = now
                 restart = self.cfg.restart_overhead if self.ever_ran[d.job] else 0.0
                 rt.progress_from[d.job] = now + restart
@@ -301,6 +318,7 @@ class _Run:
         total_gpus = self.cluster.total_gpus
         self.policy.reset(self.e.ctx)
         ts_time, ts_queue, ts_running, ts_busy = array("d"), array("q"), array("q"), array("q")
+        ts_efficiency = array("d")
         next_arrival, wakeup, decision_points, events = 0, INF, 0, 0
         now = 0.0
         version = self.version
@@ -338,6 +356,7 @@ class _Run:
             ts_queue.append(len(self.pending))
             ts_running.append(len(self.running))
             ts_busy.append(total_gpus - self.free_gpus)
+            ts_efficiency.append(max(0.0, self.speedup_sum) / total_gpus if total_gpus else 0.0)
             if progress is not None and (decision_points & 4095) == 0:
                 progress(next_arrival, n)
         end = cfg.until if now > cfg.until else now
@@ -364,6 +383,7 @@ class _Run:
             ts_queue=np.asarray(ts_queue, dtype=np.int64),
             ts_running=np.asarray(ts_running, dtype=np.int64),
             ts_busy=np.asarray(ts_busy, dtype=np.int64),
+            ts_efficiency=np.asarray(ts_efficiency, dtype=np.float64),
             decision_points=decision_points,
             events=events,
             wall_seconds=time.perf_counter() - started,

@@ -125,6 +125,7 @@ def timeseries_frame(record: ReplayRecord) -> pd.DataFrame:
             "queue_length": record.ts_queue,
             "running_jobs": record.ts_running,
             "busy_gpus": record.ts_busy,
+            "efficiency": record.ts_efficiency,
             "total_gpus": np.full(len(record.ts_time), record.cluster.total_gpus, dtype=np.int64),
         }
     )

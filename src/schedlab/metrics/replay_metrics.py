@@ -261,6 +261,11 @@ def summarize(
         "makespan": _float(last_end - first_submit),
         "gpu_utilization": time_weighted_mean(times, util, *window),
         "avg_queue_length": time_weighted_mean(times, _numeric(ts, "queue_length"), *window),
+        "cluster_efficiency": (
+            time_weighted_mean(times, _numeric(ts, "efficiency"), *window)
+            if "efficiency" in ts.columns
+            else None
+        ),
         "preemptions": int(np.nansum(preemptions)),
         "jain_fairness": jain_index(users["mean_bounded_slowdown"].to_numpy(dtype=np.float64)),
     }

@@ -399,6 +399,7 @@ METRIC_ROWS: tuple[tuple[str, str, Callable[[float], str], int], ...] = (
     ("avg_bounded_slowdown", "Mean bounded slowdown", _num, -1),
     ("makespan", "Makespan", _duration, -1),
     ("gpu_utilization", "GPU utilisation", _pct, +1),
+    ("cluster_efficiency", "Cluster efficiency (speed-up per GPU)", _pct, +1),
     ("avg_queue_length", "Mean queue length", _num, -1),
     ("preemptions", "Preemptions", _int, -1),
     ("jain_fairness", "Jain fairness (per-user slowdown)", lambda v: f"{v:.3f}", +1),
@@ -408,7 +409,13 @@ METRIC_ROWS: tuple[tuple[str, str, Callable[[float], str], int], ...] = (
     ("wall_seconds", "Wall time of the replay", _duration, 0),
 )
 #: Rows shown only when some run has the key (deadline metrics exist only with deadlines).
-OPTIONAL_ROWS = {"deadline_jobs", "dsr", "best_effort_avg_jct", "wall_seconds"}
+OPTIONAL_ROWS = {
+    "deadline_jobs",
+    "dsr",
+    "best_effort_avg_jct",
+    "wall_seconds",
+    "cluster_efficiency",
+}
 
 
 def _value(summary: dict[str, Any], key: str) -> float | None:
