@@ -58,7 +58,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
     p.add_argument(
         "--throughputs",
-        help="folder of <model>.csv throughput tables (iterations/s by GPU count per batch size)",
+        help="folder of <model>.csv throughput tables (iterations/s by GPU count per batch "
+        "size), or 'builtin' for schedlab's own scaling model",
     )
     p.add_argument(
         "--speed", default="", help="GPU speed factors vs the reference, e.g. V100=1,T4=0.4"

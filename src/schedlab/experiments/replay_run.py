@@ -17,6 +17,7 @@ from schedlab.model.cluster import Cluster
 from schedlab.model.jobs import JobTable
 from schedlab.model.snapshot import DONE, REJECTED
 from schedlab.perf.models import PerfModel, ThroughputTable, TraceDuration, read_throughput_dir
+from schedlab.perf.scaling import throughput_table
 from schedlab.policies.registry import make_scheduler
 from schedlab.results import write_config, write_csv, write_json
 from schedlab.traces.cluster_spec import parse_cluster_spec
@@ -46,7 +47,13 @@ class ReplaySpec:
         return Path(self.trace).stem
 
 
+#: ``--throughputs builtin``: the analytic scaling model instead of measured tables.
+BUILTIN_THROUGHPUTS = "builtin"
+
+
 def load_perf(spec: ReplaySpec) -> PerfModel:
+    if spec.throughputs == BUILTIN_THROUGHPUTS:
+        return ThroughputTable(throughput_table(), spec.speed)
     if spec.throughputs:
         return ThroughputTable(read_throughput_dir(spec.throughputs), spec.speed)
     return TraceDuration(spec.speed)
@@ -171,7 +178,11 @@ def write_run(out: Path, spec: ReplaySpec, record: ReplayRecord) -> dict[str, ob
         "placement": spec.placement,
         "backfill": spec.backfill,
         "seed": spec.seed,
-        "throughputs": str(Path(spec.throughputs).resolve()) if spec.throughputs else "",
+        "throughputs": (
+            str(Path(spec.throughputs).resolve())
+            if spec.throughputs and spec.throughputs != BUILTIN_THROUGHPUTS
+            else spec.throughputs or ""
+        ),
         "params": [f"{k}={v}" for k, v in spec.params.items()],
         "restart_overhead": spec.restart_overhead,
         "resize_overhead": spec.resize_overhead,
