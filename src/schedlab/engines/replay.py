@@ -267,16 +267,19 @@ class _Run:
                 del self.running[d.job]
                 self.pending[d.job] = None
                 self.schedule_completion(d.job)  # voids the pending completion
-        for d in decisions:
-            if isinstance(d, Resize):
-                expect(d.job, RUNNING, "resized")
-                self.stop_progress(d.job, now)
-                self.vacate(d.job)
-                self.occupy(d.job, d.allocation)
-                self.set_rate(d.job, d.allocation)
-                rt.progress_from[d.job] = now + self.cfg.resize_overhead
-                rt.resizes[d.job] += 1
-                self.schedule_completion(d.job)
+        # Resizes are simultaneous: every resized job lets go first, then all take their new
+        # allocations (one may grow into GPUs another gives up in the same decision).
+        resizes = [d for d in decisions if isinstance(d, Resize)]
+        for d in resizes:
+            expect(d.job, RUNNING, "resized")
+            self.stop_progress(d.job, now)
+            self.vacate(d.job)
+        for d in resizes:
+            self.occupy(d.job, d.allocation)
+            self.set_rate(d.job, d.allocation)
+            rt.progress_from[d.job] = now + self.cfg.resize_overhead
+            rt.resizes[d.job] += 1
+            self.schedule_completion(d.job)
         for d in decisions:
             if isinstance(d, Start):
                 expect(d.job, PENDING, "started")

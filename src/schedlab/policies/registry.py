@@ -10,6 +10,7 @@ import inspect
 from collections.abc import Mapping
 
 from schedlab.errors import InputError
+from schedlab.policies.elastic.edf_greedy import ElasticEdf
 from schedlab.policies.ordering.base import Ordering
 from schedlab.policies.ordering.edf import EarliestDeadlineFirst
 from schedlab.policies.ordering.fifo import Fifo
@@ -75,8 +76,13 @@ def make_placement(name: str) -> PlacementPolicy:
     return PLACEMENT_POLICIES[name]()
 
 
+#: Policies that size jobs themselves (they are not an ordering over a shared queue scheduler).
+SIZING_POLICIES: dict[str, type[SchedulingPolicy]] = {ElasticEdf.name: ElasticEdf}
+
+
 def ordering_names() -> list[str]:
-    return list(ORDERINGS)
+    """Every name ``--policy`` accepts for replay: orderings, then sizing policies."""
+    return [*ORDERINGS, *SIZING_POLICIES]
 
 
 def _convert(name: str, text: str, default: object) -> object:
@@ -99,8 +105,11 @@ def _convert(name: str, text: str, default: object) -> object:
 def make_ordering(name: str, params: Mapping[str, str] | None = None) -> Ordering:
     """An ordering with its constructor parameters given as text (``--param key=value``)."""
     if name not in ORDERINGS:
-        raise _unknown("ordering policy", name, ORDERINGS)
-    cls = ORDERINGS[name]
+        raise _unknown("ordering policy", name, {**ORDERINGS, **SIZING_POLICIES})
+    return _construct(name, ORDERINGS[name], params)
+
+
+def _construct(name: str, cls: type, params: Mapping[str, str] | None) -> object:
     signature = inspect.signature(cls.__init__)
     accepted = {k: p.default for k, p in signature.parameters.items() if k != "self"}
     kwargs: dict[str, object] = {}
@@ -127,8 +136,15 @@ def make_scheduler(
 ) -> tuple[SchedulingPolicy, PlacementPolicy]:
     """A time-based scheduler (ordering × placement) and the placement object it uses;
     ``slot`` makes it decide once per round of that many seconds."""
-    ordering = make_ordering(order, params)
-    placement_policy = make_placement(placement)
     if slot is not None and not slot > 0:
         raise InputError(f"'--slot' must be > 0 seconds (got {slot})")
+    if order in SIZING_POLICIES:
+        if backfill:
+            raise InputError(f"'{order}' sizes jobs itself: backfill does not apply")
+        policy = _construct(order, SIZING_POLICIES[order], {**(params or {})})
+        if slot is not None:
+            policy.slot = slot  # type: ignore[attr-defined]
+        return policy, make_placement(placement)  # type: ignore[return-value]
+    ordering = make_ordering(order, params)
+    placement_policy = make_placement(placement)
     return QueueScheduler(ordering, placement, backfill, slot), placement_policy
