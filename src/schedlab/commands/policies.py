@@ -7,7 +7,7 @@ import argparse
 from rich.table import Table
 
 from schedlab.commands.common import stdout
-from schedlab.policies.registry import PLACEMENT_POLICIES
+from schedlab.policies.registry import ORDERINGS, PLACEMENT_POLICIES, SIZING_POLICIES
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -19,11 +19,23 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(run=run)
 
 
-def run(args: argparse.Namespace) -> int:
-    table = Table(title="placement policies", title_justify="left", show_header=True)
-    table.add_column("name", style="bold")
+def _table(title: str, rows: dict[str, type]) -> Table:
+    table = Table(title=title, title_justify="left", show_header=True)
+    table.add_column("name", style="bold", no_wrap=True)
     table.add_column("what it does")
-    for name, cls in PLACEMENT_POLICIES.items():
+    for name, cls in rows.items():
         table.add_row(name, cls.summary)
-    stdout.print(table)
+    return table
+
+
+def run(args: argparse.Namespace) -> int:
+    stdout.print(
+        _table("placement policies (pack --policy, replay --placement)", PLACEMENT_POLICIES)
+    )
+    stdout.print(
+        _table("orderings (replay --policy; any placement; optional --backfill)", ORDERINGS)
+    )
+    stdout.print(
+        _table("sizing policies (replay --policy; they choose GPU counts)", SIZING_POLICIES)
+    )
     return 0
