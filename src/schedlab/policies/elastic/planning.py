@@ -1,0 +1,201 @@
+"""ElasticFlow's planning primitives: a free-GPU timeline and the minimum satisfactory share.
+
+ElasticFlow (ASPLOS '23) admits a job only if, after every earlier-deadline job has its plan, enough
+GPU-time is left before the job's deadline; the *minimum satisfactory share* is the smallest GPU
+level that finishes the job in time when run as late as possible. This module holds those pieces as
+plain functions over a :class:`FreeTimeline` (free GPU counts, piecewise constant in time), so the
+policy, its admission control and its GPU hand-out can share them and tests can check them by hand.
+The rules follow the artifact's simulator, including its slot-aligned deadline and plan ends.
+"""
+
+from __future__ import annotations
+
+import bisect
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+#: Iterations per second of one job on n GPUs (n a level of its table).
+Rate = Callable[[int], float]
+
+
+def fit(levels: Sequence[int], x: float) -> int:
+    """The largest level ≤ x (0 when none is)."""
+    best = 0
+    for level in levels:
+        if level <= x:
+            best = level
+    return best
+
+
+@dataclass
+class FreeTimeline:
+    """Free GPUs over time: ``count[i]`` from ``key[i]`` until ``key[i + 1]`` (the last forever)."""
+
+    key: list[float]
+    count: list[int]
+
+    @classmethod
+    def empty(cls, now: float, gpus: int) -> FreeTimeline:
+        return cls([float(now)], [int(gpus)])
+
+    def at(self, t: float) -> int:
+        i = bisect.bisect_right(self.key, t) - 1
+        return self.count[max(i, 0)]
+
+    def split(self, t: float) -> None:
+        """Make ``t`` a breakpoint (no change in values)."""
+        i = bisect.bisect_left(self.key, t)
+        if i < len(self.key) and self.key[i] == t:
+            return
+        self.key.insert(i, float(t))
+        self.count.insert(i, self.count[max(i - 1, 0)])
+
+    def intervals(self, start: float, end: float) -> list[tuple[float, float, int]]:
+        """``(from, to, free)`` pieces covering [start, end)."""
+        self.split(start)
+        self.split(end)
+        i = self.key.index(start)
+        out = []
+        while i < len(self.key) and self.key[i] < end:
+            out.append((self.key[i], self.key[i + 1], self.count[i]))
+            i += 1
+        return out
+
+    def subtract(self, start: float, end: float, gpus: int) -> None:
+        """Take ``gpus`` over [start, end)."""
+        if gpus == 0 or end <= start:
+            return
+        self.split(start)
+        self.split(end)
+        for i in range(self.key.index(start), self.key.index(end)):
+            self.count[i] -= gpus
+            if self.count[i] < 0:
+                raise ValueError(f"plan takes more GPUs than free at t={self.key[i]}")
+        self.merge()
+
+    def merge(self) -> None:
+        """Drop breakpoints where the count does not change."""
+        keys, counts = [self.key[0]], [self.count[0]]
+        for k, c in zip(self.key[1:], self.count[1:], strict=True):
+            if c != counts[-1]:
+                keys.append(k)
+                counts.append(c)
+        self.key, self.count = keys, counts
+
+
+@dataclass
+class Plan:
+    """GPU counts over time for one job; ``real_end`` is when its work is done (ρ), ``end`` the
+    slot-aligned end the timeline reserves until (E)."""
+
+    share: int  # the level q that made the deadline (0: infeasible)
+    segments: list[tuple[float, float, int]] = field(default_factory=list)  # (from, to, gpus)
+    real_end: float = math.inf
+    end: float = math.inf
+    feasible: bool = True
+
+    def gpus_at(self, t: float) -> int:
+        for start, stop, n in self.segments:
+            if start <= t < stop:
+                return n
+        return 0
+
+
+def _slot_ceil(origin: float, t: float, slot: float) -> float:
+    return origin + slot * math.ceil((t - origin) / slot - 1e-12)
+
+
+def minimum_satisfactory_share(
+    timeline: FreeTimeline,
+    now: float,
+    deadline: float,
+    remaining: float,
+    rate: Rate,
+    levels: Sequence[int],
+    slot: float,
+) -> Plan:
+    """Plan one job on ``timeline`` (which it then holds) as ElasticFlow does.
+
+    For q = each level in turn, run the job as late as possible before its deadline using
+    min(q, what is free) GPUs per interval; the first q whose work covers ``remaining`` is the
+    share. The plan is then laid forwards from ``now``: the level below q until the point where
+    the backward walk needed q, q from there. A job no level can finish in time gets a best-effort
+    plan (``feasible`` False): the largest level free in every interval until its work is done.
+    """
+    total_gpus = max(timeline.count)
+    aligned = _slot_ceil(now, deadline, slot)
+    timeline.split(aligned)
+    pieces = timeline.intervals(now, aligned)
+    share, start_full = 0, None
+    for q in levels:
+        if q > total_gpus:
+            break
+        done = 0.0
+        for k, k_next, free in reversed(pieces):
+            a = min(q, fit(levels, free))
+            if a == 0:
+                continue
+            length = (min(deadline, k_next) if k_next == aligned else k_next) - k
+            done += max(length, 0.0) * rate(a)
+            if done >= remaining - 1e-9:
+                share, start_full = q, k
+                break
+        if share:
+            break
+    if share:
+        below = max((lv for lv in levels if lv < share), default=0)
+        plan = _lay_forward(
+            timeline,
+            now,
+            remaining,
+            rate,
+            levels,
+            slot,
+            lambda k: share if k >= start_full else below,
+        )
+        plan.share = share
+        plan.feasible = plan.real_end <= deadline + 1e-9
+        return plan
+    top = max((lv for lv in levels if lv <= total_gpus), default=0)
+    plan = _lay_forward(timeline, now, remaining, rate, levels, slot, lambda k: top)
+    plan.share, plan.feasible = 0, False
+    return plan
+
+
+def _lay_forward(
+    timeline: FreeTimeline,
+    now: float,
+    remaining: float,
+    rate: Rate,
+    levels: Sequence[int],
+    slot: float,
+    level_from: Callable[[float], int],
+) -> Plan:
+    """Run from ``now`` at min(level_from(k), largest free level) per interval until the work is
+    done; reserve the GPUs on ``timeline`` until the slot-aligned end."""
+    plan = Plan(share=0)
+    left = remaining
+    timeline.split(now)
+    i = timeline.key.index(now)
+    while left > 1e-9:
+        k = timeline.key[i]
+        k_next = timeline.key[i + 1] if i + 1 < len(timeline.key) else math.inf
+        n = min(level_from(k), fit(levels, timeline.count[i]))
+        if n > 0:
+            r = rate(n)
+            if k + left / r <= k_next:
+                real_end = k + math.ceil(left / r - 1e-9)
+                plan.real_end = real_end
+                plan.end = _slot_ceil(k, real_end, slot)
+                plan.segments.append((k, plan.end, n))
+                left = 0.0
+                break
+            left -= (k_next - k) * r
+            plan.segments.append((k, k_next, n))
+        if k_next == math.inf:
+            break  # nothing free forever: cannot finish
+        i += 1
+    for start, stop, n in plan.segments:
+        timeline.subtract(start, stop, n)
+    return plan
