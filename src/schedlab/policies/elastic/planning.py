@@ -198,4 +198,16 @@ def _lay_forward(
         i += 1
     for start, stop, n in plan.segments:
         timeline.subtract(start, stop, n)
+    plan.segments = _merged(plan.segments)
     return plan
+
+
+def _merged(segments: list[tuple[float, float, int]]) -> list[tuple[float, float, int]]:
+    """Consecutive segments with the same GPU count as one."""
+    out: list[tuple[float, float, int]] = []
+    for start, stop, n in segments:
+        if out and out[-1][1] == start and out[-1][2] == n:
+            out[-1] = (out[-1][0], stop, n)
+        else:
+            out.append((start, stop, n))
+    return out
