@@ -87,6 +87,10 @@ class ThroughputTable(PerfModel):
     table: Mapping[tuple[str, int], Mapping[int, float]]
     speed: Mapping[int, float] = field(default_factory=dict)
 
+    def curve(self, jobs: JobTable, job: int) -> Mapping[int, float] | None:
+        """The measured iterations/s by GPU count for this job, or None if it has none."""
+        return self._curve(jobs, job)
+
     def _curve(self, jobs: JobTable, job: int) -> Mapping[int, float] | None:
         if not math.isfinite(jobs.iterations[job]):
             return None

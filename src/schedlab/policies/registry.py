@@ -11,6 +11,7 @@ from collections.abc import Mapping
 
 from schedlab.errors import InputError
 from schedlab.policies.elastic.edf_greedy import ElasticEdf
+from schedlab.policies.elastic.elasticflow import ElasticFlow
 from schedlab.policies.ordering.base import Ordering
 from schedlab.policies.ordering.edf import EarliestDeadlineFirst
 from schedlab.policies.ordering.fifo import Fifo
@@ -77,7 +78,10 @@ def make_placement(name: str) -> PlacementPolicy:
 
 
 #: Policies that size jobs themselves (they are not an ordering over a shared queue scheduler).
-SIZING_POLICIES: dict[str, type[SchedulingPolicy]] = {ElasticEdf.name: ElasticEdf}
+SIZING_POLICIES: dict[str, type[SchedulingPolicy]] = {
+    ElasticEdf.name: ElasticEdf,
+    ElasticFlow.name: ElasticFlow,
+}
 
 
 def ordering_names() -> list[str]:
