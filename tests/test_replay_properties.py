@@ -44,12 +44,12 @@ from schedlab.model.snapshot import (
 from schedlab.perf.models import TraceDuration
 from schedlab.policies.placement.base import Placer, RunContext
 from schedlab.policies.placement.gang import GangPlacer
-from schedlab.policies.registry import make_placement, make_scheduler, ordering_names
+from schedlab.policies.registry import ORDERINGS, make_placement, make_scheduler
 from schedlab.policies.scheduler import ReplayContext, SchedulingPolicy
 from schedlab.traces.cluster_spec import parse_cluster_spec
 
 #: Every ordering by name, plus edf's preemptive variant as "edf-preemptive".
-ORDERS = [*ordering_names(), "edf-preemptive"]
+ORDERS = [*ORDERINGS, "edf-preemptive"]
 PLACEMENTS = ("bestfit", "consolidate")
 COMBOS = list(itertools.product(ORDERS, PLACEMENTS, (False, True)))
 MODELS = ("V100", "T4")
