@@ -6,17 +6,25 @@ folder on ``sys.path`` because it has no ``__init__.py``.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
 import pytest
+from hypothesis import settings
 
 from schedlab.metrics.fragmentation import TargetWorkload
 from schedlab.model.cluster import Cluster, ClusterState
 from schedlab.model.gpu_models import ANY_MODEL_MASK, model_index, parse_gpu_spec, spec_mask
 from schedlab.model.pods import PodTable
 from schedlab.policies.placement.base import PodRequest, RunContext
+
+# CI runs the same examples every time (a red CI must be reproducible); locally, hypothesis keeps
+# exploring new ones.
+settings.register_profile("ci", derandomize=True, print_blob=True)
+if os.environ.get("CI"):
+    settings.load_profile("ci")
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 #: The public traces live beside the checkout, never inside it.
