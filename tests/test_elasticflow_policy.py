@@ -78,3 +78,14 @@ def test_beats_the_edf_baseline_on_the_195_job_trace() -> None:
         dsr[name] = float(met.mean())
     assert dsr["edf-greedy"] == pytest.approx(17 / 195)
     assert 0.70 <= dsr["elasticflow"] <= 0.85
+
+
+def test_without_hand_out_a_job_runs_at_its_minimum_share() -> None:
+    # a needs 4,000 iterations by 1000 at 10 it/s per GPU: 1 GPU suffices. The backward walk
+    # works on whole timeline intervals, and the empty cluster is one interval [0, 1000), so the
+    # plan runs 1 GPU from 0: with no hand-out a ends at 400; with the hand-out it gets all 4 GPUs
+    # at once and ends at 100.
+    lazy = _run([("a", 0, 4_000, 1000)], params={"handout": "false"})
+    assert lazy.first_start[0] == 0 and lazy.end_time[0] == pytest.approx(400.0)
+    eager = _run([("a", 0, 4_000, 1000)])
+    assert eager.end_time[0] == pytest.approx(100.0)

@@ -45,12 +45,17 @@ class ElasticFlow(ElasticEdf):
     name = "elasticflow"
     summary = "admission control + minimum satisfactory shares + elastic hand-out (ASPLOS '23)"
 
-    def __init__(self, rule: str = "marginal", admission: bool = True) -> None:
+    def __init__(
+        self, rule: str = "marginal", admission: bool = True, handout: bool = True
+    ) -> None:
+        """``admission=false`` and ``handout=false`` give the paper's ablations (elastic scaling
+        without admission control; admission control at minimum shares only)."""
         if rule not in MARGINAL_RULES:
             raise ValueError(f"'rule' must be one of {', '.join(MARGINAL_RULES)} (got {rule!r})")
         super().__init__(cap="peak")
         self.rule = rule
         self.admission = admission
+        self.handout = handout
 
     def reset(self, ctx: ReplayContext) -> None:
         super().reset(ctx)
@@ -115,7 +120,8 @@ class ElasticFlow(ElasticEdf):
                 [*admitted_requests, *arrival_requests], snap.now, total, self.slot_length
             )
         target = {j: plans[j].gpus_at(snap.now) if j in plans else 0 for j in self.admitted}
-        self._hand_out(target, total - sum(target.values()))
+        if self.handout:
+            self._hand_out(target, total - sum(target.values()))
         return decisions + self._apply_targets(snap, target)
 
     def _hand_out(self, target: dict[int, int], idle: int) -> None:
