@@ -18,7 +18,7 @@ import math
 import time
 from array import array
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -88,7 +88,6 @@ class ReplayRecord:
     decision_points: int
     events: int
     wall_seconds: float
-    extra: dict[str, float] = field(default_factory=dict)
 
 
 def job_pods(jobs: JobTable) -> PodTable:

@@ -7,6 +7,7 @@ never branches on a policy's type: it applies whatever comes back.
 
 from __future__ import annotations
 
+import math
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from typing import ClassVar
@@ -18,6 +19,22 @@ from schedlab.model.jobs import JobTable
 from schedlab.model.snapshot import Decision, Snapshot
 from schedlab.perf.models import PerfModel
 from schedlab.policies.placement.gang import GangPlacer
+
+#: Tolerance, in rounds, for "this time is a round boundary" (float sums of slot lengths).
+ROUND_EPS = 1e-9
+
+
+def between_rounds(now: float, slot: float | None) -> bool:
+    """True if round-based scheduling (``slot`` seconds a round) must not decide at ``now``."""
+    if slot is None:
+        return False
+    rounds = now / slot
+    return abs(rounds - round(rounds)) > ROUND_EPS
+
+
+def next_round(now: float, slot: float) -> float:
+    """The first round boundary strictly after ``now``."""
+    return (math.floor(now / slot + ROUND_EPS) + 1) * slot
 
 
 @dataclass(frozen=True)

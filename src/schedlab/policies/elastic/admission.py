@@ -18,6 +18,7 @@ from schedlab.policies.elastic.planning import (
     Plan,
     Rate,
     minimum_satisfactory_share,
+    slot_ceil,
 )
 
 
@@ -70,7 +71,7 @@ def _best_effort_plan(timeline: FreeTimeline, r: PlanRequest, slot: float) -> Pl
     if rate <= 0:
         return Plan(share=0, feasible=True)
     real_end = start + math.ceil(r.remaining / rate - 1e-9)
-    end = start + slot * math.ceil((real_end - start) / slot - 1e-12)
+    end = slot_ceil(start, real_end, slot)
     n = min(r.levels)
     timeline.subtract(start, end, n)
     return Plan(share=n, segments=[(start, end, n)], real_end=real_end, end=end)

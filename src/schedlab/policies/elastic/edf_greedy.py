@@ -15,8 +15,13 @@ import numpy as np
 
 from schedlab.model.cluster import ClusterState
 from schedlab.model.snapshot import Allocation, Decision, Preempt, Resize, Snapshot, Start
-from schedlab.policies.ordering.queue_scheduler import ROUND_EPS, copy_state, give_back, take
-from schedlab.policies.scheduler import ReplayContext, SchedulingPolicy
+from schedlab.policies.ordering.queue_scheduler import copy_state, give_back, take
+from schedlab.policies.scheduler import (
+    ReplayContext,
+    SchedulingPolicy,
+    between_rounds,
+    next_round,
+)
 
 MAX_LEVEL = 64
 
@@ -57,13 +62,11 @@ class ElasticEdf(SchedulingPolicy):
     def next_wakeup(self, snap: Snapshot) -> float:
         if self.slot is None or not (snap.pending_set or snap.running_set):
             return float("inf")
-        return (np.floor(snap.now / self.slot + ROUND_EPS) + 1) * self.slot
+        return next_round(snap.now, self.slot)
 
     def decide(self, snap: Snapshot) -> list[Decision]:
-        if self.slot is not None:
-            rounds = snap.now / self.slot
-            if abs(rounds - round(rounds)) > ROUND_EPS:
-                return []
+        if between_rounds(snap.now, self.slot):
+            return []
         active = np.concatenate([snap.running(), snap.pending()])
         if len(active) == 0:
             return []

@@ -20,8 +20,7 @@ from schedlab.model.snapshot import Decision, Reject, Snapshot
 from schedlab.perf.models import ThroughputTable
 from schedlab.policies.elastic.admission import PlanRequest, admit, plan_all
 from schedlab.policies.elastic.edf_greedy import ElasticEdf
-from schedlab.policies.ordering.queue_scheduler import ROUND_EPS
-from schedlab.policies.scheduler import ReplayContext
+from schedlab.policies.scheduler import ReplayContext, between_rounds
 
 #: GPU counts ElasticFlow considers (those of its throughput tables).
 LEVELS = (1, 2, 4, 8, 16, 32, 64)
@@ -91,10 +90,8 @@ class ElasticFlow(ElasticEdf):
         )
 
     def decide(self, snap: Snapshot) -> list[Decision]:
-        if self.slot is not None:
-            rounds = snap.now / self.slot
-            if abs(rounds - round(rounds)) > ROUND_EPS:
-                return []
+        if between_rounds(snap.now, self.slot):
+            return []
         total = snap.cluster.total_gpus
         active = {int(j) for j in np.concatenate([snap.running(), snap.pending()])}
         self.admitted &= active

@@ -102,7 +102,8 @@ class Plan:
         return 0
 
 
-def _slot_ceil(origin: float, t: float, slot: float) -> float:
+def slot_ceil(origin: float, t: float, slot: float) -> float:
+    """The first point of the grid ``origin + k · slot`` at or after ``t``."""
     return origin + slot * math.ceil((t - origin) / slot - 1e-12)
 
 
@@ -124,7 +125,7 @@ def minimum_satisfactory_share(
     plan (``feasible`` False): the largest level free in every interval until its work is done.
     """
     total_gpus = max(timeline.count)
-    aligned = _slot_ceil(now, deadline, slot)
+    aligned = slot_ceil(now, deadline, slot)
     timeline.split(aligned)
     pieces = timeline.intervals(now, aligned)
     share, start_full = 0, None
@@ -187,7 +188,7 @@ def _lay_forward(
             if k + left / r <= k_next:
                 real_end = k + math.ceil(left / r - 1e-9)
                 plan.real_end = real_end
-                plan.end = _slot_ceil(k, real_end, slot)
+                plan.end = slot_ceil(k, real_end, slot)
                 plan.segments.append((k, plan.end, n))
                 left = 0.0
                 break

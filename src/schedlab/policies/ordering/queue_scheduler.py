@@ -9,7 +9,6 @@ among them, and preempt only as many lower-ranked running jobs as their placemen
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterator
 from dataclasses import replace
 
@@ -29,10 +28,12 @@ from schedlab.model.snapshot import (
     allocation_size,
 )
 from schedlab.policies.ordering.base import Ordering
-from schedlab.policies.scheduler import ReplayContext, SchedulingPolicy
-
-#: Tolerance, in rounds, for "this time is a round boundary" (float sums of slot lengths).
-ROUND_EPS = 1e-9
+from schedlab.policies.scheduler import (
+    ReplayContext,
+    SchedulingPolicy,
+    between_rounds,
+    next_round,
+)
 
 
 def copy_state(state: ClusterState) -> ClusterState:
@@ -90,14 +91,8 @@ class QueueScheduler(SchedulingPolicy):
         wake = self.ordering.next_wakeup(snap)
         if self.slot is not None and snap.pending_set:
             # The next round boundary, while anything waits for one.
-            wake = min(wake, (math.floor(snap.now / self.slot + ROUND_EPS) + 1) * self.slot)
+            wake = min(wake, next_round(snap.now, self.slot))
         return wake
-
-    def _between_rounds(self, now: float) -> bool:
-        if self.slot is None:
-            return False
-        rounds = now / self.slot
-        return abs(rounds - round(rounds)) > ROUND_EPS
 
     # -- helpers ---------------------------------------------------------------------------
     def _place(self, job: int, state: ClusterState) -> Allocation | None:
@@ -127,7 +122,7 @@ class QueueScheduler(SchedulingPolicy):
                 snap, new_pending=[j for j in snap.new_pending if j not in self._rejected]
             )
             snap.pending_set = {j: None for j in snap.pending_set if j not in self._rejected}
-        if self._between_rounds(snap.now):
+        if between_rounds(snap.now, self.slot):
             if self.ordering.static:
                 self._sync_static(snap)  # keep the queue in step; decide at the next round
             return rejected
@@ -176,10 +171,11 @@ class QueueScheduler(SchedulingPolicy):
         # decision points start at most one job, and copying the cluster costs more than placing.
         scratch: ClusterState | None = None
 
-        def planning_state() -> ClusterState:
+        def planning_state(own_copy: bool = False) -> ClusterState:
+            """The live state until a start (or ``own_copy``) needs a copy with the starts."""
             nonlocal scratch
             if scratch is None:
-                if not started:
+                if not started and not own_copy:
                     return snap.state
                 scratch = copy_state(snap.state)
                 for _, j, a in started:
@@ -203,11 +199,9 @@ class QueueScheduler(SchedulingPolicy):
                 started.append((est, job, alloc))
                 continue
             if self.backfill:
-                if scratch is None:
-                    scratch = copy_state(snap.state)
-                    for _, j, a in started:
-                        take(scratch, a, int(self.jobs.cpu_milli[j]), int(self.jobs.memory_mib[j]))
-                decisions += self._backfill(snap, job, order, free, scratch, started)
+                decisions += self._backfill(
+                    snap, job, order, free, planning_state(own_copy=True), started
+                )
             break
         for d in decisions:
             self._dequeue(d.job)
