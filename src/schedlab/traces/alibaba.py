@@ -22,7 +22,13 @@ from schedlab.model.gpu_models import (
     spec_mask,
 )
 from schedlab.model.pods import PodTable
-from schedlab.traces.columns import int_column, line_of, read_text_table, unique_names
+from schedlab.traces.columns import (
+    fail_at_first,
+    int_column,
+    line_of,
+    read_text_table,
+    unique_names,
+)
 
 NODE_COLUMNS = ["sn", "cpu_milli", "memory_mib", "gpu", "model"]
 POD_COLUMNS = ["name", "cpu_milli", "memory_mib", "num_gpu", "gpu_milli"]
@@ -92,14 +98,15 @@ def read_pod_list(path: str | Path) -> PodTable:
         ((num_gpu > 0) & (gpu_milli == 0), "a GPU pod must ask for a share above 0"),
         ((num_gpu == 0) & (gpu_milli > 0), "a CPU-only pod (num_gpu 0) cannot ask for GPU share"),
     ):
-        if failing.any():
-            i = int(np.flatnonzero(failing)[0])
-            raise InputError(
-                f"{message} (got num_gpu={num_gpu[i]}, gpu_milli={gpu_milli[i]})",
-                path=str(path),
-                row=line_of(frame, i),
-                column="gpu_milli",
-            )
+        fail_at_first(
+            frame,
+            failing,
+            path,
+            "gpu_milli",
+            lambda i, message=message: (
+                f"{message} (got num_gpu={num_gpu[i]}, gpu_milli={gpu_milli[i]})"
+            ),
+        )
     masks = np.empty(len(frame), dtype=np.int64)
     specs = frame["gpu_spec"] if "gpu_spec" in frame.columns else None
     cache: dict[str, int] = {}

@@ -8,7 +8,7 @@ user can fix the file without guessing. Nothing is returned until the whole file
 from __future__ import annotations
 
 import csv
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -80,6 +80,21 @@ def read_text_table(
     return frame
 
 
+def fail_at_first(
+    frame: pd.DataFrame,
+    failing: np.ndarray | pd.Series,
+    path: str | Path,
+    column: str | None,
+    message: Callable[[int], str],
+) -> None:
+    """Raise InputError at the first row where ``failing`` is true, naming its file, line and
+    column; ``message(i)`` words it for that row. Nothing happens when no row fails."""
+    mask = np.asarray(failing, dtype=bool)
+    if mask.any():
+        i = int(np.flatnonzero(mask)[0])
+        raise InputError(message(i), path=str(path), row=line_of(frame, i), column=column)
+
+
 #: Integers beyond this are rejected as values no cluster or trace has (and float64 loses
 #: whole-number precision past 2**53).
 MAX_ABS_INT = 2**53
@@ -102,31 +117,25 @@ def int_column(
         | (values.abs() > MAX_ABS_INT)
         | (values != np.floor(values))
     )
-    if bad.any():
-        i = int(np.flatnonzero(bad.to_numpy())[0])
-        raise InputError(
-            f"'{column}' must be a whole number (got {frame[column].iloc[i]!r})",
-            path=str(path),
-            row=line_of(frame, i),
-            column=column,
-        )
+    fail_at_first(
+        frame,
+        bad,
+        path,
+        column,
+        lambda i: f"'{column}' must be a whole number (got {frame[column].iloc[i]!r})",
+    )
     out = values.to_numpy(dtype=np.float64).astype(np.int64)
     failing = np.zeros(len(out), dtype=bool)
     if low is not None:
         failing |= out < low
     if high is not None:
         failing |= out > high
-    if failing.any():
-        i = int(np.flatnonzero(failing)[0])
-        allowed = f"in {low}..{high}" if high is not None else f"≥ {low}"
-        if low is None:
-            allowed = f"≤ {high}"
-        raise InputError(
-            f"'{column}' must be {allowed} (got {out[i]})",
-            path=str(path),
-            row=line_of(frame, i),
-            column=column,
-        )
+    allowed = f"in {low}..{high}" if high is not None else f"≥ {low}"
+    if low is None:
+        allowed = f"≤ {high}"
+    fail_at_first(
+        frame, failing, path, column, lambda i: f"'{column}' must be {allowed} (got {out[i]})"
+    )
     return out
 
 
@@ -134,20 +143,14 @@ def unique_names(frame: pd.DataFrame, column: str, path: str | Path) -> np.ndarr
     """Non-blank, unique names."""
     names = frame[column].str.strip()
     blank = names == ""
-    if blank.any():
-        i = int(np.flatnonzero(blank.to_numpy())[0])
-        raise InputError(
-            f"'{column}' is blank", path=str(path), row=line_of(frame, i), column=column
-        )
-    dup = names.duplicated()
-    if dup.any():
-        i = int(np.flatnonzero(dup.to_numpy())[0])
-        raise InputError(
-            f"'{column}' {names.iloc[i]!r} appears twice",
-            path=str(path),
-            row=line_of(frame, i),
-            column=column,
-        )
+    fail_at_first(frame, blank, path, column, lambda i: f"'{column}' is blank")
+    fail_at_first(
+        frame,
+        names.duplicated(),
+        path,
+        column,
+        lambda i: f"'{column}' {names.iloc[i]!r} appears twice",
+    )
     return names.to_numpy(dtype=object)
 
 
@@ -170,20 +173,25 @@ def float_column(
         pd.to_numeric(text, errors="coerce").to_numpy(dtype=np.float64, na_value=np.nan)
     )
     bad = ~np.isfinite(values) & ~(blank & allow_blank)
-    if bad.any():
-        i = int(np.flatnonzero(bad)[0])
-        what = "is blank" if blank[i] else f"must be a number (got {frame[column].iloc[i]!r})"
-        raise InputError(f"'{column}' {what}", path=str(path), row=line_of(frame, i), column=column)
+    fail_at_first(
+        frame,
+        bad,
+        path,
+        column,
+        lambda i: (
+            f"'{column}' is blank"
+            if blank[i]
+            else f"'{column}' must be a number (got {frame[column].iloc[i]!r})"
+        ),
+    )
     if allow_blank:
         values[blank] = np.nan
-    if low is not None:
-        failing = values < low  # NaN compares False, so blanks pass
-        if failing.any():
-            i = int(np.flatnonzero(failing)[0])
-            raise InputError(
-                f"'{column}' must be ≥ {low:g} (got {values[i]:g})",
-                path=str(path),
-                row=line_of(frame, i),
-                column=column,
-            )
+    if low is not None:  # NaN compares False, so blanks pass
+        fail_at_first(
+            frame,
+            values < low,
+            path,
+            column,
+            lambda i: f"'{column}' must be ≥ {low:g} (got {values[i]:g})",
+        )
     return values

@@ -17,7 +17,7 @@ import pandas as pd
 from schedlab.errors import InputError
 from schedlab.model.gpu_models import GPU_MODELS, is_known_model, parse_gpu_spec, spec_mask
 from schedlab.model.jobs import JobTable
-from schedlab.traces.columns import line_of
+from schedlab.traces.columns import fail_at_first, line_of
 
 _EPOCH = pd.Timestamp(0, tz="UTC")
 
@@ -69,15 +69,17 @@ def datetime_seconds(
     parsed = pd.to_datetime(text, format="ISO8601", errors="coerce", utc=True)
     seconds = (parsed - _EPOCH).dt.total_seconds().to_numpy(dtype=np.float64, na_value=np.nan)
     bad = np.isnan(seconds) & ~(blank & allow_blank)
-    if bad.any():
-        i = int(np.flatnonzero(bad)[0])
-        what = "is blank" if blank[i] else f"is not a date-time (got {frame[column].iloc[i]!r})"
-        raise InputError(
-            f"'{column}' {what}; expected e.g. 2017-10-09 07:01:55",
-            path=str(path),
-            row=line_of(frame, i),
-            column=column,
-        )
+    fail_at_first(
+        frame,
+        bad,
+        path,
+        column,
+        lambda i: (
+            f"'{column}' "
+            + ("is blank" if blank[i] else f"is not a date-time (got {frame[column].iloc[i]!r})")
+            + "; expected e.g. 2017-10-09 07:01:55"
+        ),
+    )
     return seconds
 
 
@@ -91,15 +93,13 @@ def check_not_before(
     message: str,
 ) -> None:
     """Raise at the first row where ``later < earlier`` (NaN on either side passes)."""
-    failing = later < earlier
-    if failing.any():
-        i = int(np.flatnonzero(failing)[0])
-        raise InputError(
-            f"{message} (got {later[i]:g} < {earlier[i]:g})",
-            path=str(path),
-            row=line_of(frame, i),
-            column=column,
-        )
+    fail_at_first(
+        frame,
+        later < earlier,
+        path,
+        column,
+        lambda i: f"{message} (got {later[i]:g} < {earlier[i]:g})",
+    )
 
 
 def gpu_model_masks(frame: pd.DataFrame, column: str, path: str | Path) -> np.ndarray:
