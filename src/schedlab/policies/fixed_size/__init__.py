@@ -1,0 +1,1 @@
+"""Policies that run every job at exactly its requested GPU count (Themis, Chronus, Gandiva)."""
