@@ -1,0 +1,59 @@
+"""Time the ``gandiva`` policy on the ElasticFlow traces: wall seconds, jobs/s, DSR.
+
+Default runs: the 195-job testbed trace (16 × 8 A100, 240 s slot; the artifact meets 47
+deadlines, DSR 0.241) and ITP cluster 4 (15.8k jobs, 128 × 8 A100, 60 s slot).
+
+    python benchmarks/replay_gandiva.py [--param adjust=false ...]
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+
+import numpy as np
+from _common import SHARED, peak_rss_mib
+
+from schedlab.engines.replay import ReplayEngine
+from schedlab.perf.models import ThroughputTable, read_throughput_dir
+from schedlab.policies.fixed_size.gandiva import Gandiva
+from schedlab.policies.registry import _construct, make_placement
+from schedlab.traces.cluster_spec import parse_cluster_spec
+from schedlab.traces.formats import read_jobs
+
+ITP = SHARED / "traces" / "elasticflow-itp" / "simulation"
+A100 = SHARED / "traces" / "elasticflow-artifact" / "throughputs_A100"
+RUNS = (("195job.csv", "16x8:A100", 240.0), ("cluster04.csv", "128x8:A100", 60.0))
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--param", action="append", default=[], help="policy parameter key=value")
+    args = ap.parse_args()
+    if not ITP.is_dir() or not A100.is_dir():
+        raise SystemExit(f"benchmark needs {ITP} and {A100} (not found)")
+    params = dict(p.split("=", 1) for p in args.param)
+    perf = ThroughputTable(read_throughput_dir(A100))
+    for trace, spec, slot in RUNS:
+        jobs = read_jobs(ITP / trace).jobs
+        cluster = parse_cluster_spec(spec)
+        policy = _construct("gandiva", Gandiva, params)
+        assert isinstance(policy, Gandiva)
+        policy.slot = slot
+        engine = ReplayEngine(cluster, jobs, policy, make_placement("bestfit"), perf)
+        t0 = time.perf_counter()
+        record = engine.run()
+        wall = time.perf_counter() - t0
+        deadline = record.jobs.deadline
+        has = ~np.isnan(deadline)
+        met = int((record.end_time[has] <= deadline[has]).sum())
+        print(
+            f"{trace:>14} on {spec} ({slot:.0f} s slot): {wall:6.2f} s wall, "
+            f"{len(jobs) / wall:,.0f} jobs/s, {record.decision_points:,} decision points, "
+            f"DSR {met / has.sum():.4f} ({met} of {int(has.sum())} deadlines met)"
+        )
+    print(f"peak memory: {peak_rss_mib():.0f} MiB")
+
+
+if __name__ == "__main__":
+    main()
