@@ -12,7 +12,7 @@ import sys
 from collections.abc import Sequence
 
 from schedlab import __version__
-from schedlab.commands import demo, pack, policies, replay, report, sweep, trace
+from schedlab.commands import demo, pack, policies, replay, report, serve, sweep, trace
 from schedlab.errors import SchedlabError
 
 EXIT_USAGE = 2
@@ -30,7 +30,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"schedlab {__version__}")
     sub = parser.add_subparsers(title="commands", dest="command", metavar="COMMAND")
-    for module in (demo, pack, replay, sweep, trace, report, policies):
+    for module in (demo, pack, replay, sweep, trace, report, policies, serve):
         module.add_parser(sub)
     return parser
 

@@ -1,0 +1,131 @@
+"""``schedlab serve slurm``: run a schedlab policy as the external scheduler of a Slurm cluster."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from schedlab.commands.common import console
+from schedlab.commands.replay import parse_params
+from schedlab.errors import InputError
+from schedlab.policies.registry import ordering_names, placement_names
+from schedlab.serve.client import SubprocessSlurm
+from schedlab.serve.journal import Journal
+from schedlab.serve.loop import CycleReport, ServeConfig, Server
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "serve",
+        help="drive a live cluster (Slurm) with a schedlab policy",
+        description="Run a schedlab policy as the scheduler of a live cluster.",
+    )
+    p.set_defaults(run=lambda args: _usage(p))
+    targets = p.add_subparsers(title="targets", dest="serve_target", metavar="TARGET")
+    slurm = targets.add_parser(
+        "slurm",
+        help="place held Slurm jobs (ReqNodeList + release), requeue to preempt",
+        description=(
+            "Every cycle: read jobs and nodes from Slurm (squeue/sinfo --json), build the same "
+            "snapshot the replay simulator gives a policy, ask the policy, and apply its "
+            "decisions with scontrol. Jobs must be submitted held (sbatch --hold); schedlab pins "
+            "each to the nodes the policy chose and releases it. Every decision goes to the "
+            "journal. State is re-read from Slurm each cycle, so the scheduler may be killed and "
+            "restarted at any time. SIGTERM or Ctrl-C stop it after the current cycle."
+        ),
+        epilog=(
+            "examples:\n"
+            "  schedlab serve slurm --policy fifo --journal serve.jsonl\n"
+            "  schedlab serve slurm --policy fifo --backfill --placement consolidate "
+            "--partition gpu --interval 2\n"
+            "  schedlab serve slurm --policy tiresias --until-idle --journal run.jsonl\n\n"
+            "Slurm is found the usual way (commands on PATH, SLURM_CONF)."
+        ),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    slurm.add_argument("--policy", required=True, help=f"ordering: {', '.join(ordering_names())}")
+    slurm.add_argument(
+        "--placement",
+        default="bestfit",
+        help=f"placement (default bestfit): {', '.join(placement_names())}",
+    )
+    slurm.add_argument(
+        "--backfill", action="store_true", help="EASY backfill behind a blocked head"
+    )
+    slurm.add_argument(
+        "--param",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="ordering parameter, e.g. thresholds=3600,36000 (repeatable)",
+    )
+    slurm.add_argument(
+        "--partition",
+        default=None,
+        help="manage only this partition's jobs and nodes (default: all)",
+    )
+    slurm.add_argument(
+        "--interval", type=float, default=1.0, help="seconds between cycles (default 1)"
+    )
+    slurm.add_argument(
+        "--until-idle",
+        action="store_true",
+        help="exit (status 0) once nothing is queued, launching or running",
+    )
+    slurm.add_argument(
+        "--journal", type=Path, default=None, help="append-only JSONL record of every decision"
+    )
+    slurm.add_argument("--seed", type=int, default=0, help="random seed (default 0, as replay)")
+    slurm.add_argument("--quiet", action="store_true", help="no per-cycle status lines on stderr")
+    slurm.set_defaults(run=run_slurm)
+
+
+def _usage(p: argparse.ArgumentParser) -> int:
+    p.print_help(sys.stderr)
+    return 2
+
+
+def config_from_args(args: argparse.Namespace) -> ServeConfig:
+    if args.seed < 0:
+        raise InputError(f"'--seed' must be ≥ 0 (got {args.seed})")
+    if not args.interval > 0:
+        raise InputError(f"'--interval' must be > 0 seconds (got {args.interval})")
+    return ServeConfig(
+        policy=args.policy,
+        placement=args.placement,
+        backfill=args.backfill,
+        params=parse_params(args.param),
+        partition=args.partition,
+        interval=args.interval,
+        seed=args.seed,
+        until_idle=args.until_idle,
+    )
+
+
+def run_slurm(args: argparse.Namespace) -> int:
+    config = config_from_args(args)
+    journal = Journal(args.journal)
+    server = Server(SubprocessSlurm(), config, journal)
+
+    def report(r: CycleReport) -> None:
+        if args.quiet or not (r.started or r.errors or not r.ok):
+            return
+        if not r.ok:
+            console.print(f"cycle {r.cycle}: could not read Slurm (see the journal)")
+            return
+        console.print(
+            f"cycle {r.cycle}: {r.started} started, {r.queued - r.started} queued, "
+            f"{r.running} running" + (f", {r.errors} failed (see the journal)" if r.errors else "")
+        )
+
+    if not args.quiet:
+        where = f"partition {config.partition}" if config.partition else "all partitions"
+        console.print(
+            f"serving Slurm ({where}) with {config.label}/{config.placement}, "
+            f"every {config.interval:g} s" + (f"; journal {args.journal}" if args.journal else "")
+        )
+    status = server.run(report)
+    if not args.quiet:
+        console.print(f"stopped after {server.cycle_no} cycles ({server.stop_reason})")
+    return status

@@ -1,0 +1,196 @@
+"""Decisions → ``scontrol`` commands, run one job at a time so one failure never stops the rest.
+
+What each decision becomes (and nothing else is ever changed on a job):
+
+* ``Start(job, allocation)``: ``scontrol update JobId=ID ReqNodeList=NODES`` (plus
+  ``NumNodes=K`` when the node count differs from the request, and ``StartTime=now`` for a requeued
+  job, whose begin time Slurm pushes back), then ``scontrol release ID``. A job that was released
+  before (stranded) is held first, so it cannot start on its old pin between the two commands.
+* ``Preempt(job)``: ``scontrol requeuehold ID``: it stops, goes back to pending held, and is
+  placed afresh by a later cycle (a job still launching is simply held again).
+* ``Reject(job, reason)``: ``scontrol update JobId=ID Comment="schedlab: rejected: REASON"``;
+  the job stays held, ``squeue -O jobid,comment`` shows why, and later cycles pass it over.
+* ``Resize``: Slurm cannot change a running job's GPUs, so it is journaled as skipped.
+
+Starts are checked before anything is sent: every node must be up and in the partition, the GPU
+count must be the one the job asked for, and a job that asked per node (``--gres=gpu:N``) must get
+N GPUs on each of its nodes. A start that fails a check, or whose command fails, leaves the job
+held for the next cycle; the journal says why.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from schedlab.model.snapshot import Decision, Preempt, Reject, Resize, Start
+from schedlab.serve.client import SlurmClient, SlurmError
+from schedlab.serve.live import LiveView
+from schedlab.serve.slurm_state import REJECT_MARK, JobInfo
+
+#: Longest ``Comment`` schedlab writes (Slurm keeps long comments, squeue columns do not).
+MAX_COMMENT = 200
+
+Record = dict[str, Any]
+
+
+@dataclass
+class Outcome:
+    """What applying one cycle's decisions did: journal records and counts."""
+
+    records: list[Record] = field(default_factory=list)
+    started: list[int] = field(default_factory=list)
+    errors: int = 0
+
+
+def start_commands(job: JobInfo, nodes: list[str], held: bool) -> list[list[str]]:
+    """The ``scontrol`` argument lists that put a pending ``job`` on ``nodes`` and let it run."""
+    update = ["update", f"JobId={job.job_id}", f"ReqNodeList={','.join(nodes)}"]
+    if len(nodes) != job.node_count:
+        update.append(f"NumNodes={len(nodes)}")
+    if job.restart_count > 0:
+        update.append("StartTime=now")
+    cmds = [] if held else [["hold", str(job.job_id)]]
+    return [*cmds, update, ["release", str(job.job_id)]]
+
+
+def reject_commands(job: JobInfo, reason: str) -> list[list[str]]:
+    text = f"{REJECT_MARK} {reason}".replace('"', "'")[:MAX_COMMENT]
+    cmds = [] if job.held else [["hold", str(job.job_id)]]
+    return [*cmds, ["update", f"JobId={job.job_id}", f"Comment={text}"]]
+
+
+def preempt_commands(job: JobInfo) -> list[list[str]]:
+    if job.active:
+        return [["requeuehold", str(job.job_id)]]
+    return [["hold", str(job.job_id)]]  # released but not started yet
+
+
+def check_start(view: LiveView, job: JobInfo, decision: Start) -> str | None:
+    """Why this start must not be sent to Slurm, or None."""
+    names = view.cluster.names
+    size = sum(len(g) for _, g in decision.allocation)
+    if size != job.num_gpus:
+        return (
+            f"policy gave {size} GPUs but the job asked for {job.num_gpus}; "
+            "Slurm jobs run at their requested size"
+        )
+    for node, _ in decision.allocation:
+        if not 0 <= node < len(names):
+            return f"policy chose node index {node}, outside the partition"
+        if not view.nodes[node].available:
+            return (
+                f"policy chose {names[node]}, which cannot run jobs now ({view.nodes[node].state})"
+            )
+    if job.gpus_per_node and not job.gpus_per_job:
+        shape = sorted(len(g) for _, g in decision.allocation)
+        want = [job.gpus_per_node] * max(job.node_count, 1)
+        if shape != want:
+            return (
+                f"policy split the job as {shape} GPUs per node but it asked for "
+                f"{job.node_count} node(s) × {job.gpus_per_node} GPUs (--gres is per node)"
+            )
+    return None
+
+
+class Applier:
+    """Runs decisions against Slurm and describes each in a journal record."""
+
+    def __init__(self, client: SlurmClient, stamp: Callable[[], Record]) -> None:
+        self.client = client
+        self.stamp = stamp  # the time and cycle fields every record carries
+
+    def _record(self, job: int, action: str, **fields: Any) -> Record:
+        return {**self.stamp(), "job": job, "action": action, **fields}
+
+    def _run(self, job: int, action: str, cmds: list[list[str]], **fields: Any) -> Record:
+        """Run ``cmds`` in order; the first failure stops this job only."""
+        for cmd in cmds:
+            try:
+                self.client.scontrol(cmd)
+            except SlurmError as exc:
+                return self._record(
+                    job, "error", attempted=action, command=" ".join(cmd), reason=str(exc), **fields
+                )
+        return self._record(job, action, **fields)
+
+    def hold_stranded(self, view: LiveView) -> list[Record]:
+        """Hold every stranded job so it is placed afresh (whether or not it starts now)."""
+        out = []
+        for job_id, why in view.stranded.items():
+            out.append(self._run(job_id, "hold", [["hold", str(job_id)]], reason=why))
+        return out
+
+    def reject_impossible(self, view: LiveView) -> list[Record]:
+        out = []
+        for info, why in view.impossible:
+            out.append(
+                self._run(
+                    info.job_id,
+                    "reject",
+                    reject_commands(info, why),
+                    reason=why,
+                    gpus=info.num_gpus,
+                )
+            )
+        return out
+
+    def apply(self, view: LiveView, decisions: list[Decision]) -> Outcome:
+        """Rejections and preemptions first (they free what the starts use), then starts."""
+        result = Outcome()
+        infos = view.infos
+        names = view.cluster.names
+        ordered = [d for d in decisions if not isinstance(d, Start)] + [
+            d for d in decisions if isinstance(d, Start)
+        ]
+        for d in ordered:
+            if not 0 <= d.job < len(infos):
+                result.records.append(
+                    self._record(-1, "error", reason=f"policy named job index {d.job}")
+                )
+                result.errors += 1
+                continue
+            job = infos[d.job]
+            if isinstance(d, Reject):
+                rec = self._run(
+                    job.job_id,
+                    "reject",
+                    reject_commands(job, d.reason),
+                    reason=d.reason,
+                    gpus=job.num_gpus,
+                )
+            elif isinstance(d, Preempt):
+                nodes = sorted(
+                    {str(names[n]) for n, _ in view.snapshot.runtime.allocation[d.job] or ()}
+                )
+                rec = self._run(
+                    job.job_id, "preempt", preempt_commands(job), nodes=nodes, gpus=job.num_gpus
+                )
+            elif isinstance(d, Resize):
+                rec = self._record(
+                    job.job_id,
+                    "skip",
+                    reason="Slurm cannot resize a running job",
+                    gpus=job.num_gpus,
+                )
+            else:
+                nodes = [str(names[n]) for n, _ in d.allocation]
+                fields: dict[str, Any] = {
+                    "nodes": nodes,
+                    "gpus": job.num_gpus,
+                    "gpu_idx": [list(g) for _, g in d.allocation],
+                    "submit_time": job.submit_time,
+                }
+                why = check_start(view, job, d)
+                if why is not None:
+                    rec = self._record(job.job_id, "skip", reason=why, **fields)
+                else:
+                    held = job.held or job.job_id in view.stranded
+                    rec = self._run(job.job_id, "start", start_commands(job, nodes, held), **fields)
+                    if rec["action"] == "start":
+                        result.started.append(job.job_id)
+            if rec["action"] == "error":
+                result.errors += 1
+            result.records.append(rec)
+        return result

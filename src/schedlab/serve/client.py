@@ -1,0 +1,110 @@
+"""A thin client over Slurm's commands: run them, parse their JSON, turn failures into errors.
+
+The serve loop talks to Slurm only through :class:`SlurmClient`, so unit tests and the benchmark
+substitute :class:`schedlab.serve.fake.FakeSlurm` and check the exact ``scontrol`` arguments a
+decision produces without a cluster.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+from collections.abc import Sequence
+from typing import Any, Protocol
+
+from schedlab.errors import SchedlabError
+
+
+class SlurmError(SchedlabError):
+    """A Slurm command could not run or said no; the message names the command and its words."""
+
+
+class SlurmClient(Protocol):
+    """What the serve loop needs from Slurm."""
+
+    def squeue(self) -> dict[str, Any]:
+        """``squeue --json``: every job the controller still knows about."""
+        ...
+
+    def sinfo(self) -> dict[str, Any]:
+        """``sinfo --json``: every node with its state and GPUs."""
+        ...
+
+    def scontrol(self, args: Sequence[str]) -> None:
+        """Run ``scontrol ARGS``; raise :class:`SlurmError` when it fails."""
+        ...
+
+    def ping(self) -> bool:
+        """True if the controller answers."""
+        ...
+
+
+def _first_line(text: str) -> str:
+    lines = [ln.strip() for ln in text.strip().splitlines() if ln.strip()]
+    return lines[0] if lines else ""
+
+
+class SubprocessSlurm:
+    """The real client: Slurm's own commands, found on ``PATH``, configured by ``SLURM_CONF``."""
+
+    def __init__(self, timeout: float = 30.0) -> None:
+        self.timeout = timeout
+
+    def _run(self, argv: Sequence[str]) -> str:
+        if shutil.which(argv[0]) is None:
+            raise SlurmError(
+                f"'{argv[0]}' not found: install Slurm's client commands (Debian: slurm-client)"
+            )
+        try:
+            done = subprocess.run(
+                list(argv), capture_output=True, text=True, timeout=self.timeout, check=False
+            )
+        except subprocess.TimeoutExpired:
+            raise SlurmError(f"'{' '.join(argv)}' took more than {self.timeout:g} s") from None
+        if done.returncode != 0:
+            why = _first_line(done.stderr) or _first_line(done.stdout) or "no message"
+            raise SlurmError(f"'{' '.join(argv)}' failed (exit {done.returncode}): {why}")
+        return done.stdout
+
+    def _json(self, argv: Sequence[str]) -> dict[str, Any]:
+        text = self._run(argv)
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise SlurmError(f"'{' '.join(argv)}' printed no valid JSON ({exc.msg})") from None
+        if not isinstance(data, dict):
+            raise SlurmError(f"'{' '.join(argv)}' printed JSON that is not an object")
+        errors = data.get("errors") or []
+        if errors:
+            first = errors[0]
+            why = first.get("description") or first.get("error") or str(first)
+            raise SlurmError(f"'{' '.join(argv)}' reported an error: {why}")
+        return data
+
+    def squeue(self) -> dict[str, Any]:
+        return self._json(["squeue", "--json"])
+
+    def sinfo(self) -> dict[str, Any]:
+        return self._json(["sinfo", "--json"])
+
+    def scontrol(self, args: Sequence[str]) -> None:
+        self._run(["scontrol", *args])
+
+    def ping(self) -> bool:
+        try:
+            return " is UP" in self._run(["scontrol", "ping"])
+        except SlurmError:
+            return False
+
+
+def slurm_reachable() -> tuple[bool, str]:
+    """Whether a Slurm controller answers here, and if not, why (for skips and error messages)."""
+    if shutil.which("scontrol") is None:
+        return False, "Slurm's client commands are not installed (no 'scontrol' on PATH)"
+    if not os.environ.get("SLURM_CONF") and not os.path.exists("/etc/slurm/slurm.conf"):
+        return False, "SLURM_CONF is not set and /etc/slurm/slurm.conf does not exist"
+    if not SubprocessSlurm(timeout=10).ping():
+        return False, "'scontrol ping' finds no controller that is UP"
+    return True, ""

@@ -1,0 +1,75 @@
+"""Slurm's compact node lists (``node[1-3,7]``) and GPU index lists (``IDX:0-1,4``).
+
+Slurm prints node sets in the compressed hostlist form and GPU indices as ranges; the serve loop
+needs plain lists to map them onto schedlab's node and GPU-slot indices. Parsed here once, without
+calling ``scontrol show hostnames`` per job (one process per job would dominate a cycle).
+"""
+
+from __future__ import annotations
+
+import re
+
+from schedlab.errors import InputError
+
+_IDX = re.compile(r"IDX:([0-9,\-]*)")
+
+
+def _split_top(text: str) -> list[str]:
+    """Split on commas that are not inside brackets."""
+    parts, depth, start = [], 0, 0
+    for i, ch in enumerate(text):
+        if ch == "[":
+            depth += 1
+        elif ch == "]":
+            depth -= 1
+        elif ch == "," and depth == 0:
+            parts.append(text[start:i])
+            start = i + 1
+    parts.append(text[start:])
+    return [p.strip() for p in parts if p.strip()]
+
+
+def expand_ranges(text: str) -> list[int]:
+    """``"0-2,5"`` → ``[0, 1, 2, 5]``."""
+    out: list[int] = []
+    for part in text.split(","):
+        part = part.strip()
+        if not part:
+            continue
+        lo, sep, hi = part.partition("-")
+        try:
+            if sep:
+                out.extend(range(int(lo), int(hi) + 1))
+            else:
+                out.append(int(lo))
+        except ValueError:
+            raise InputError(f"bad range {part!r} in {text!r}") from None
+    return out
+
+
+def expand_hostlist(text: str | None) -> list[str]:
+    """``"node[1-3],gpu07"`` → ``["node1", "node2", "node3", "gpu07"]`` (zero padding kept)."""
+    if not text or text in ("(null)", "None"):
+        return []
+    names: list[str] = []
+    for item in _split_top(text):
+        m = re.fullmatch(r"([^\[\]]*)\[([^\]]+)\](.*)", item)
+        if m is None:
+            names.append(item)
+            continue
+        prefix, body, suffix = m.groups()
+        tail = expand_hostlist(suffix) if "[" in suffix else [suffix]
+        for part in body.split(","):
+            lo, sep, hi = part.partition("-")
+            if not (lo.isdigit() and (not sep or hi.isdigit())):
+                raise InputError(f"bad node range {part!r} in node list {text!r}")
+            width = len(lo) if lo.startswith("0") else 0
+            for k in range(int(lo), int(hi if sep else lo) + 1):
+                names.extend(f"{prefix}{k:0{width}d}{t}" for t in tail)
+    return names
+
+
+def gpu_indices(detail: str) -> list[int]:
+    """GPU indices in one ``gres_detail`` entry such as ``"gpu:2(IDX:0-1)"`` (none: ``[]``)."""
+    m = _IDX.search(detail)
+    return expand_ranges(m.group(1)) if m else []

@@ -1,0 +1,252 @@
+"""The serve loop: read Slurm, build the snapshot, ask the policy, apply, journal — every cycle.
+
+Nothing is carried from one cycle to the next except what is only ever written to the journal
+(which jobs this process has already reported as arrived or running): the policy object is made
+afresh and reset each cycle on the jobs Slurm reports, exactly as the replay engine resets it
+before a run. That is what makes a restart after SIGKILL safe: a released or running job is never
+queued again, and a job pinned but not yet released is still held, so it is simply placed again.
+
+SIGTERM and SIGINT end the loop after the cycle in progress, with exit status 0.
+"""
+
+from __future__ import annotations
+
+import signal
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from types import FrameType
+from typing import Any
+
+from schedlab.errors import InputError, SchedlabError
+from schedlab.policies.registry import make_scheduler
+from schedlab.serve.apply import Applier
+from schedlab.serve.client import SlurmClient, SlurmError
+from schedlab.serve.journal import Journal
+from schedlab.serve.live import LiveView, build_view, node_model
+from schedlab.serve.slurm_state import JobInfo, NodeInfo, read_jobs, read_nodes
+
+Record = dict[str, Any]
+
+
+@dataclass(frozen=True)
+class ServeConfig:
+    """What ``schedlab serve slurm`` was asked to do."""
+
+    policy: str
+    placement: str = "bestfit"
+    backfill: bool = False
+    params: Mapping[str, str] = field(default_factory=dict)
+    partition: str | None = None
+    interval: float = 1.0
+    seed: int = 0
+    until_idle: bool = False
+
+    @property
+    def label(self) -> str:
+        return self.policy + ("+backfill" if self.backfill else "")
+
+
+@dataclass(frozen=True)
+class CycleReport:
+    """One cycle in numbers (for the operator's status line, tests and the benchmark)."""
+
+    cycle: int
+    ok: bool
+    queued: int = 0
+    running: int = 0
+    decisions: int = 0
+    started: int = 0
+    errors: int = 0
+    idle: bool = False
+    seconds: float = 0.0
+
+
+def cluster_spec(nodes: list[NodeInfo]) -> str:
+    """The nodes as a ``--cluster`` spec for ``schedlab replay`` (runs of equal nodes, in order)."""
+    from schedlab.model.gpu_models import GPU_MODELS
+
+    runs: list[list[object]] = []
+    for n in nodes:
+        model = node_model(n)
+        key = (n.gpus, GPU_MODELS[model] if model >= 0 else "GPU")
+        if runs and runs[-1][1] == key:
+            runs[-1][0] = int(runs[-1][0]) + 1  # type: ignore[call-overload]
+        else:
+            runs.append([1, key])
+    return "+".join(f"{count}x{key[0]}:{key[1]}" for count, key in runs)  # type: ignore[index]
+
+
+class Server:
+    """Drives Slurm with one schedlab policy; see the module docstring."""
+
+    def __init__(
+        self,
+        client: SlurmClient,
+        config: ServeConfig,
+        journal: Journal,
+        clock: Callable[[], float] = time.time,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
+        if not config.interval > 0:
+            raise InputError(f"'--interval' must be > 0 seconds (got {config.interval})")
+        make_scheduler(config.policy, config.placement, config.backfill, config.params)
+        self.client = client
+        self.config = config
+        self.journal = journal
+        self.clock = clock
+        self.sleep = sleep
+        self.cycle_no = 0
+        self.now = clock()
+        self.applier = Applier(client, self._stamp)
+        self.stop_reason: str | None = None
+        self._arrived: set[int] = set()
+        self._active: dict[int, tuple[str, ...]] = {}
+
+    # -- journal helpers -------------------------------------------------------------------
+    def _stamp(self) -> Record:
+        return {"time": round(self.now, 3), "cycle": self.cycle_no}
+
+    def _write(self, job: int | None, action: str, **fields: Any) -> None:
+        self.journal.write({**self._stamp(), "job": job, "action": action, **fields})
+
+    def _observe(self, view: LiveView, jobs: list[JobInfo]) -> None:
+        """Journal jobs that arrived in the queue or left the cluster since the last cycle."""
+        for job_id in view.queued:
+            if job_id not in self._arrived:
+                self._arrived.add(job_id)
+                info = view.infos[view.index_of(job_id)]
+                self._write(
+                    job_id,
+                    "arrive",
+                    gpus=info.num_gpus,
+                    gpu_type=info.gpu_type,
+                    submit_time=info.submit_time,
+                    time_limit=info.time_limit if info.time_limit != float("inf") else None,
+                    user=info.user,
+                    name=info.name,
+                )
+        now_active = set(view.running) | set(view.launching)
+        by_id = {j.job_id: j for j in jobs}
+        for job_id, nodes in list(self._active.items()):
+            if job_id in now_active:
+                continue
+            info = by_id.get(job_id)
+            if info is not None and info.pending:
+                self._write(job_id, "requeued", nodes=list(nodes), reason=info.reason)
+            else:
+                state = info.state if info is not None else "GONE"
+                self._write(job_id, "finish", nodes=list(nodes), state=state)
+            del self._active[job_id]
+
+    # -- one cycle -------------------------------------------------------------------------
+    def read(self) -> tuple[list[JobInfo], list[NodeInfo]]:
+        part = self.config.partition
+        return read_jobs(self.client.squeue(), part), read_nodes(self.client.sinfo(), part)
+
+    def cycle(self) -> CycleReport:
+        """Read, decide, apply and journal once."""
+        self.cycle_no += 1
+        self.now = self.clock()
+        t0 = time.perf_counter()
+        try:
+            jobs, nodes = self.read()
+        except SlurmError as exc:
+            self._write(None, "error", reason=str(exc))
+            self.journal.sync()
+            return CycleReport(self.cycle_no, ok=False)
+        view = build_view(jobs, nodes, self.now)
+        self._observe(view, jobs)
+        for job_id, what in view.problems:
+            self._write(job_id, "warning", reason=what)
+        records = self.applier.hold_stranded(view) + self.applier.reject_impossible(view)
+        cfg = self.config
+        policy, placement = make_scheduler(cfg.policy, cfg.placement, cfg.backfill, cfg.params)
+        decisions = []
+        if view.snapshot.pending_set:
+            policy.reset(view.context(placement, cfg.seed))
+            try:
+                decisions = policy.decide(view.snapshot)
+            except (ValueError, RuntimeError) as exc:
+                self._write(None, "error", reason=f"policy {policy.describe()} failed: {exc}")
+                self.journal.sync()
+                raise SchedlabError(f"policy {policy.describe()} failed: {exc}") from None
+        outcome = self.applier.apply(view, decisions)
+        for rec in records + outcome.records:
+            self.journal.write(rec)
+        for job_id in view.running + view.launching + outcome.started:
+            if job_id not in self._active:
+                info = view.infos[view.index_of(job_id)]
+                self._active[job_id] = info.nodes or info.required_nodes
+        for rec in outcome.records:
+            if rec["action"] == "start":
+                self._active[rec["job"]] = tuple(rec["nodes"])
+        self.journal.sync()
+        errors = outcome.errors + sum(r["action"] == "error" for r in records)
+        return CycleReport(
+            cycle=self.cycle_no,
+            ok=True,
+            queued=len(view.queued),
+            running=len(view.running) + len(view.launching),
+            decisions=len(decisions),
+            started=len(outcome.started),
+            errors=errors,
+            idle=view.idle and not outcome.started,
+            seconds=time.perf_counter() - t0,
+        )
+
+    # -- the loop --------------------------------------------------------------------------
+    def _on_signal(self, signum: int, _frame: FrameType | None) -> None:
+        self.stop_reason = signal.Signals(signum).name
+
+    def describe_cluster(self) -> list[NodeInfo]:
+        """The partition's nodes, checked once before the first cycle."""
+        try:
+            nodes = read_nodes(self.client.sinfo(), self.config.partition)
+        except SlurmError as exc:
+            raise SlurmError(f"cannot read the cluster: {exc}") from None
+        if not nodes:
+            where = f"partition '{self.config.partition}'" if self.config.partition else "Slurm"
+            raise InputError(f"{where} has no nodes (check '--partition' and 'sinfo')")
+        return nodes
+
+    def run(self, report: Callable[[CycleReport], None] | None = None) -> int:
+        """Cycle until SIGTERM/SIGINT (or, with ``until_idle``, until nothing is left)."""
+        nodes = self.describe_cluster()
+        cfg = self.config
+        self._write(
+            None,
+            "serve",
+            policy=cfg.label,
+            placement=cfg.placement,
+            params=dict(cfg.params),
+            partition=cfg.partition,
+            interval=cfg.interval,
+            seed=cfg.seed,
+            nodes=[n.name for n in nodes],
+            node_gpus=[n.gpus for n in nodes],
+            cluster=cluster_spec(nodes),
+        )
+        previous = {
+            sig: signal.signal(sig, self._on_signal) for sig in (signal.SIGTERM, signal.SIGINT)
+        }
+        try:
+            while self.stop_reason is None:
+                started = self.clock()
+                result = self.cycle()
+                if report is not None:
+                    report(result)
+                if cfg.until_idle and result.ok and result.idle:
+                    self.stop_reason = "idle"
+                    break
+                while self.stop_reason is None:
+                    left = started + cfg.interval - self.clock()
+                    if left <= 0:
+                        break
+                    self.sleep(min(left, 0.1))
+        finally:
+            for sig, handler in previous.items():
+                signal.signal(sig, handler)
+            self._write(None, "stop", reason=self.stop_reason or "error")
+            self.journal.close()
+        return 0

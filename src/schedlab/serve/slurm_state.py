@@ -1,0 +1,266 @@
+"""Slurm's JSON records, read into the few fields the serve loop decides on.
+
+``squeue --json`` and ``sinfo --json`` carry dozens of fields whose presence and spelling vary
+between Slurm releases; this module is the only place that knows them, so the rest of the serve
+package works on :class:`JobInfo` and :class:`NodeInfo`. A field that is missing or null reads as
+its neutral value (no GPUs, no limit, not held) rather than failing the cycle.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from schedlab.serve.hostlist import expand_hostlist, gpu_indices
+
+#: Job states in which a job holds (or is about to hold, or still holds) its nodes.
+ACTIVE_STATES = frozenset({"RUNNING", "CONFIGURING", "COMPLETING", "SUSPENDED", "STAGE_OUT"})
+#: Node flags that make a node unusable for new work.
+UNAVAILABLE_FLAGS = frozenset(
+    {
+        "DRAIN",
+        "DRAINING",
+        "DRAINED",
+        "FAIL",
+        "FAILING",
+        "MAINTENANCE",
+        "MAINT",
+        "NOT_RESPONDING",
+        "NO_RESPOND",
+        "POWER_DOWN",
+        "POWERED_DOWN",
+        "POWERING_DOWN",
+        "POWERING_UP",
+        "REBOOT_ISSUED",
+        "REBOOT_REQUESTED",
+        "INVALID_REG",
+    }
+)
+#: Node base states in which a node can run work.
+USABLE_STATES = frozenset({"IDLE", "MIXED", "ALLOCATED", "COMPLETING"})
+#: ``Comment`` prefix of a job schedlab has rejected; such a job stays held and is not re-examined.
+REJECT_MARK = "schedlab: rejected:"
+
+# gres:gpu:2, gres/gpu:a100:2, gpu:8(S:0-1), gpu (count 1), gpu:a100:2(IDX:0-1)
+_GPU_ITEM = re.compile(r"^(?:gres[:/])?gpu(?::([A-Za-z][\w.\-]*))?(?::(\d+))?(?:\(.*\))?$")
+
+
+def _items(text: str) -> list[str]:
+    """Comma-separated TRES items, with commas inside parentheses kept (``gpu:2(IDX:0,3)``)."""
+    out, depth, start = [], 0, 0
+    for i, ch in enumerate(text):
+        if ch == "(":
+            depth += 1
+        elif ch == ")":
+            depth -= 1
+        elif ch == "," and depth == 0:
+            out.append(text[start:i])
+            start = i + 1
+    out.append(text[start:])
+    return [s.strip() for s in out if s.strip()]
+
+
+def parse_gpu_tres(text: str | None) -> tuple[int, str]:
+    """GPU count and type (``""`` = any) in a TRES/GRES string; ``(0, "")`` when it has none."""
+    count, kind = 0, ""
+    for item in _items(text or ""):
+        m = _GPU_ITEM.match(item)
+        if m is None:
+            continue
+        count += int(m.group(2)) if m.group(2) else 1
+        kind = kind or (m.group(1) or "")
+    return count, kind
+
+
+def _number(value: Any) -> float | None:
+    """A Slurm number: plain, null, or (newer releases) ``{"set", "infinite", "number"}``."""
+    if isinstance(value, Mapping):
+        if value.get("infinite"):
+            return math.inf
+        if not value.get("set", True):
+            return None
+        value = value.get("number")
+    if value is None or isinstance(value, bool):
+        return None
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        return None
+
+
+def _text(value: Any) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, list):
+        return ",".join(str(v) for v in value)
+    return str(value)
+
+
+def _state(value: Any) -> tuple[str, tuple[str, ...]]:
+    """Base state and flags of a job or node state, whatever form the release prints it in."""
+    parts = [str(v).upper() for v in value] if isinstance(value, list) else []
+    if not parts:
+        parts = [p for p in re.split(r"[+\s]", _text(value).upper()) if p]
+    base = parts[0] if parts else "UNKNOWN"
+    return base, tuple(parts[1:])
+
+
+@dataclass(frozen=True, slots=True)
+class NodeInfo:
+    """One node as the scheduler needs it."""
+
+    name: str
+    gpus: int
+    gpu_type: str  # "" when the node's GRES names no type
+    state: str
+    flags: tuple[str, ...]
+    cpus: int
+    memory_mib: int
+    partitions: tuple[str, ...]
+    reason: str = ""
+
+    @property
+    def available(self) -> bool:
+        """Can take new work now (not down, drained, failing or powered off)."""
+        return self.state in USABLE_STATES and not (set(self.flags) & UNAVAILABLE_FLAGS)
+
+
+@dataclass(frozen=True, slots=True)
+class JobInfo:
+    """One job as the scheduler needs it. Times are Unix seconds; ``time_limit`` is seconds."""
+
+    job_id: int
+    name: str
+    user: str
+    partition: str
+    state: str
+    reason: str
+    priority: float
+    gpus_per_node: int  # 0 when the GPUs are asked per job (--gpus) or not at all
+    gpus_per_job: int  # 0 when the GPUs are asked per node (--gres=gpu:N)
+    gpu_type: str
+    node_count: int
+    nodes: tuple[str, ...]
+    gpu_idx: tuple[tuple[int, ...], ...]  # per entry of ``nodes``, when Slurm printed it
+    required_nodes: tuple[str, ...]
+    submit_time: float
+    start_time: float
+    end_time: float
+    time_limit: float  # inf: no limit
+    restart_count: int
+    comment: str
+
+    @property
+    def num_gpus(self) -> int:
+        """GPUs the job runs on in total (a gang)."""
+        if self.gpus_per_job:
+            return self.gpus_per_job
+        return self.gpus_per_node * max(self.node_count, 1)
+
+    @property
+    def pending(self) -> bool:
+        return self.state == "PENDING"
+
+    @property
+    def held(self) -> bool:
+        """Pending with priority 0 (Slurm's hold): waiting for the scheduler."""
+        return self.pending and (self.priority == 0 or self.reason.startswith("JobHeld"))
+
+    @property
+    def active(self) -> bool:
+        return self.state in ACTIVE_STATES
+
+    @property
+    def finished(self) -> bool:
+        return not self.pending and not self.active
+
+    @property
+    def rejected(self) -> bool:
+        return self.comment.startswith(REJECT_MARK)
+
+    def in_partition(self, partition: str | None) -> bool:
+        return partition is None or partition in self.partition.split(",")
+
+
+def parse_job(raw: Mapping[str, Any]) -> JobInfo:
+    """One entry of ``squeue --json``'s ``jobs``."""
+    per_node, kind_node = parse_gpu_tres(_text(raw.get("tres_per_node")))
+    per_job, kind_job = parse_gpu_tres(_text(raw.get("tres_per_job")))
+    per_task, kind_task = parse_gpu_tres(_text(raw.get("tres_per_task")))
+    if per_task and not per_job and not per_node:
+        per_job = per_task * int(_number(raw.get("tasks")) or 1)
+    nodes = tuple(expand_hostlist(_text(raw.get("nodes"))))
+    detail = raw.get("gres_detail") or []
+    idx = tuple(tuple(gpu_indices(str(d))) for d in detail) if len(detail) == len(nodes) else ()
+    limit = _number(raw.get("time_limit"))
+    state, _ = _state(raw.get("job_state"))
+    return JobInfo(
+        job_id=int(_number(raw.get("job_id")) or 0),
+        name=_text(raw.get("name")),
+        user=_text(raw.get("user_name")),
+        partition=_text(raw.get("partition")),
+        state=state,
+        reason=_text(raw.get("state_reason")),
+        priority=_number(raw.get("priority")) or 0.0,
+        gpus_per_node=per_node,
+        gpus_per_job=per_job,
+        gpu_type=kind_node or kind_job or kind_task,
+        node_count=int(_number(raw.get("node_count")) or 1),
+        nodes=nodes,
+        gpu_idx=idx,
+        required_nodes=tuple(expand_hostlist(_text(raw.get("required_nodes")))),
+        submit_time=_number(raw.get("submit_time")) or 0.0,
+        start_time=_number(raw.get("start_time")) or 0.0,
+        end_time=_number(raw.get("end_time")) or 0.0,
+        time_limit=math.inf if limit is None or math.isinf(limit) else limit * 60.0,
+        restart_count=int(_number(raw.get("restart_cnt")) or 0),
+        comment=_text(raw.get("comment")),
+    )
+
+
+def parse_node(raw: Mapping[str, Any]) -> NodeInfo:
+    """One entry of ``sinfo --json``'s ``nodes``."""
+    gpus, kind = parse_gpu_tres(_text(raw.get("gres")))
+    state, flags = _state(raw.get("state"))
+    extra = tuple(str(f).upper() for f in raw.get("state_flags") or [])
+    return NodeInfo(
+        name=_text(raw.get("name")),
+        gpus=gpus,
+        gpu_type=kind,
+        state=state,
+        flags=flags + extra,
+        cpus=int(_number(raw.get("cpus")) or 0),
+        memory_mib=int(_number(raw.get("real_memory")) or 0),
+        partitions=tuple(str(p) for p in raw.get("partitions") or []),
+        reason=_text(raw.get("reason")),
+    )
+
+
+def _natural(name: str) -> tuple[object, ...]:
+    """``node2`` before ``node10``."""
+    return tuple(int(p) if p.isdigit() else p for p in re.split(r"(\d+)", name))
+
+
+def read_nodes(sinfo: Mapping[str, Any], partition: str | None = None) -> list[NodeInfo]:
+    """The partition's nodes (all when ``partition`` is None), in natural name order, once each
+    (``sinfo --json`` may list a node once per partition)."""
+    seen: dict[str, NodeInfo] = {}
+    for raw in sinfo.get("nodes") or []:
+        node = parse_node(raw)
+        if partition is not None and partition not in node.partitions:
+            continue
+        seen.setdefault(node.name, node)
+    return sorted(seen.values(), key=lambda n: _natural(n.name))
+
+
+def read_jobs(squeue: Mapping[str, Any], partition: str | None = None) -> list[JobInfo]:
+    """The partition's jobs (all when ``partition`` is None), by job id."""
+    jobs = (parse_job(raw) for raw in squeue.get("jobs") or [])
+    return sorted((j for j in jobs if j.in_partition(partition)), key=lambda j: j.job_id)
+
+
+def node_names(nodes: Iterable[NodeInfo]) -> list[str]:
+    return [n.name for n in nodes]
