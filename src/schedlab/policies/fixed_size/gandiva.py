@@ -158,9 +158,8 @@ class Gandiva(SchedulingPolicy):
         self.borrowed: list[int] = []  # nodes of expansion sets that stay empty this round
         self.sets: dict[int, list[NodeSet]] = {}
         self.sizes: list[int] = []  # sizes seen so far, increasing
-        self.job_count: dict[
-            int, int
-        ] = {}  # size -> jobs in its sets (finished ones until removed)
+        # size -> jobs in its sets (finished ones count until a round removes them)
+        self.job_count: dict[int, int] = {}
         self.node_count: dict[int, int] = {}  # size -> nodes in its sets
         self.job_set: dict[int, NodeSet] = {}
         self.pending: list[int] = []
