@@ -118,7 +118,7 @@ EOF
         done
         echo "NodeName=node$k Name=gpu File=$DIR/dev/node$k/nvidia[0-$max_gpu]" >>"$DIR/etc/gres.conf"
     done
-    touch "$DIR/jobcomp.txt"
+    : >"$DIR/jobcomp.txt"  # a fresh controller numbers jobs from 1 again
 }
 
 start_munge() {

@@ -11,6 +11,7 @@ from schedlab.commands.replay import parse_params
 from schedlab.errors import InputError
 from schedlab.policies.registry import ordering_names, placement_names
 from schedlab.serve.client import SubprocessSlurm
+from schedlab.serve.import_slurm import TIMINGS, import_slurm, load_sacct
 from schedlab.serve.journal import Journal
 from schedlab.serve.loop import CycleReport, ServeConfig, Server
 
@@ -129,3 +130,64 @@ def run_slurm(args: argparse.Namespace) -> int:
     if not args.quiet:
         console.print(f"stopped after {server.cycle_no} cycles ({server.stop_reason})")
     return status
+
+
+# -- schedlab trace import-slurm (registered by the trace command) ----------------------------
+def add_import_slurm_parser(actions: argparse._SubParsersAction) -> None:
+    p = actions.add_parser(
+        "import-slurm",
+        help="turn a 'serve slurm' journal and sacct -c records into a workload CSV",
+        description=(
+            "Build a schedlab workload (generic CSV) from the journal of a 'schedlab serve slurm' "
+            "run and Slurm's completion records, so the run can be replayed with "
+            "'schedlab replay' under the same policy. GPU counts and placements come from the "
+            "journal; run times from the completion records."
+        ),
+        epilog=(
+            "examples:\n"
+            "  schedlab trace import-slurm --journal serve.jsonl --out run.csv\n"
+            "  sacct -c -a -P -S 2024-01-01 -o JobID,State,Start,End,NodeList > runs.txt\n"
+            "  schedlab trace import-slurm --journal serve.jsonl --sacct runs.txt "
+            "--timing observed --out run.csv"
+        ),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("--journal", type=Path, required=True, help="the serve journal (JSONL)")
+    p.add_argument(
+        "--sacct",
+        type=Path,
+        default=None,
+        help="saved 'sacct -c -P' output or the jobcomp file (default: run 'sacct -c' here)",
+    )
+    p.add_argument(
+        "--timing",
+        choices=TIMINGS,
+        default="slurm",
+        help="slurm: submit times and run times from Slurm (default); observed: the scheduler's "
+        "own cycle times, so a replay meets the same decision points",
+    )
+    p.add_argument("--out", type=Path, required=True, help="workload CSV to write")
+    p.set_defaults(run=run_import_slurm)
+
+
+def run_import_slurm(args: argparse.Namespace) -> int:
+    result = import_slurm(args.journal, load_sacct(args.sacct), args.timing)
+    if args.out.exists() and args.out.is_dir():
+        raise InputError(f"'--out' must be a file, but {str(args.out)!r} is a folder")
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    result.frame.to_csv(args.out, index=False)
+    skipped = ", ".join(f"{n} {why}" for why, n in result.left_out.items())
+    console.print(
+        f"wrote {args.out}: {len(result.frame)} jobs"
+        + (f" (left out: {skipped})" if skipped else ""),
+        soft_wrap=True,
+    )
+    if result.cluster:
+        policy = result.policy.removesuffix("+backfill")
+        backfill = " --backfill" if result.policy.endswith("+backfill") else ""
+        console.print(
+            f"replay it: schedlab replay --cluster {result.cluster} --trace {args.out} "
+            f"--policy {policy}{backfill} --placement {result.placement} --out <folder>",
+            soft_wrap=True,
+        )
+    return 0

@@ -18,6 +18,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from schedlab.commands.common import console, stdout
+from schedlab.commands.serve import add_import_slurm_parser
 from schedlab.errors import InputError
 from schedlab.traces.formats import TRACE_FORMATS, read_jobs
 from schedlab.traces.job_common import ReadResult
@@ -50,6 +51,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     )
     _common_args(validate)
     validate.set_defaults(run=run_validate)
+
+    add_import_slurm_parser(actions)
 
 
 def _common_args(p: argparse.ArgumentParser) -> None:

@@ -10,7 +10,8 @@ What each decision becomes (and nothing else is ever changed on a job):
   placed afresh by a later cycle (a job still launching is simply held again).
 * ``Reject(job, reason)``: ``scontrol update JobId=ID Comment="schedlab: rejected: REASON"``;
   the job stays held, ``squeue -O jobid,comment`` shows why, and later cycles pass it over.
-* ``Resize``: Slurm cannot change a running job's GPUs, so it is journaled as skipped.
+* ``Resize``: Slurm cannot change a running job's GPUs, so it is journaled as skipped, as is
+  any decision kind that only means something in simulation.
 
 Starts are checked before anything is sent: every node must be up and in the partition, the GPU
 count must be the one the job asked for, and a job that asked per node (``--gres=gpu:N``) must get
@@ -97,12 +98,22 @@ def check_start(view: LiveView, job: JobInfo, decision: Start) -> str | None:
 class Applier:
     """Runs decisions against Slurm and describes each in a journal record."""
 
-    def __init__(self, client: SlurmClient, stamp: Callable[[], Record]) -> None:
+    def __init__(
+        self,
+        client: SlurmClient,
+        stamp: Callable[[], Record],
+        sink: Callable[[Record], None] = lambda record: None,
+    ) -> None:
         self.client = client
         self.stamp = stamp  # the time and cycle fields every record carries
+        # Each record goes to the journal as soon as its job is done with, so a kill mid-cycle
+        # loses at most the job in hand.
+        self.sink = sink
 
     def _record(self, job: int, action: str, **fields: Any) -> Record:
-        return {**self.stamp(), "job": job, "action": action, **fields}
+        record = {**self.stamp(), "job": job, "action": action, **fields}
+        self.sink(record)
+        return record
 
     def _run(self, job: int, action: str, cmds: list[list[str]], **fields: Any) -> Record:
         """Run ``cmds`` in order; the first failure stops this job only."""
@@ -173,6 +184,12 @@ class Applier:
                     "skip",
                     reason="Slurm cannot resize a running job",
                     gpus=job.num_gpus,
+                )
+            elif not isinstance(d, Start):
+                rec = self._record(
+                    job.job_id,
+                    "skip",
+                    reason=f"a {type(d).__name__} decision has no Slurm counterpart",
                 )
             else:
                 nodes = [str(names[n]) for n, _ in d.allocation]

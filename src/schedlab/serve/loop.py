@@ -19,6 +19,7 @@ from types import FrameType
 from typing import Any
 
 from schedlab.errors import InputError, SchedlabError
+from schedlab.model.gpu_models import GPU_MODELS
 from schedlab.policies.registry import make_scheduler
 from schedlab.serve.apply import Applier
 from schedlab.serve.client import SlurmClient, SlurmError
@@ -64,8 +65,6 @@ class CycleReport:
 
 def cluster_spec(nodes: list[NodeInfo]) -> str:
     """The nodes as a ``--cluster`` spec for ``schedlab replay`` (runs of equal nodes, in order)."""
-    from schedlab.model.gpu_models import GPU_MODELS
-
     runs: list[list[object]] = []
     for n in nodes:
         model = node_model(n)
@@ -98,7 +97,7 @@ class Server:
         self.sleep = sleep
         self.cycle_no = 0
         self.now = clock()
-        self.applier = Applier(client, self._stamp)
+        self.applier = Applier(client, self._stamp, journal.write)
         self.stop_reason: str | None = None
         self._arrived: set[int] = set()
         self._active: dict[int, tuple[str, ...]] = {}
@@ -172,8 +171,6 @@ class Server:
                 self.journal.sync()
                 raise SchedlabError(f"policy {policy.describe()} failed: {exc}") from None
         outcome = self.applier.apply(view, decisions)
-        for rec in records + outcome.records:
-            self.journal.write(rec)
         for job_id in view.running + view.launching + outcome.started:
             if job_id not in self._active:
                 info = view.infos[view.index_of(job_id)]
@@ -225,6 +222,9 @@ class Server:
             seed=cfg.seed,
             nodes=[n.name for n in nodes],
             node_gpus=[n.gpus for n in nodes],
+            node_models=[GPU_MODELS[m] if m >= 0 else "" for m in map(node_model, nodes)],
+            node_cpus=[n.cpus for n in nodes],
+            node_memory_mib=[n.memory_mib for n in nodes],
             cluster=cluster_spec(nodes),
         )
         previous = {

@@ -1,0 +1,107 @@
+"""Where the simulator puts each job of a recorded live run, for comparison with where it ran.
+
+The cluster is rebuilt from the journal's ``serve`` record (node names, GPUs, models, CPUs,
+memory), not from a compact spec, so placement scores see the very nodes the live policy saw; the
+policy is wrapped so that every start it decides is noted with the node names it chose.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from schedlab.engines.replay import ReplayConfig, ReplayEngine
+from schedlab.errors import InputError
+from schedlab.model.cluster import Cluster
+from schedlab.model.gpu_models import is_known_model, model_index
+from schedlab.model.jobs import JobTable
+from schedlab.model.snapshot import Decision, Snapshot, Start
+from schedlab.perf.models import TraceDuration
+from schedlab.policies.registry import make_scheduler
+from schedlab.policies.scheduler import ReplayContext, SchedulingPolicy
+from schedlab.traces.formats import read_jobs
+
+
+class RecordingPolicy(SchedulingPolicy):
+    """Delegates to ``inner`` and notes each job's starts as node-name tuples, in order."""
+
+    summary = "records the starts of another policy"
+
+    def __init__(self, inner: SchedulingPolicy) -> None:
+        self.inner = inner
+        self.name = inner.name  # type: ignore[misc]
+        self.starts: dict[str, list[tuple[str, ...]]] = {}
+        self._names: np.ndarray | None = None
+
+    def reset(self, ctx: ReplayContext) -> None:
+        self._names = ctx.cluster.names
+        self.inner.reset(ctx)
+
+    def decide(self, snap: Snapshot) -> list[Decision]:
+        decisions = self.inner.decide(snap)
+        for d in decisions:
+            if isinstance(d, Start):
+                nodes = tuple(str(snap.cluster.names[n]) for n, _ in d.allocation)
+                self.starts.setdefault(str(snap.jobs.job_id[d.job]), []).append(nodes)
+        return decisions
+
+    def next_wakeup(self, snap: Snapshot) -> float:
+        return self.inner.next_wakeup(snap)
+
+    def describe(self) -> str:
+        return self.inner.describe()
+
+
+def cluster_from_serve(record: Mapping[str, Any]) -> Cluster:
+    """The live cluster as the journal's ``serve`` record describes it."""
+    try:
+        names = list(record["nodes"])
+        gpus = [int(g) for g in record["node_gpus"]]
+    except (KeyError, TypeError, ValueError):
+        raise InputError("the journal's 'serve' record does not describe the nodes") from None
+    n = len(names)
+    models = list(record.get("node_models") or ["GPU"] * n)
+    return Cluster(
+        names=np.asarray(names, dtype=object),
+        cpu_milli=np.asarray([int(c) * 1000 for c in record.get("node_cpus") or [64] * n]),
+        memory_mib=np.asarray([int(m) for m in record.get("node_memory_mib") or [1 << 20] * n]),
+        num_gpus=np.asarray(gpus, dtype=np.int64),
+        model=np.asarray(
+            [
+                model_index(m)
+                if m and is_known_model(m)
+                else (-1 if g == 0 else model_index("GPU"))
+                for m, g in zip(models, gpus, strict=True)
+            ],
+            dtype=np.int64,
+        ),
+        source="journal",
+    )
+
+
+def replay_starts(
+    workload: Path | JobTable,
+    serve_record: Mapping[str, Any],
+    seed: int = 0,
+) -> dict[str, list[tuple[str, ...]]]:
+    """Replay ``workload`` under the policy the journal names; every job's starts (node names)."""
+    jobs = workload if isinstance(workload, JobTable) else read_jobs(workload).jobs
+    label = str(serve_record.get("policy", ""))
+    backfill = label.endswith("+backfill")
+    params = {str(k): str(v) for k, v in dict(serve_record.get("params") or {}).items()}
+    policy, placement = make_scheduler(
+        label.removesuffix("+backfill"),
+        str(serve_record.get("placement", "bestfit")),
+        backfill,
+        params,
+    )
+    recorder = RecordingPolicy(policy)
+    cluster = cluster_from_serve(serve_record)
+    engine = ReplayEngine(
+        cluster, jobs, recorder, placement, TraceDuration(), ReplayConfig(seed=seed)
+    )
+    engine.run()
+    return recorder.starts

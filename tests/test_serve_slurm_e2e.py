@@ -1,0 +1,332 @@
+"""serve slurm end to end on a real Slurm cluster of 4 nodes × 8 GPUs (slurm-dev-cluster.sh).
+
+Each scenario submits 30 held jobs of 1, 2, 4 and 8 GPUs that sleep 2–5 s, runs
+``schedlab serve slurm --policy fifo`` (bestfit placement, no backfill) as a separate process, and
+checks the run against Slurm's own completion records (``sacct -c``):
+
+* every job completed, and ran exactly once;
+* it ran on the node the policy chose (the journal's last start for it);
+* no node ever ran more GPUs than it has: ``sinfo --json`` gres_used sampled during the run, and
+  the per-node sum of GPUs over the completion records' [start, end) intervals;
+* fifo without backfill starts jobs in submission order: no job's first start precedes that of a
+  job submitted before it (journal), and Slurm's recorded start times agree within their 1 s
+  resolution.
+
+Scenarios: a plain run (plus two jobs that can never fit, which must be marked and not block);
+the scheduler SIGKILLed mid-run and restarted; a node drained mid-run. The plain run is then
+imported (``trace import-slurm --timing observed``) and replayed in the simulator, which must make
+the same placement for every job.
+
+Skipped, with the reason, when no Slurm controller answers (``SLURM_CONF`` unset, nothing up).
+"""
+
+from __future__ import annotations
+
+import itertools
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections import defaultdict
+from pathlib import Path
+
+import pytest
+
+from schedlab.cli import main
+from schedlab.serve.client import SubprocessSlurm, slurm_reachable
+from schedlab.serve.compare import replay_starts
+from schedlab.serve.import_slurm import RunRecord, parse_sacct, run_sacct
+from schedlab.serve.journal import read_journal
+from schedlab.serve.slurm_state import parse_gpu_tres, read_jobs, read_nodes
+
+pytestmark = pytest.mark.slurm
+
+NODES, GPUS = 4, 8
+SIZES = [8, 4, 2, 1, 1, 2, 4, 8, 2, 2, 1, 4, 8, 1, 1, 2, 4, 2, 8, 1, 4, 1, 2, 2, 8, 4, 1, 2, 1, 4]
+SLEEPS = [2 + (k * 7) % 4 for k in range(len(SIZES))]
+SCENARIO_TIMEOUT = 60.0
+INTERVAL = "0.3"
+REPO = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(scope="module")
+def slurm() -> SubprocessSlurm:
+    ok, why = slurm_reachable()
+    if not ok:
+        pytest.skip(
+            f"no Slurm cluster reachable ({why}); start one with "
+            "'scripts/slurm-dev-cluster.sh start' and export the SLURM_CONF it prints"
+        )
+    client = SubprocessSlurm()
+    nodes = read_nodes(client.sinfo())
+    shape = [(n.name, n.gpus) for n in nodes]
+    if len(nodes) != NODES or any(n.gpus != GPUS for n in nodes):
+        pytest.skip(f"the Slurm cluster is not {NODES} nodes × {GPUS} GPUs: {shape}")
+    return client
+
+
+@pytest.fixture
+def clean(slurm: SubprocessSlurm):
+    """Refuse to start while other jobs are active; afterwards cancel ours and resume drains."""
+    busy = [j.job_id for j in read_jobs(slurm.squeue()) if j.active or (j.pending and not j.held)]
+    if busy:
+        pytest.fail(f"the test cluster is busy with jobs {busy}; cancel them first")
+    ours: list[int] = []
+    drained: list[str] = []
+    yield ours, drained
+    if ours:
+        subprocess.run(["scancel", *map(str, ours)], check=False, capture_output=True)
+    for node in drained:
+        slurm.scontrol(["update", f"NodeName={node}", "State=RESUME"])
+
+
+def submit(ours: list[int], gpus: str, seconds: int, name: str) -> int:
+    out = subprocess.run(
+        [
+            "sbatch",
+            "--hold",
+            "--parsable",
+            "-t",
+            "2",
+            "-J",
+            name,
+            "-o",
+            "/dev/null",
+            f"--gres=gpu:{gpus}",
+            "--wrap",
+            f"sleep {seconds}",
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    job = int(out.stdout.strip().split(";")[0])
+    ours.append(job)
+    return job
+
+
+def submit_workload(
+    ours: list[int], tag: str, bad_after: int | None = None
+) -> tuple[list[int], list[int]]:
+    jobs, bad = [], []
+    for k, (g, s) in enumerate(zip(SIZES, SLEEPS, strict=True)):
+        jobs.append(submit(ours, str(g), s, f"{tag}{k}"))
+        if k == bad_after:
+            bad.append(submit(ours, "16", 1, f"{tag}-too-big"))
+            bad.append(submit(ours, "a100:2", 1, f"{tag}-no-such-model"))
+    return jobs, bad
+
+
+def serve(journal: Path, until_idle: bool = True) -> subprocess.Popen:
+    argv = [
+        sys.executable,
+        "-m",
+        "schedlab",
+        "serve",
+        "slurm",
+        "--policy",
+        "fifo",
+        "--interval",
+        INTERVAL,
+        "--journal",
+        str(journal),
+        "--quiet",
+    ]
+    if until_idle:
+        argv.append("--until-idle")
+    return subprocess.Popen(
+        argv, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+
+
+def finish(proc: subprocess.Popen, deadline: float) -> None:
+    try:
+        _, err = proc.communicate(timeout=max(1.0, deadline - time.monotonic()))
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.communicate()
+        pytest.fail("serve slurm did not become idle within the scenario's time limit")
+    assert proc.returncode == 0, err
+
+
+class Sampler:
+    """Samples every node's GPUs in use (``sinfo --json`` gres_used) while a scenario runs."""
+
+    def __init__(self, client: SubprocessSlurm) -> None:
+        self.client = client
+        self.peak: dict[str, int] = defaultdict(int)
+        self.samples = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, daemon=True)
+
+    def _loop(self) -> None:
+        while not self._stop.is_set():
+            for raw in self.client.sinfo().get("nodes", []):
+                used, _ = parse_gpu_tres(str(raw.get("gres_used") or ""))
+                self.peak[raw["name"]] = max(self.peak[raw["name"]], used)
+            self.samples += 1
+            self._stop.wait(0.2)
+
+    def __enter__(self) -> Sampler:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
+
+
+def records_for(jobs: list[int]) -> dict[int, list[RunRecord]]:
+    wanted = set(jobs)
+    out: dict[int, list[RunRecord]] = defaultdict(list)
+    for r in parse_sacct(run_sacct()):
+        if r.job_id in wanted:
+            out[r.job_id].append(r)
+    return out
+
+
+def journal_starts(journal: Path) -> dict[int, list[dict]]:
+    out: dict[int, list[dict]] = defaultdict(list)
+    for rec in read_journal(journal):
+        if rec["action"] == "start":
+            out[int(rec["job"])].append(rec)
+    return out
+
+
+def check_run(jobs: list[int], journal: Path, sampler: Sampler) -> dict[int, RunRecord]:
+    """The checks every scenario shares (see the module docstring); returns each job's record."""
+    records = records_for(jobs)
+    starts = journal_starts(journal)
+    ran: dict[int, RunRecord] = {}
+    for job in jobs:
+        runs = [r for r in records.get(job, []) if r.nodes]
+        assert len(runs) == 1, f"job {job} ran {len(runs)} times: {runs}"
+        assert runs[0].state == "COMPLETED", f"job {job} ended {runs[0].state}"
+        assert starts[job], f"job {job} ran but the journal has no start for it"
+        chosen = tuple(starts[job][-1]["nodes"])
+        assert runs[0].nodes == chosen, f"job {job} ran on {runs[0].nodes}, policy chose {chosen}"
+        ran[job] = runs[0]
+    # Capacity, sampled live ...
+    assert sampler.samples > 10
+    assert max(sampler.peak.values()) <= GPUS, dict(sampler.peak)
+    # ... and rebuilt from the completion records (ends before starts at equal seconds).
+    size = dict(zip(jobs, SIZES, strict=True))
+    events: dict[str, list[tuple[float, int, int]]] = defaultdict(list)
+    for job, r in ran.items():
+        events[r.nodes[0]] += [(r.start, 1, size[job]), (r.end, 0, -size[job])]
+    for node, evs in events.items():
+        used = peak = 0
+        for _, _, delta in sorted(evs):
+            used += delta
+            peak = max(peak, used)
+        assert peak <= GPUS, f"{node} ran {peak} GPUs at once"
+    # fifo, no backfill: first starts in submission order (journal), Slurm agrees within 1 s.
+    first = [starts[j][0]["time"] for j in jobs]
+    assert first == sorted(first), "a job started before one submitted earlier"
+    slurm_start = [ran[j].start for j in jobs]
+    for a, b in itertools.pairwise(slurm_start):
+        assert b >= a - 1.0
+    return ran
+
+
+def test_thirty_jobs_run_where_fifo_put_them_and_replay_agrees(
+    slurm: SubprocessSlurm, clean, tmp_path: Path
+) -> None:
+    ours, _ = clean
+    journal = tmp_path / "serve.jsonl"
+    jobs, bad = submit_workload(ours, "plain", bad_after=9)
+    t0 = time.monotonic()
+    with Sampler(slurm) as sampler:
+        finish(serve(journal), t0 + SCENARIO_TIMEOUT)
+    wall = time.monotonic() - t0
+    check_run(jobs, journal, sampler)
+    # The two impossible jobs: marked where squeue shows it, journaled, still held.
+    for job in bad:
+        out = subprocess.run(
+            ["squeue", "-h", "-j", str(job), "-o", "%T|%k"], capture_output=True, text=True
+        ).stdout.strip()
+        assert out.startswith("PENDING|schedlab: rejected:"), out
+    rejects = {r["job"] for r in read_journal(journal) if r["action"] == "reject"}
+    assert rejects == set(bad)
+    # Replay the recorded run: the simulator makes the same placement for every job.
+    workload = tmp_path / "workload.csv"
+    argv = [
+        "trace",
+        "import-slurm",
+        "--journal",
+        str(journal),
+        "--timing",
+        "observed",
+        "--out",
+        str(workload),
+    ]
+    assert main(argv) == 0
+    serve_record = next(r for r in read_journal(journal) if r["action"] == "serve")
+    simulated = replay_starts(workload, serve_record)
+    live = journal_starts(journal)
+    differ = {
+        j: (live[j][-1]["nodes"], simulated.get(str(j)))
+        for j in jobs
+        if [tuple(live[j][-1]["nodes"])] != simulated.get(str(j))
+    }
+    assert not differ, f"replay placed these jobs elsewhere: {differ}"
+    cycles = max(r["cycle"] for r in read_journal(journal))
+    print(f"\nplain: {len(jobs)} jobs in {wall:.1f} s, {cycles} cycles")
+
+
+def test_sigkill_and_restart_lose_nothing_and_place_nothing_twice(
+    slurm: SubprocessSlurm, clean, tmp_path: Path
+) -> None:
+    ours, _ = clean
+    journal = tmp_path / "serve.jsonl"
+    jobs, _ = submit_workload(ours, "kill")
+    t0 = time.monotonic()
+    with Sampler(slurm) as sampler:
+        first = serve(journal, until_idle=False)
+        time.sleep(4.0)
+        first.send_signal(signal.SIGKILL)
+        first.communicate()
+        assert first.returncode == -signal.SIGKILL
+        time.sleep(2.0)  # jobs finish while no scheduler runs
+        finish(serve(journal), t0 + SCENARIO_TIMEOUT)
+    wall = time.monotonic() - t0
+    check_run(jobs, journal, sampler)
+    actions = [r["action"] for r in read_journal(journal)]
+    assert actions.count("serve") == 2 and actions.count("stop") == 1
+    print(f"\nkill+restart: {len(jobs)} jobs in {wall:.1f} s")
+
+
+def test_a_node_drained_mid_run_gets_no_new_jobs(
+    slurm: SubprocessSlurm, clean, tmp_path: Path
+) -> None:
+    ours, drained = clean
+    journal = tmp_path / "serve.jsonl"
+    jobs, _ = submit_workload(ours, "drain")
+    t0 = time.monotonic()
+    with Sampler(slurm) as sampler:
+        proc = serve(journal)
+        time.sleep(3.0)
+        slurm.scontrol(["update", "NodeName=node3", "State=DRAIN", "Reason=schedlab-e2e"])
+        drained.append("node3")
+        t_drain = time.time()
+        finish(proc, t0 + SCENARIO_TIMEOUT)
+    wall = time.monotonic() - t0
+    ran = check_run(jobs, journal, sampler)
+    late = [j for j, r in ran.items() if r.start > t_drain and "node3" in r.nodes]
+    assert not late, f"jobs {late} started on drained node3"
+    placed = [
+        r["job"]
+        for r in read_journal(journal)
+        if r["action"] == "start" and r["time"] > t_drain and "node3" in r["nodes"]
+    ]
+    assert not placed, f"the policy placed {placed} on drained node3"
+    before = sum(1 for r in ran.values() if "node3" in r.nodes)
+    print(f"\ndrain: {len(jobs)} jobs in {wall:.1f} s, {before} ran on node3 before the drain")
+
+
+def test_skips_cleanly_without_slurm(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The reachability probe names why when there is no configuration (no Slurm needed)."""
+    monkeypatch.setenv("PATH", "/nonexistent")
+    ok, why = slurm_reachable()
+    assert not ok and "scontrol" in why
