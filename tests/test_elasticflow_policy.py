@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from schedlab.engines.replay import ReplayEngine
+from schedlab.errors import InputError
 from schedlab.model.jobs import JobTable
 from schedlab.model.snapshot import DONE, REJECTED
 from schedlab.perf.models import ThroughputTable, read_throughput_dir
@@ -31,6 +32,8 @@ def _run(rows, params=None, cluster="1x4:A100", slot=100.0):
         deadline=[r[3] for r in rows],
         duration=[np.nan] * len(rows),
     )
+    # The hand-checked cases charge no per-round overhead unless they say so.
+    params = {"round_overhead": "0", **(params or {})}
     policy, placement = make_scheduler("elasticflow", params=params, slot=slot)
     return ReplayEngine(parse_cluster_spec(cluster), jobs, policy, placement, table).run()
 
@@ -77,7 +80,8 @@ def test_beats_the_edf_baseline_on_the_195_job_trace() -> None:
         met = rec.end_time <= rec.jobs.deadline
         dsr[name] = float(met.mean())
     assert dsr["edf-greedy"] == pytest.approx(17 / 195)
-    assert 0.70 <= dsr["elasticflow"] <= 0.85
+    # The artifact's simulator meets 146 (0.749); ours must be within ±0.03 of it.
+    assert dsr["elasticflow"] == pytest.approx(0.749, abs=0.03)
 
 
 def test_without_hand_out_a_job_runs_at_its_minimum_share() -> None:
@@ -89,3 +93,23 @@ def test_without_hand_out_a_job_runs_at_its_minimum_share() -> None:
     assert lazy.first_start[0] == 0 and lazy.end_time[0] == pytest.approx(400.0)
     eager = _run([("a", 0, 4_000, 1000)])
     assert eager.end_time[0] == pytest.approx(100.0)
+
+
+def test_every_round_charges_each_running_job_the_configured_overhead() -> None:
+    # a alone on 4 GPUs (40 it/s) with 5 s per round: the round at 0 starts it and charges 5 s,
+    # so by the round at 100 (its plan's end) it has done 95 s · 40 = 3,800 of 4,000 iterations;
+    # that round charges 5 s again and the last 200 iterations take 5 s: it ends at 110.
+    rec = _run([("a", 0, 4_000, 1000)], params={"round_overhead": "5"})
+    assert rec.end_time[0] == pytest.approx(110.0)
+    assert _run([("a", 0, 4_000, 1000)]).end_time[0] == pytest.approx(100.0)
+
+
+def test_a_bad_round_overhead_is_refused() -> None:
+    with pytest.raises(InputError, match="round_overhead"):
+        make_scheduler("elasticflow", params={"round_overhead": "-1"})
+
+
+@pytest.mark.parametrize("rule", ["gpu-time", "throughput", "deadline"])
+def test_every_hand_out_rule_finishes_a_lone_job_on_all_gpus(rule: str) -> None:
+    rec = _run([("a", 0, 4_000, 1000)], params={"rule": rule})
+    assert rec.end_time[0] == pytest.approx(100.0)

@@ -34,6 +34,7 @@ from schedlab.model.snapshot import (
     Allocation,
     Decision,
     JobRuntime,
+    Overhead,
     Preempt,
     Reject,
     Resize,
@@ -293,6 +294,15 @@ class _Run:
                     self.ever_ran[d.job] = True
                 del self.pending[d.job]
                 self.running[d.job] = None
+                self.schedule_completion(d.job)
+        # Overheads last, so a job started or resized now pays both its start-up and the round's.
+        for d in decisions:
+            if isinstance(d, Overhead):
+                expect(d.job, RUNNING, "charged an overhead to")
+                if not d.seconds >= 0:
+                    raise PolicyError(f"{name} charged job {d.job} {d.seconds} s of overhead")
+                self.stop_progress(d.job, now)
+                rt.progress_from[d.job] += d.seconds
                 self.schedule_completion(d.job)
 
     def snapshot(self, now: float, new_pending: list[int]) -> Snapshot:

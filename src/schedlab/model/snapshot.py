@@ -61,7 +61,17 @@ class Reject:
     reason: str
 
 
-Decision = Start | Preempt | Resize | Reject
+@dataclass(frozen=True, slots=True)
+class Overhead:
+    """A running job makes no progress for ``seconds`` from now (it keeps its GPUs): the cost a
+    policy pays for reconfiguring jobs at a decision round, e.g. ElasticFlow's per-round
+    re-formation of every job's workers. Simulation only; a live cluster pays it by itself."""
+
+    job: int
+    seconds: float
+
+
+Decision = Start | Preempt | Resize | Reject | Overhead
 
 
 @dataclass

@@ -14,12 +14,15 @@ reconfiguration overhead is the replay's ``--resize-overhead``, charged only whe
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
-from schedlab.model.snapshot import Decision, Reject, Snapshot
+from schedlab.model.snapshot import Decision, Overhead, Preempt, Reject, Snapshot, Start
 from schedlab.perf.models import ThroughputTable
 from schedlab.policies.elastic.admission import PlanRequest, admit, plan_all
 from schedlab.policies.elastic.edf_greedy import ElasticEdf
+from schedlab.policies.elastic.handout import HANDOUT_RULES, hand_out
 from schedlab.policies.scheduler import ReplayContext, between_rounds
 
 #: GPU counts ElasticFlow considers (those of its throughput tables).
@@ -37,7 +40,6 @@ A100_CAPS: dict[tuple[str, int], int] = {
     ("resnet50", 64): 32,
     ("vgg16", 64): 32,
 }
-MARGINAL_RULES = ("marginal", "deadline")
 
 
 class ElasticFlow(ElasticEdf):
@@ -45,12 +47,27 @@ class ElasticFlow(ElasticEdf):
     summary = "admission control + minimum satisfactory shares + elastic hand-out (ASPLOS '23)"
 
     def __init__(
-        self, rule: str = "marginal", admission: bool = True, handout: bool = True
+        self,
+        rule: str = "gpu-time",
+        admission: bool = True,
+        handout: bool = True,
+        round_overhead: str = "auto",
     ) -> None:
         """``admission=false`` and ``handout=false`` give the paper's ablations (elastic scaling
-        without admission control; admission control at minimum shares only)."""
-        if rule not in MARGINAL_RULES:
-            raise ValueError(f"'rule' must be one of {', '.join(MARGINAL_RULES)} (got {rule!r})")
+        without admission control; admission control at minimum shares only).
+        ``round_overhead``: seconds every running job loses at each decision round while its
+        workers re-form; ``auto`` is the artifact's 2 s (7 s on clusters of 256+ GPUs)."""
+        if rule not in HANDOUT_RULES:
+            raise ValueError(f"'rule' must be one of {', '.join(HANDOUT_RULES)} (got {rule!r})")
+        if round_overhead != "auto":
+            try:
+                if not float(round_overhead) >= 0:
+                    raise ValueError
+            except ValueError:
+                raise ValueError(
+                    f"'round_overhead' must be 'auto' or seconds ≥ 0 (got {round_overhead!r})"
+                ) from None
+        self.round_overhead = round_overhead
         super().__init__(cap="peak")
         self.rule = rule
         self.admission = admission
@@ -80,7 +97,15 @@ class ElasticFlow(ElasticEdf):
             self.curves.append(points)
             self.levels.append(sorted(points))
         self.admitted: set[int] = set()
+        #: Jobs holding GPUs after the last decision, and the first time a plan changes its
+        #: GPU count: a round where neither moved and nobody arrived has nothing to decide.
+        self.holding: set[int] = set()
+        self.next_change = math.inf
         self.slot_length = self.slot or 60.0
+        if self.round_overhead == "auto":
+            self.overhead_seconds = 7.0 if ctx.cluster.total_gpus >= 256 else 2.0
+        else:
+            self.overhead_seconds = float(self.round_overhead)
 
     def _request(self, snap: Snapshot, job: int) -> PlanRequest:
         curve = self.curves[job]
@@ -96,9 +121,13 @@ class ElasticFlow(ElasticEdf):
         active = {int(j) for j in np.concatenate([snap.running(), snap.pending()])}
         self.admitted &= active
         arrivals = sorted(active - self.admitted)
+        running = {int(j) for j in snap.running()}
+        if not arrivals and running == self.holding and snap.now < self.next_change:
+            return []  # nothing happened since the last round: every plan still holds
         decisions: list[Decision] = []
-        admitted_requests = [self._request(snap, j) for j in sorted(self.admitted)]
-        arrival_requests = [self._request(snap, j) for j in arrivals]
+        requests = {j: self._request(snap, j) for j in sorted(active)}
+        admitted_requests = [requests[j] for j in sorted(self.admitted)]
+        arrival_requests = [requests[j] for j in arrivals]
         if self.admission and arrivals:
             result = admit(admitted_requests, arrival_requests, snap.now, total, self.slot_length)
             for j in result.rejected:
@@ -110,34 +139,30 @@ class ElasticFlow(ElasticEdf):
                     )
                 )
             self.admitted |= set(result.admitted)
-            plans = result.plans
+            plans, timeline = result.plans, result.timeline
         else:
             self.admitted |= set(arrivals)
-            plans, _, _ = plan_all(
+            plans, timeline, _ = plan_all(
                 [*admitted_requests, *arrival_requests], snap.now, total, self.slot_length
             )
-        target = {j: plans[j].gpus_at(snap.now) if j in plans else 0 for j in self.admitted}
         if self.handout:
-            self._hand_out(target, total - sum(target.values()))
-        return decisions + self._apply_targets(snap, target)
-
-    def _hand_out(self, target: dict[int, int], idle: int) -> None:
-        """Give idle GPUs away one level at a time (jobs with none first)."""
-        while idle > 0:
-            best, best_key = None, None
-            for j, n in target.items():
-                up = next((lv for lv in self.levels[j] if lv > n), None)
-                if up is None or up - n > idle:
-                    continue
-                gain = (self.curves[j][up] - self.curves[j].get(n, 0.0)) / (up - n)
-                if self.rule == "deadline":
-                    key = (n > 0, self.key[j], j)
-                else:
-                    key = (n > 0, -gain, self.key[j], j)
-                if best_key is None or key < best_key:
-                    best, best_key = j, key
-            if best is None:
-                return
-            up = next(lv for lv in self.levels[best] if lv > target[best])
-            idle -= up - target[best]
-            target[best] = up
+            order = sorted(self.admitted, key=lambda j: (requests[j].deadline, j))
+            hand_out(requests, plans, timeline, snap.now, self.slot_length, self.rule, order)
+        target = {j: plans[j].gpus_at(snap.now) for j in self.admitted}
+        changes = self._apply_targets(snap, target)
+        decisions += changes
+        stopped = {d.job for d in changes if isinstance(d, Preempt)}
+        self.holding = (running - stopped) | {d.job for d in changes if isinstance(d, Start)}
+        self.next_change = min(
+            (
+                t
+                for j in self.admitted
+                for start, stop, _ in plans[j].segments
+                for t in (start, stop)
+                if t > snap.now + 1e-9
+            ),
+            default=math.inf,
+        )
+        if self.overhead_seconds > 0:
+            decisions += [Overhead(j, self.overhead_seconds) for j in sorted(self.holding)]
+        return decisions

@@ -146,7 +146,7 @@ def minimum_satisfactory_share(
             break
     if share:
         below = max((lv for lv in levels if lv < share), default=0)
-        plan = _lay_forward(
+        plan = lay_forward(
             timeline,
             now,
             remaining,
@@ -159,12 +159,12 @@ def minimum_satisfactory_share(
         plan.feasible = plan.real_end <= deadline + 1e-9
         return plan
     top = max((lv for lv in levels if lv <= total_gpus), default=0)
-    plan = _lay_forward(timeline, now, remaining, rate, levels, slot, lambda k: top)
+    plan = lay_forward(timeline, now, remaining, rate, levels, slot, lambda k: top)
     plan.share, plan.feasible = 0, False
     return plan
 
 
-def _lay_forward(
+def lay_forward(
     timeline: FreeTimeline,
     now: float,
     remaining: float,
