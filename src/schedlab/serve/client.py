@@ -78,9 +78,12 @@ class SubprocessSlurm:
             raise SlurmError(f"'{' '.join(argv)}' printed JSON that is not an object")
         errors = data.get("errors") or []
         if errors:
-            first = errors[0]
+            first = errors[0] if isinstance(errors[0], dict) else {"error": str(errors[0])}
             why = first.get("description") or first.get("error") or str(first)
-            raise SlurmError(f"'{' '.join(argv)}' reported an error: {why}")
+            raise SlurmError(
+                f"'{' '.join(argv)}' reported an error: {why} "
+                "(does 'scontrol ping' find the controller UP?)"
+            )
         return data
 
     def squeue(self) -> dict[str, Any]:
