@@ -28,11 +28,22 @@ def main() -> None:
     openb = require_openb()
     out = args.out or Path(tempfile.mkdtemp(prefix="schedlab-sweep-"))
     cmd = [
-        sys.executable, "-m", "schedlab", "sweep",
-        "--nodes", str(openb / "openb_node_list_gpu_node.csv"),
-        "--pods", str(openb / "openb_pod_list_default.csv"),
-        "--seeds", args.seeds, "--inflate", "1.3", "--workers", str(args.workers),
-        "--out", str(out),
+        sys.executable,
+        "-m",
+        "schedlab",
+        "sweep",
+        "--nodes",
+        str(openb / "openb_node_list_gpu_node.csv"),
+        "--pods",
+        str(openb / "openb_pod_list_default.csv"),
+        "--seeds",
+        args.seeds,
+        "--inflate",
+        "1.3",
+        "--workers",
+        str(args.workers),
+        "--out",
+        str(out),
     ]
     t0 = time.perf_counter()
     subprocess.run(cmd, check=True)
@@ -40,8 +51,10 @@ def main() -> None:
     with open(out / "results.csv", newline="") as fh:
         rows = list(csv.DictReader(fh))
     cpu = sum(float(r["wall_seconds"]) for r in rows)
-    print(f"{len(rows)} runs with {args.workers} workers: {wall:.1f} s wall "
-          f"({len(rows) / wall * 60:.0f} runs/min; {cpu:.1f} s of run time summed)")
+    print(
+        f"{len(rows)} runs with {args.workers} workers: {wall:.1f} s wall "
+        f"({len(rows) / wall * 60:.0f} runs/min; {cpu:.1f} s of run time summed)"
+    )
     print(f"peak memory of one worker: {peak_rss_mib(children=True):.0f} MiB")
     print(f"results in {out}")
 

@@ -30,17 +30,22 @@ def main() -> None:
     t0 = time.perf_counter()
     spec = load_for_gpus(SyntheticJobSpec(jobs=args.jobs), cluster.total_gpus, args.load)
     jobs = generate_jobs(spec, np.random.default_rng(0))
-    print(f"generated {len(jobs):,} jobs in {time.perf_counter() - t0:.2f} s "
-          f"(mean gap {spec.mean_interarrival:.1f} s, {args.load:.0%} load of "
-          f"{cluster.total_gpus:,} GPUs)")
-    run = ReplaySpec(cluster=args.cluster, trace="synthetic", policy=args.policy,
-                     placement=args.placement)
+    print(
+        f"generated {len(jobs):,} jobs in {time.perf_counter() - t0:.2f} s "
+        f"(mean gap {spec.mean_interarrival:.1f} s, {args.load:.0%} load of "
+        f"{cluster.total_gpus:,} GPUs)"
+    )
+    run = ReplaySpec(
+        cluster=args.cluster, trace="synthetic", policy=args.policy, placement=args.placement
+    )
     t0 = time.perf_counter()
     record = run_replay(run, cluster, jobs)
     wall = time.perf_counter() - t0
     done = int(np.isfinite(record.end_time).sum())
-    print(f"{args.policy}/{args.placement}: {wall:.1f} s wall, {len(jobs) / wall:,.0f} jobs/s, "
-          f"{record.decision_points:,} decision points, {done:,} completed")
+    print(
+        f"{args.policy}/{args.placement}: {wall:.1f} s wall, {len(jobs) / wall:,.0f} jobs/s, "
+        f"{record.decision_points:,} decision points, {done:,} completed"
+    )
     print(f"peak memory: {peak_rss_mib():.0f} MiB")
 
 

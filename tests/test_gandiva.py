@@ -44,6 +44,8 @@ def _run(
     perf: PerfModel | None = None,
     **params: object,
 ) -> ReplayRecord:
+    # Hand-computed cases leave the per-round overhead out unless they ask for it.
+    params = {"overhead": False, **params}
     policy = Gandiva(**params)  # type: ignore[arg-type]
     policy.slot = slot
     cluster = parse_cluster_spec(spec)
@@ -200,17 +202,21 @@ def test_invariants(case) -> None:
     assert (rec.status[too_big] == REJECTED).all()
     assert (rec.status[~too_big] == DONE).all()
     done = rec.status == DONE
-    # A job holds exactly its GPU count while it runs: GPU time = count x run time.
-    assert np.allclose(rec.gpu_seconds[done], rec.jobs.num_gpus[done] * rec.jobs.duration[done])
+    # A job holds exactly its GPU count while it runs: GPU time = count x (run time + the
+    # re-configuration overhead it was charged), never less than count x run time.
+    useful = rec.jobs.num_gpus[done] * rec.jobs.duration[done]
+    assert (rec.gpu_seconds[done] >= useful - 1e-6).all()
     again = run()
     assert np.array_equal(rec.end_time, again.end_time, equal_nan=True)
     assert np.array_equal(rec.preemptions, again.preemptions)
 
 
-def _artifact_run(**params: object) -> tuple[int, float]:
-    jobs = read_jobs(ITP / "195job.csv").jobs
+def _artifact_run(
+    trace: str = "195job.csv", spec: str = "16x8:A100", slot: float = 240.0, **params: object
+) -> tuple[int, float]:
+    jobs = read_jobs(ITP / trace).jobs
     perf = ThroughputTable(read_throughput_dir(A100))
-    rec = _run("16x8:A100", jobs, slot=240.0, perf=perf, **params)
+    rec = _run(spec, jobs, slot=slot, perf=perf, **{"overhead": True, **params})
     assert (rec.status == DONE).all()
     met = int((rec.end_time <= rec.jobs.deadline).sum())
     return met, met / len(jobs)
@@ -221,11 +227,12 @@ def _artifact_run(**params: object) -> tuple[int, float]:
     reason="../shared/traces not found: the public traces are not beside this checkout",
 )
 def test_matches_the_artifact_on_the_195_job_trace() -> None:
-    # 16 nodes x 8 A100, 240 s slot: the artifact meets 47 deadlines (DSR 0.2410). Without its
-    # per-round re-configuration overhead two more jobs make it (its sensitivity study: +0.010).
-    met, dsr = _artifact_run()
-    assert met == 49
-    assert dsr == pytest.approx(0.241, abs=0.03)
+    # 16 nodes x 8 A100, 240 s slot: the artifact meets 47 deadlines (DSR 0.2410), and 78 on ITP
+    # cluster 10 (4 x 8, 60 s). Without the per-round re-configuration overhead two more jobs
+    # make it on the 195-job trace (its sensitivity study: +0.010).
+    assert _artifact_run()[0] == 47
+    assert _artifact_run("cluster10.csv", "4x8:A100", 60.0)[0] == 78
+    assert _artifact_run(overhead=False)[0] == 49
     # Its sensitivity study: no node-set adjustment +0.200; slicing every round -0.031.
     assert _artifact_run(adjust=False)[1] == pytest.approx(0.241 + 0.200, abs=0.03)
     assert _artifact_run(slice_period=0)[1] == pytest.approx(0.241 - 0.031, abs=0.03)

@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from schedlab.errors import InputError
 from schedlab.policies.elastic.edf_greedy import ElasticEdf
 from schedlab.policies.elastic.elasticflow import ElasticFlow
+from schedlab.policies.fixed_size.gandiva import Gandiva
 from schedlab.policies.ordering.base import Ordering
 from schedlab.policies.ordering.edf import EarliestDeadlineFirst
 from schedlab.policies.ordering.fifo import Fifo
@@ -81,6 +82,7 @@ def make_placement(name: str) -> PlacementPolicy:
 SIZING_POLICIES: dict[str, type[SchedulingPolicy]] = {
     ElasticEdf.name: ElasticEdf,
     ElasticFlow.name: ElasticFlow,
+    Gandiva.name: Gandiva,
 }
 
 
