@@ -13,7 +13,8 @@ checks the run against Slurm's own completion records (``sacct -c``):
   resolution.
 
 Scenarios: a plain run (plus two jobs that can never fit, which must be marked and not block);
-the scheduler SIGKILLed mid-run and restarted; a node drained mid-run. The plain run is then
+the scheduler SIGKILLed mid-run and restarted; a node drained mid-run; and, apart from the 30-job
+workload, a preemption under srtf (requeue held, place again). The plain run is then
 imported (``trace import-slurm --timing observed``) and replayed in the simulator, which must make
 the same placement for every job.
 
@@ -323,6 +324,57 @@ def test_a_node_drained_mid_run_gets_no_new_jobs(
     assert not placed, f"the policy placed {placed} on drained node3"
     before = sum(1 for r in ran.values() if "node3" in r.nodes)
     print(f"\ndrain: {len(jobs)} jobs in {wall:.1f} s, {before} ran on node3 before the drain")
+
+
+def test_a_preemptive_policy_requeues_and_restarts_its_victim(
+    slurm: SubprocessSlurm, clean, tmp_path: Path
+) -> None:
+    """srtf: four 8-GPU jobs (10 min limit) fill the cluster; a 2-GPU job with a 1 min limit
+    arrives, so the job with the most time left is requeued held, the short job takes its node,
+    and the victim is placed again (StartTime=now) once there is room, and completes."""
+    ours, _ = clean
+    journal = tmp_path / "serve.jsonl"
+    longs = [submit(ours, "8", 8, f"long{k}") for k in range(4)]
+    for job in longs:
+        slurm.scontrol(["update", f"JobId={job}", "TimeLimit=10"])
+    t0 = time.monotonic()
+    with Sampler(slurm) as sampler:
+        argv = [
+            sys.executable,
+            "-m",
+            "schedlab",
+            "serve",
+            "slurm",
+            "--policy",
+            "srtf",
+            "--interval",
+            INTERVAL,
+            "--journal",
+            str(journal),
+            "--quiet",
+            "--until-idle",
+        ]
+        proc = subprocess.Popen(
+            argv, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        )
+        time.sleep(2.0)
+        short = submit(ours, "2", 2, "short")
+        slurm.scontrol(["update", f"JobId={short}", "TimeLimit=1"])
+        finish(proc, t0 + SCENARIO_TIMEOUT)
+    records = journal_starts(journal)
+    preempted = [r for r in read_journal(journal) if r["action"] == "preempt"]
+    assert len(preempted) == 1, preempted
+    victim = preempted[0]["job"]
+    assert victim in longs
+    assert records[short][-1]["nodes"] == preempted[0]["nodes"]
+    assert len(records[victim]) == 2  # placed, preempted, placed again
+    runs = records_for([*longs, short])
+    for job in [*longs, short]:
+        final = [r for r in runs[job] if r.state == "COMPLETED"]
+        assert len(final) == 1, (job, runs[job])
+        assert final[0].nodes == tuple(records[job][-1]["nodes"])
+    assert max(sampler.peak.values()) <= GPUS
+    print(f"\npreemption: victim {victim} requeued and completed, {time.monotonic() - t0:.1f} s")
 
 
 def test_skips_cleanly_without_slurm(monkeypatch: pytest.MonkeyPatch) -> None:
