@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from schedlab.cli import main
-from schedlab.model.snapshot import PENDING, RUNNING, Preempt, Resize, Start
+from schedlab.model.snapshot import PENDING, RUNNING, Overhead, Preempt, Resize, Start
 from schedlab.serve.apply import Applier, start_commands
 from schedlab.serve.fake import FakeSlurm, fake_job, fake_node
 from schedlab.serve.hostlist import expand_hostlist, expand_ranges, gpu_indices
@@ -358,6 +358,7 @@ def test_preempt_resize_and_start_commands(tmp_path: Path) -> None:
             Preempt(i(1)),
             Preempt(i(2)),
             Resize(i(1), ((0, (0,)),)),
+            Overhead(i(1), 5.0),  # simulation only
             Start(i(4), ((1, (0, 1)),)),  # 2 GPUs for a 4-GPU job: refused before Slurm
         ],
     )
@@ -367,7 +368,9 @@ def test_preempt_resize_and_start_commands(tmp_path: Path) -> None:
         ["update", "JobId=3", "ReqNodeList=node1,node2", "NumNodes=2"],
         ["release", "3"],
     ]
-    assert [r["action"] for r in out.records] == ["preempt", "preempt", "skip", "start", "skip"]
+    actions = [r["action"] for r in out.records]
+    assert actions == ["preempt", "preempt", "skip", "skip", "start", "skip"]
+    assert out.records[3]["reason"] == "Overhead decisions have no Slurm counterpart"
     assert "asked for 4" in out.records[-1]["reason"]
 
 

@@ -189,7 +189,7 @@ class Applier:
                 rec = self._record(
                     job.job_id,
                     "skip",
-                    reason=f"a {type(d).__name__} decision has no Slurm counterpart",
+                    reason=f"{type(d).__name__} decisions have no Slurm counterpart",
                 )
             else:
                 nodes = [str(names[n]) for n, _ in d.allocation]
