@@ -10,9 +10,12 @@ import inspect
 from collections.abc import Mapping
 
 from schedlab.errors import InputError
+from schedlab.policies.elastic.ablations import EdfAdmissionControl, EdfElastic
 from schedlab.policies.elastic.edf_greedy import ElasticEdf
 from schedlab.policies.elastic.elasticflow import ElasticFlow
+from schedlab.policies.fixed_size.chronus import Chronus
 from schedlab.policies.fixed_size.gandiva import Gandiva
+from schedlab.policies.fixed_size.themis import Themis
 from schedlab.policies.ordering.base import Ordering
 from schedlab.policies.ordering.edf import EarliestDeadlineFirst
 from schedlab.policies.ordering.fifo import Fifo
@@ -82,7 +85,11 @@ def make_placement(name: str) -> PlacementPolicy:
 SIZING_POLICIES: dict[str, type[SchedulingPolicy]] = {
     ElasticEdf.name: ElasticEdf,
     ElasticFlow.name: ElasticFlow,
+    EdfAdmissionControl.name: EdfAdmissionControl,
+    EdfElastic.name: EdfElastic,
     Gandiva.name: Gandiva,
+    Themis.name: Themis,
+    Chronus.name: Chronus,
 }
 
 

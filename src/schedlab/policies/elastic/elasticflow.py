@@ -23,6 +23,7 @@ from schedlab.perf.models import ThroughputTable
 from schedlab.policies.elastic.admission import PlanRequest, admit, plan_all
 from schedlab.policies.elastic.edf_greedy import ElasticEdf
 from schedlab.policies.elastic.handout import HANDOUT_RULES, hand_out
+from schedlab.policies.elastic.planning import FreeTimeline, Plan
 from schedlab.policies.scheduler import ReplayContext, between_rounds
 
 #: GPU counts ElasticFlow considers (those of its throughput tables).
@@ -145,10 +146,7 @@ class ElasticFlow(ElasticEdf):
             plans, timeline, _ = plan_all(
                 [*admitted_requests, *arrival_requests], snap.now, total, self.slot_length
             )
-        if self.handout:
-            order = sorted(self.admitted, key=lambda j: (requests[j].deadline, j))
-            hand_out(requests, plans, timeline, snap.now, self.slot_length, self.rule, order)
-        target = {j: plans[j].gpus_at(snap.now) for j in self.admitted}
+        target = self._targets(snap, requests, plans, timeline)
         changes = self._apply_targets(snap, target)
         decisions += changes
         stopped = {d.job for d in changes if isinstance(d, Preempt)}
@@ -166,3 +164,16 @@ class ElasticFlow(ElasticEdf):
         if self.overhead_seconds > 0:
             decisions += [Overhead(j, self.overhead_seconds) for j in sorted(self.holding)]
         return decisions
+
+    def _targets(
+        self,
+        snap: Snapshot,
+        requests: dict[int, PlanRequest],
+        plans: dict[int, Plan],
+        timeline: FreeTimeline,
+    ) -> dict[int, int]:
+        """GPUs each admitted job holds until the next round: its plan now, after the hand-out."""
+        if self.handout:
+            order = sorted(self.admitted, key=lambda j: (requests[j].deadline, j))
+            hand_out(requests, plans, timeline, snap.now, self.slot_length, self.rule, order)
+        return {j: plans[j].gpus_at(snap.now) for j in self.admitted}

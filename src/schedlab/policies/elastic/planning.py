@@ -39,6 +39,9 @@ class FreeTimeline:
     def empty(cls, now: float, gpus: int) -> FreeTimeline:
         return cls([float(now)], [int(gpus)])
 
+    def copy(self) -> FreeTimeline:
+        return FreeTimeline(self.key[:], self.count[:])
+
     def at(self, t: float) -> int:
         i = bisect.bisect_right(self.key, t) - 1
         return self.count[max(i, 0)]
@@ -55,33 +58,43 @@ class FreeTimeline:
         """``(from, to, free)`` pieces covering [start, end)."""
         self.split(start)
         self.split(end)
-        i = self.key.index(start)
+        i = self._index(start)
         out = []
         while i < len(self.key) and self.key[i] < end:
             out.append((self.key[i], self.key[i + 1], self.count[i]))
             i += 1
         return out
 
+    def _index(self, t: float) -> int:
+        """Position of the breakpoint ``t`` (which must exist)."""
+        return bisect.bisect_left(self.key, t)
+
     def subtract(self, start: float, end: float, gpus: int) -> None:
-        """Take ``gpus`` over [start, end)."""
+        """Take ``gpus`` over [start, end) (a negative count gives them back)."""
         if gpus == 0 or end <= start:
             return
         self.split(start)
         self.split(end)
-        for i in range(self.key.index(start), self.key.index(end)):
-            self.count[i] -= gpus
-            if self.count[i] < 0:
+        lo, hi = self._index(start), self._index(end)
+        count = self.count
+        for i in range(lo, hi):
+            count[i] -= gpus
+            if count[i] < 0:
                 raise ValueError(f"plan takes more GPUs than free at t={self.key[i]}")
-        self.merge()
+        # Only the two edges can have become redundant: pieces inside moved together.
+        for i in (hi, lo):
+            if 0 < i < len(count) and count[i] == count[i - 1]:
+                del self.key[i]
+                del count[i]
 
-    def merge(self) -> None:
-        """Drop breakpoints where the count does not change."""
-        keys, counts = [self.key[0]], [self.count[0]]
-        for k, c in zip(self.key[1:], self.count[1:], strict=True):
-            if c != counts[-1]:
-                keys.append(k)
-                counts.append(c)
-        self.key, self.count = keys, counts
+    def tidy(self, *times: float) -> None:
+        """Drop the breakpoints at ``times`` where the count does not change (splits made for a
+        computation), so the timeline stays merged without a pass over all of it."""
+        for t in times:
+            i = self._index(t)
+            if 0 < i < len(self.key) and self.key[i] == t and self.count[i] == self.count[i - 1]:
+                del self.key[i]
+                del self.count[i]
 
 
 @dataclass
@@ -115,8 +128,10 @@ def minimum_satisfactory_share(
     rate: Rate,
     levels: Sequence[int],
     slot: float,
+    reserve: bool = True,
 ) -> Plan:
-    """Plan one job on ``timeline`` (which it then holds) as ElasticFlow does.
+    """Plan one job on ``timeline`` (which it then holds, unless ``reserve`` is False: a what-if
+    plan that leaves the timeline as it was) as ElasticFlow does.
 
     For q = each level in turn, run the job as late as possible before its deadline using
     min(q, what is free) GPUs per interval; the first q whose work covers ``remaining`` is the
@@ -154,13 +169,16 @@ def minimum_satisfactory_share(
             levels,
             slot,
             lambda k: share if k >= start_full else below,
+            reserve,
         )
         plan.share = share
         plan.feasible = plan.real_end <= deadline + 1e-9
+        timeline.tidy(aligned, now)
         return plan
     top = max((lv for lv in levels if lv <= total_gpus), default=0)
-    plan = lay_forward(timeline, now, remaining, rate, levels, slot, lambda k: top)
+    plan = lay_forward(timeline, now, remaining, rate, levels, slot, lambda k: top, reserve)
     plan.share, plan.feasible = 0, False
+    timeline.tidy(aligned, now)
     return plan
 
 
@@ -172,13 +190,14 @@ def lay_forward(
     levels: Sequence[int],
     slot: float,
     level_from: Callable[[float], int],
+    reserve: bool = True,
 ) -> Plan:
     """Run from ``now`` at min(level_from(k), largest free level) per interval until the work is
-    done; reserve the GPUs on ``timeline`` until the slot-aligned end."""
+    done; reserve the GPUs on ``timeline`` until the slot-aligned end (if ``reserve``)."""
     plan = Plan(share=0)
     left = remaining
     timeline.split(now)
-    i = timeline.key.index(now)
+    i = timeline._index(now)
     while left > 1e-9:
         k = timeline.key[i]
         k_next = timeline.key[i + 1] if i + 1 < len(timeline.key) else math.inf
@@ -197,8 +216,10 @@ def lay_forward(
         if k_next == math.inf:
             break  # nothing free forever: cannot finish
         i += 1
-    for start, stop, n in plan.segments:
-        timeline.subtract(start, stop, n)
+    if reserve:
+        for start, stop, n in plan.segments:
+            timeline.subtract(start, stop, n)
+    timeline.tidy(now)
     plan.segments = _merged(plan.segments)
     return plan
 

@@ -1,0 +1,62 @@
+"""The ElasticFlow paper's ablations, each one part of ElasticFlow on top of plain EDF.
+
+- ``edf-ac``: EDF with admission control. Arrivals are admitted exactly as ElasticFlow admits them
+  (every admitted deadline must still hold at minimum satisfactory shares), but admitted jobs are
+  then sized the EDF way — earliest deadline first, each up to its table cap — with no plan and no
+  hand-out. It pays no per-round overhead, like the artifact's EDF.
+- ``edf-elastic``: EDF with elastic scaling — ElasticFlow's minimum satisfactory shares and
+  hand-out of idle GPUs, without admission control.
+
+The plain ``edf-greedy`` (EDF with greedy GPU counts) completes the paper's set.
+"""
+
+from __future__ import annotations
+
+from schedlab.model.snapshot import Snapshot
+from schedlab.policies.elastic.admission import PlanRequest
+from schedlab.policies.elastic.edf_greedy import ElasticEdf, level_at_most
+from schedlab.policies.elastic.elasticflow import ElasticFlow
+from schedlab.policies.elastic.planning import FreeTimeline, Plan
+from schedlab.policies.scheduler import ReplayContext
+
+
+class EdfAdmissionControl(ElasticFlow):
+    name = "edf-ac"
+    summary = "EDF greedy GPU counts behind ElasticFlow's admission control (ablation)"
+
+    def __init__(self, round_overhead: str = "0") -> None:
+        super().__init__(admission=True, handout=False, round_overhead=round_overhead)
+
+    def reset(self, ctx: ReplayContext) -> None:
+        super().reset(ctx)
+        # EDF's own cap: min(64, batch size, cluster), wherever the throughput peaks.
+        table = ElasticEdf(cap="table")
+        table.reset(ctx)
+        self.greedy_cap = table.cap
+
+    def _targets(
+        self,
+        snap: Snapshot,
+        requests: dict[int, PlanRequest],
+        plans: dict[int, Plan],
+        timeline: FreeTimeline,
+    ) -> dict[int, int]:
+        free = snap.cluster.total_gpus
+        target: dict[int, int] = {}
+        order = sorted(
+            self.admitted, key=lambda j: (requests[j].deadline, snap.jobs.submit_time[j], j)
+        )
+        for j in order:
+            want = int(self.greedy_cap[j])
+            n = want if free >= want else level_at_most(free)
+            target[j] = n
+            free -= n
+        return target
+
+
+class EdfElastic(ElasticFlow):
+    name = "edf-elastic"
+    summary = "ElasticFlow's minimum shares and hand-out without admission control (ablation)"
+
+    def __init__(self, rule: str = "gpu-time", round_overhead: str = "auto") -> None:
+        super().__init__(rule=rule, admission=False, handout=True, round_overhead=round_overhead)
