@@ -17,6 +17,7 @@ follow it), then every score is computed afresh.
 
 from __future__ import annotations
 
+import bisect
 import heapq
 import math
 from collections.abc import Mapping
@@ -68,8 +69,8 @@ def candidate_plan(
     remaining = request.remaining
     deadline = request.deadline
     aligned = slot_ceil(now, deadline, slot) if math.isfinite(deadline) else math.inf
-    later = [k for k in timeline.key if k > now and k < aligned]
-    boundary = later[0] if later else aligned
+    i = bisect.bisect_right(timeline.key, now)
+    boundary = timeline.key[i] if i < len(timeline.key) and timeline.key[i] < aligned else aligned
     exact_end = now + math.ceil(remaining / rate_up - 1e-9)
     end = slot_ceil(now, exact_end, slot)
     if (end <= boundary and exact_end <= deadline) or not math.isfinite(boundary):
