@@ -10,7 +10,7 @@ rejected. Plain data in, plain decisions out, so the policy and the tests share 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 
 from schedlab.policies.elastic.planning import (
@@ -83,9 +83,15 @@ def admit(
     now: float,
     gpus: int,
     slot: float,
+    forgiven: Collection[int] = (),
 ) -> Admission:
-    """Admission control for one event; ``admitted`` are the jobs already accepted."""
+    """Admission control for one event; ``admitted`` are the jobs already accepted.
+
+    An infeasible plan of a job in ``forgiven`` (admitted jobs already late before these
+    arrivals) does not count against the arrivals."""
     plans, timeline, feasible = plan_all([*admitted, *arrivals], now, gpus, slot)
+    if not feasible and forgiven:
+        feasible = all(p.feasible or j in forgiven for j, p in plans.items())
     if feasible:
         return Admission([a.job for a in arrivals], [], plans, timeline)
     keep = [a for a in arrivals if a.best_effort]

@@ -53,11 +53,18 @@ class ElasticFlow(ElasticEdf):
         admission: bool = True,
         handout: bool = True,
         round_overhead: str = "auto",
+        blame: str = "any",
     ) -> None:
         """``admission=false`` and ``handout=false`` give the paper's ablations (elastic scaling
         without admission control; admission control at minimum shares only).
         ``round_overhead``: seconds every running job loses at each decision round while its
-        workers re-form; ``auto`` is the artifact's 2 s (7 s on clusters of 256+ GPUs)."""
+        workers re-form; ``auto`` is the artifact's 2 s (7 s on clusters of 256+ GPUs).
+        ``blame``: which infeasible plan turns an event's arrivals away — ``any`` (the artifact:
+        any plan, even an admitted job that had already fallen behind) or ``new`` (only a plan
+        the arrivals made infeasible, so one late job does not close the door on everyone)."""
+        if blame not in ("any", "new"):
+            raise ValueError(f"'blame' must be 'any' or 'new' (got {blame!r})")
+        self.blame = blame
         if rule not in HANDOUT_RULES:
             raise ValueError(f"'rule' must be one of {', '.join(HANDOUT_RULES)} (got {rule!r})")
         if round_overhead != "auto":
@@ -130,7 +137,18 @@ class ElasticFlow(ElasticEdf):
         admitted_requests = [requests[j] for j in sorted(self.admitted)]
         arrival_requests = [requests[j] for j in arrivals]
         if self.admission and arrivals:
-            result = admit(admitted_requests, arrival_requests, snap.now, total, self.slot_length)
+            already_late: set[int] = set()
+            if self.blame == "new":
+                alone, _, _ = plan_all(admitted_requests, snap.now, total, self.slot_length)
+                already_late = {j for j, plan in alone.items() if not plan.feasible}
+            result = admit(
+                admitted_requests,
+                arrival_requests,
+                snap.now,
+                total,
+                self.slot_length,
+                already_late,
+            )
             for j in result.rejected:
                 decisions.append(
                     Reject(
