@@ -11,6 +11,7 @@ The rules follow the artifact's simulator, including its slot-aligned deadline a
 from __future__ import annotations
 
 import bisect
+import itertools
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -138,7 +139,162 @@ def minimum_satisfactory_share(
     share. The plan is then laid forwards from ``now``: the level below q until the point where
     the backward walk needed q, q from there. A job no level can finish in time gets a best-effort
     plan (``feasible`` False): the largest level free in every interval until its work is done.
+
+    The plan is computed on a read-only view of the timeline from ``now`` (see :func:`view_from`)
+    and only its segments are taken from the timeline: the hand-out asks for many what-if plans
+    per round, and splitting and tidying the shared timeline for each cost more than the planning.
+    :func:`minimum_satisfactory_share_stepwise` is the plain form it must agree with.
     """
+    aligned = slot_ceil(now, deadline, slot)
+    if min(now, aligned) < timeline.key[0]:
+        # A breakpoint before the timeline's first would stay behind: keep the plain form's way.
+        return minimum_satisfactory_share_stepwise(
+            timeline, now, deadline, remaining, rate, levels, slot, reserve
+        )
+    key, count = view_from(timeline.key, timeline.count, now, aligned)
+    plan = plan_on_view(
+        key, count, deadline, aligned, remaining, rate, levels, slot, max(timeline.count)
+    )
+    if reserve:
+        for start, stop, n in plan.segments:
+            timeline.subtract(start, stop, n)
+        timeline.tidy(aligned, now)
+    plan.segments = _merged(plan.segments)
+    return plan
+
+
+def view_from(
+    key: list[float], count: list[int], now: float, aligned: float = math.inf
+) -> tuple[list[float], list[int]]:
+    """The timeline from ``now`` on as fresh lists, with breakpoints at ``now`` and ``aligned``
+    (if it is later) put in as :meth:`FreeTimeline.split` would: planning must see exactly the
+    pieces the stepwise form sees, because a plan's slot-aligned end is counted from the start of
+    the piece it ends in. ``now`` must not precede ``key[0]``."""
+    i = bisect.bisect_right(key, now)
+    ks = key[i - 1 :]
+    cs = count[i - 1 :]
+    ks[0] = float(now)
+    if aligned > now and aligned != math.inf:
+        j = bisect.bisect_left(ks, aligned)
+        if j == len(ks) or ks[j] != aligned:
+            ks.insert(j, float(aligned))
+            cs.insert(j, cs[j - 1])
+    return ks, cs
+
+
+def fitter(levels: Sequence[int]) -> Callable[[int], int]:
+    """:func:`fit` for ``levels``: by bisection when they ascend (as every job's table does)."""
+    if all(a <= b for a, b in itertools.pairwise(levels)):
+        lv = list(levels)
+        right = bisect.bisect_right
+
+        def fast(x: float) -> int:
+            i = right(lv, x)
+            return lv[i - 1] if i else 0
+
+        return fast
+    return lambda x: fit(levels, x)
+
+
+def plan_on_view(
+    key: list[float],
+    count: list[int],
+    deadline: float,
+    aligned: float,
+    remaining: float,
+    rate: Rate,
+    levels: Sequence[int],
+    slot: float,
+    total_gpus: int,
+) -> Plan:
+    """:func:`minimum_satisfactory_share` on a view from :func:`view_from` (``key[0]`` is now,
+    ``aligned`` a breakpoint of it if later); the segments are returned unmerged, as laid."""
+    fitf = fitter(levels)
+    now = key[0]
+    pieces = bisect.bisect_left(key, aligned) if aligned > now else 0
+    fits = [fitf(c) for c in count[:pieces]]
+    lengths = [max(k_next - k, 0.0) for k, k_next in itertools.pairwise(key[:pieces])]
+    if pieces:
+        lengths.append(max(min(deadline, aligned) - key[pieces - 1], 0.0))
+    share, start_full = 0, 0.0
+    goal = remaining - 1e-9
+    for q in levels:
+        if q > total_gpus:
+            break
+        done = 0.0
+        for p in range(pieces - 1, -1, -1):
+            a = min(q, fits[p])
+            if a == 0:
+                continue
+            done += lengths[p] * rate(a)
+            if done >= goal:
+                share, start_full = q, key[p]
+                break
+        if share:
+            break
+    if share:
+        below = max((lv for lv in levels if lv < share), default=0)
+        plan = lay_on_view(key, count, remaining, rate, fitf, slot, share, below, start_full)
+        plan.share = share
+        plan.feasible = plan.real_end <= deadline + 1e-9
+        return plan
+    top = max((lv for lv in levels if lv <= total_gpus), default=0)
+    plan = lay_on_view(key, count, remaining, rate, fitf, slot, top, top, now)
+    plan.share, plan.feasible = 0, False
+    return plan
+
+
+def lay_on_view(
+    key: list[float],
+    count: list[int],
+    remaining: float,
+    rate: Rate,
+    fitf: Callable[[int], int],
+    slot: float,
+    level: int,
+    before: int,
+    switch: float,
+) -> Plan:
+    """:func:`lay_forward` on a view from :func:`view_from`, with ``level_from(k)`` being
+    ``level`` for k ≥ ``switch`` and ``before`` earlier; nothing is reserved and the segments are
+    returned unmerged."""
+    plan = Plan(share=0)
+    segments = plan.segments
+    left = remaining
+    last = len(key) - 1
+    i = 0
+    while left > 1e-9:
+        k = key[i]
+        k_next = key[i + 1] if i < last else math.inf
+        n = min(level if k >= switch else before, fitf(count[i]))
+        if n > 0:
+            r = rate(n)
+            if k + left / r <= k_next:
+                real_end = k + math.ceil(left / r - 1e-9)
+                plan.real_end = real_end
+                plan.end = slot_ceil(k, real_end, slot)
+                segments.append((k, plan.end, n))
+                break
+            left -= (k_next - k) * r
+            segments.append((k, k_next, n))
+        if k_next == math.inf:
+            break  # nothing free forever: cannot finish
+        i += 1
+    return plan
+
+
+def minimum_satisfactory_share_stepwise(
+    timeline: FreeTimeline,
+    now: float,
+    deadline: float,
+    remaining: float,
+    rate: Rate,
+    levels: Sequence[int],
+    slot: float,
+    reserve: bool = True,
+) -> Plan:
+    """:func:`minimum_satisfactory_share` computed by splitting the timeline itself (and tidying
+    it afterwards): the plain form, for timelines that start after ``now`` and for tests."""
     total_gpus = max(timeline.count)
     aligned = slot_ceil(now, deadline, slot)
     timeline.split(aligned)
