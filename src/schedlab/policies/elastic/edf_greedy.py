@@ -58,6 +58,7 @@ class ElasticEdf(SchedulingPolicy):
             self.cap[j] = level_at_most(limit)
         deadline = jobs.deadline
         self.key = np.where(np.isfinite(deadline), deadline, np.inf)
+        self.last_active: frozenset[int] = frozenset()
 
     def next_wakeup(self, snap: Snapshot) -> float:
         if self.slot is None or not (snap.pending_set or snap.running_set):
@@ -70,6 +71,10 @@ class ElasticEdf(SchedulingPolicy):
         active = np.concatenate([snap.running(), snap.pending()])
         if len(active) == 0:
             return []
+        members = frozenset(active.tolist())
+        if members == self.last_active:
+            return []  # same jobs as at the last decision: sizing from scratch would not change
+        self.last_active = members
         order = active[np.lexsort((active, snap.jobs.submit_time[active], self.key[active]))]
         free = snap.cluster.total_gpus
         target: dict[int, int] = {}
@@ -107,4 +112,6 @@ class ElasticEdf(SchedulingPolicy):
                 decisions.append(Resize(j, alloc) if running else Start(j, alloc))
             elif running:
                 decisions.append(Preempt(j))
+            if n > 0 and alloc is None:
+                self.last_active = frozenset()  # retry the placement at the next round
         return decisions
