@@ -20,7 +20,7 @@ from __future__ import annotations
 import bisect
 import heapq
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 from schedlab.policies.elastic.admission import PlanRequest
 from schedlab.policies.elastic.planning import (
@@ -39,8 +39,12 @@ def plan_gpu_seconds(plan: Plan) -> float:
     return sum(n * (stop - start) for start, stop, n in plan.segments if math.isfinite(stop))
 
 
-def next_level(levels: list[int], n: int) -> int | None:
-    return next((lv for lv in levels if lv > n), None)
+def next_level(levels: Sequence[int], n: int) -> int | None:
+    """The first level above ``n`` (in the table's order), None at the top."""
+    for lv in levels:
+        if lv > n:
+            return lv
+    return None
 
 
 def _add_back(timeline: FreeTimeline, plan: Plan) -> None:
@@ -114,11 +118,19 @@ def hand_out(
     kept in a heap and only the granted job is scored again after a grant: another job's score
     moves only through the part of the timeline the grant changed, and re-scoring every job after
     every grant (the artifact's way) costs jobs² re-plans per round — hours on a 1,000-GPU trace.
+
+    A score and its candidate depend only on the timeline, the job's plan and the idle count, and
+    the latter two change only with a grant; so a score computed since the last grant is the
+    re-scoring's answer, and a granted job's candidate is the one its score was computed from.
     """
     idle = timeline.at(now)
     heap: list[tuple[float, int, int]] = []
+    grants = 0  # the timeline's version: grants so far this round
+    # The latest score of each job: (version, score, candidate plan or None).
+    scored: dict[int, tuple[int, float | None, Plan | None]] = {}
     for rank, j in enumerate(order):
-        entry = _score(requests[j], plans[j], timeline, now, slot, rule, idle)
+        entry, candidate = _score(requests[j], plans[j], timeline, now, slot, rule, idle)
+        scored[j] = (grants, entry, candidate)
         if entry is not None:
             heapq.heappush(heap, (-entry, rank, j))
     fresh: set[int] = set()  # jobs whose heap score was computed on the current timeline
@@ -127,25 +139,33 @@ def hand_out(
         r = requests[j]
         if j not in fresh:
             # Re-score on the current timeline; grant only if it still beats the next claim.
-            score = _score(r, plans[j], timeline, now, slot, rule, idle)
+            version, score, candidate = scored[j]
+            if version != grants:
+                score, candidate = _score(r, plans[j], timeline, now, slot, rule, idle)
+                scored[j] = (grants, score, candidate)
             fresh.add(j)
             if score is None:
                 continue
             if heap and (-score, rank) > heap[0][:2]:
                 heapq.heappush(heap, (-score, rank, j))
                 continue
+        levels = r.levels
         n = plans[j].gpus_at(now)
-        up = next_level(list(r.levels), n)
+        up = next_level(levels, n)
         if up is None or up - n > idle:
             continue  # idle GPUs only shrink: this step will never fit again this round
         old = plans[j]
         _add_back(timeline, old)
-        new = candidate_plan(timeline, r, up, now, slot)
+        version, _, new = scored[j]
+        if version != grants or new is None:
+            new = candidate_plan(timeline, r, up, now, slot)
         _take(timeline, new)
         plans[j] = new
         idle -= up - n
+        grants += 1
         fresh.clear()
-        entry = _score(r, new, timeline, now, slot, rule, idle)
+        entry, candidate = _score(r, new, timeline, now, slot, rule, idle)
+        scored[j] = (grants, entry, candidate)
         if entry is not None:
             heapq.heappush(heap, (-entry, rank, j))
 
@@ -158,19 +178,24 @@ def _score(
     slot: float,
     rule: str,
     idle: int,
-) -> float | None:
-    """The job's claim on its next level (higher first); None if it cannot grow now."""
+) -> tuple[float | None, Plan | None]:
+    """The job's claim on its next level (higher first; None if it cannot grow now), and the
+    candidate plan it was computed from (the "gpu-time" rule only).
+
+    The candidate is planned on a copy of the timeline with the job's plan given back, which is
+    cheaper than giving it back to the timeline and taking it again."""
+    levels = r.levels
     n = plan.gpus_at(now)
-    up = next_level(list(r.levels), n)
+    up = next_level(levels, n)
     if up is None or up - n > idle:
-        return None
+        return None, None
     if n == 0:
-        return math.inf
+        return math.inf, None
     if rule == "throughput":
-        return (r.rate(up) - r.rate(n)) / (up - n)
+        return (r.rate(up) - r.rate(n)) / (up - n), None
     if rule == "deadline":
-        return -r.deadline
-    _add_back(timeline, plan)
-    candidate = candidate_plan(timeline, r, up, now, slot)
-    _take(timeline, plan)
-    return (plan_gpu_seconds(candidate) - plan_gpu_seconds(plan)) / (up - n)
+        return -r.deadline, None
+    given_back = timeline.copy()
+    _add_back(given_back, plan)
+    candidate = candidate_plan(given_back, r, up, now, slot)
+    return (plan_gpu_seconds(candidate) - plan_gpu_seconds(plan)) / (up - n), candidate

@@ -212,21 +212,25 @@ def plan_on_view(
     fitf = fitter(levels)
     now = key[0]
     pieces = bisect.bisect_left(key, aligned) if aligned > now else 0
-    fits = [fitf(c) for c in count[:pieces]]
-    lengths = [max(k_next - k, 0.0) for k, k_next in itertools.pairwise(key[:pieces])]
-    if pieces:
-        lengths.append(max(min(deadline, aligned) - key[pieces - 1], 0.0))
+    last = pieces - 1
+    last_stop = min(deadline, aligned)
+    # Fits are found lazily from the back: the walk for the smallest level often stops early.
+    fits: list[int | None] = [None] * pieces
     share, start_full = 0, 0.0
     goal = remaining - 1e-9
     for q in levels:
         if q > total_gpus:
             break
         done = 0.0
-        for p in range(pieces - 1, -1, -1):
-            a = min(q, fits[p])
+        for p in range(last, -1, -1):
+            f = fits[p]
+            if f is None:
+                f = fits[p] = fitf(count[p])
+            a = min(q, f)
             if a == 0:
                 continue
-            done += lengths[p] * rate(a)
+            length = (last_stop if p == last else key[p + 1]) - key[p]
+            done += max(length, 0.0) * rate(a)
             if done >= goal:
                 share, start_full = q, key[p]
                 break
@@ -263,6 +267,8 @@ def lay_on_view(
     left = remaining
     last = len(key) - 1
     i = 0
+    if before <= 0 and switch > key[0]:
+        i = bisect.bisect_left(key, switch)  # no GPUs before the switch: nothing to lay there
     while left > 1e-9:
         k = key[i]
         k_next = key[i + 1] if i < last else math.inf
