@@ -7,14 +7,25 @@ timeline afterwards) to the straightforward forms they replace.
 
 from __future__ import annotations
 
+import heapq
 import math
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import given, reject, settings
 from hypothesis import strategies as st
 
+from schedlab.policies.elastic.admission import PlanRequest, plan_all
+from schedlab.policies.elastic.handout import (
+    _add_back,
+    _take,
+    candidate_plan,
+    hand_out,
+    next_level,
+    plan_gpu_seconds,
+)
 from schedlab.policies.elastic.planning import (
     FreeTimeline,
+    Plan,
     fit,
     fitter,
     lay_forward,
@@ -120,3 +131,90 @@ def test_the_timeline_capacity_bounds_the_levels() -> None:
     assert all(math.isfinite(stop) for _, stop, _ in plan.segments)
     assert f.count[-1] == CAPACITY
     assert lay_forward(f.copy(), 0, 10, lambda n: 1.0, [1], 60, lambda k: 1, False).segments
+
+
+def stepwise_hand_out(
+    requests: dict[int, PlanRequest],
+    plans: dict[int, Plan],
+    timeline: FreeTimeline,
+    now: float,
+    slot: float,
+    rule: str,
+    order: list[int],
+) -> None:
+    """The hand-out re-scoring every popped job on the live timeline (give back, plan, take)."""
+
+    def score(r: PlanRequest, plan: Plan, idle: int) -> float | None:
+        n = plan.gpus_at(now)
+        up = next_level(list(r.levels), n)
+        if up is None or up - n > idle:
+            return None
+        if n == 0:
+            return math.inf
+        _add_back(timeline, plan)
+        candidate = candidate_plan(timeline, r, up, now, slot)
+        _take(timeline, plan)
+        return (plan_gpu_seconds(candidate) - plan_gpu_seconds(plan)) / (up - n)
+
+    idle = timeline.at(now)
+    heap = []
+    for rank, j in enumerate(order):
+        entry = score(requests[j], plans[j], idle)
+        if entry is not None:
+            heapq.heappush(heap, (-entry, rank, j))
+    fresh: set[int] = set()
+    while idle > 0 and heap:
+        _, rank, j = heapq.heappop(heap)
+        r = requests[j]
+        if j not in fresh:
+            s = score(r, plans[j], idle)
+            fresh.add(j)
+            if s is None:
+                continue
+            if heap and (-s, rank) > heap[0][:2]:
+                heapq.heappush(heap, (-s, rank, j))
+                continue
+        n = plans[j].gpus_at(now)
+        up = next_level(list(r.levels), n)
+        if up is None or up - n > idle:
+            continue
+        _add_back(timeline, plans[j])
+        new = candidate_plan(timeline, r, up, now, slot)
+        _take(timeline, new)
+        plans[j] = new
+        idle -= up - n
+        fresh.clear()
+        entry = score(r, new, idle)
+        if entry is not None:
+            heapq.heappush(heap, (-entry, rank, j))
+
+
+@st.composite
+def rounds(draw: st.DrawFn) -> list[PlanRequest]:
+    out = []
+    for j in range(draw(st.integers(1, 7))):
+        levels, curve = draw(jobs())
+        levels.sort()
+        deadline = draw(st.floats(30.0, 3_000.0) | st.just(math.inf))
+        remaining = draw(st.floats(10.0, 40_000.0))
+        out.append(PlanRequest(j, deadline, remaining, curve.__getitem__, levels))
+    return out
+
+
+@settings(max_examples=300, deadline=None)
+@given(requests=rounds(), slot=st.sampled_from([10.0, 60.0, 240.0]), gpus=st.integers(1, 24))
+def test_hand_out_re_using_scores_matches_re_scoring_every_time(
+    requests: list[PlanRequest], slot: float, gpus: int
+) -> None:
+    try:
+        plans, timeline, _ = plan_all(requests, 0.0, gpus, slot)
+    except ValueError:
+        reject()  # a job larger than the cluster: not a round the policy plays
+    by_job = {r.job: r for r in requests}
+    order = sorted(by_job, key=lambda j: (by_job[j].deadline, j))
+    plain_plans, plain_timeline = dict(plans), timeline.copy()
+    stepwise_hand_out(by_job, plain_plans, plain_timeline, 0.0, slot, "gpu-time", order)
+    hand_out(by_job, plans, timeline, 0.0, slot, "gpu-time", order)
+    assert plans == plain_plans
+    assert (timeline.key, timeline.count) == (plain_timeline.key, plain_timeline.count)
+    assert is_merged(timeline)
