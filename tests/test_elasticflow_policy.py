@@ -113,3 +113,23 @@ def test_a_bad_round_overhead_is_refused() -> None:
 def test_every_hand_out_rule_finishes_a_lone_job_on_all_gpus(rule: str) -> None:
     rec = _run([("a", 0, 4_000, 1000)], params={"rule": rule})
     assert rec.end_time[0] == pytest.approx(100.0)
+
+
+def test_blame_new_judges_each_arrival_on_its_own() -> None:
+    # The same round as above: b is hopeless, a fits. With blame=new a is admitted and runs on
+    # all 4 GPUs (4,000 iterations at 40 it/s end at 100); only b is turned away.
+    rec = _run([("a", 0, 4_000, 1000), ("b", 0, 100_000, 200)], params={"blame": "new"})
+    assert rec.status.tolist() == [DONE, REJECTED]
+    assert rec.end_time[0] == pytest.approx(100.0)
+
+
+def test_blame_new_forgives_an_admitted_job_that_was_already_late() -> None:
+    # a is admitted at 0 with a deadline it can only just meet at 4 GPUs (4,000 iterations by
+    # 100); 5 s of overhead per round make it late by the round at 100, where c arrives. The
+    # artifact's rule rejects c because a's plan is infeasible; blame=new admits c.
+    rows = [("a", 0, 4_000, 100), ("c", 50, 1_000, 1000)]
+    strict = _run(rows, params={"round_overhead": "5"})
+    lenient = _run(rows, params={"round_overhead": "5", "blame": "new"})
+    assert strict.status.tolist()[1] == REJECTED
+    assert lenient.status.tolist() == [DONE, DONE]
+    assert lenient.end_time[1] <= 1000

@@ -46,8 +46,9 @@ DEADLINE_POLICIES = (
     "elasticflow",
 )
 
-#: The ablation: ElasticFlow and the three steps towards it.
-ABLATION_POLICIES = ("edf-greedy", "edf-ac", "edf-elastic", "elasticflow")
+#: The ablation: ElasticFlow and the three steps towards it, plus ElasticFlow judging arrivals
+#: one by one (``blame=new``) instead of rejecting a whole round's arrivals with the artifact.
+ABLATION_POLICIES = ("edf-greedy", "edf-ac", "edf-elastic", "elasticflow", "elasticflow blame=new")
 
 #: Policy parameters that give the artifact's settings (Tiresias: two thresholds, no promotion).
 POLICY_PARAMS: dict[str, dict[str, str]] = {
@@ -79,6 +80,7 @@ ABLATION_PAPER: dict[str, tuple[float, float, float]] = {
     "edf-ac": (0.203, 0.326, 0.658),
     "edf-elastic": (0.452, 0.835, 0.939),
     "elasticflow": (0.926, 0.949, 0.944),
+    "elasticflow blame=new": (0.926, 0.949, 0.944),
 }
 ABLATION_GPUS = (64, 128, 256)
 
@@ -126,6 +128,17 @@ class DeadlineRun:
     throughputs: str
     params: dict[str, str] = field(default_factory=dict)
 
+    @property
+    def name(self) -> str:
+        """The policy with its non-default parameters, as tables show it."""
+        return " ".join([self.policy, *(f"{k}={v}" for k, v in self.params.items())])
+
+
+def variant(name: str) -> tuple[str, dict[str, str]]:
+    """``"elasticflow blame=new"`` → ``("elasticflow", {"blame": "new"})``."""
+    policy, *pairs = name.split()
+    return policy, dict(pair.split("=", 1) for pair in pairs)
+
 
 def _jobs_for(run: DeadlineRun) -> JobTable:
     if run.workload.startswith("synthetic:"):
@@ -161,7 +174,7 @@ def run_one(run: DeadlineRun) -> dict[str, object]:
         "trace": run.label,
         "cluster": run.cluster,
         "gpus": record.cluster.total_gpus,
-        "policy": run.policy,
+        "policy": run.name,
         "jobs": len(jobs),
         "deadline_jobs": deadline_jobs,
         "met": round(float(dsr) * deadline_jobs) if dsr is not None else 0,
@@ -197,13 +210,14 @@ def ablation_runs(
             f"synthetic:{seed}",
             f"synthetic-{seed}",
             f"{gpus // 8}x8:A100",
-            p,
+            *variant(name)[:1],
             240.0,
             str(a100),
+            variant(name)[1],
         )
         for seed in seeds
         for gpus in ABLATION_GPUS
-        for p in policies
+        for name in policies
     ]
 
 

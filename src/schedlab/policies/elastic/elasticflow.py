@@ -20,7 +20,7 @@ import numpy as np
 
 from schedlab.model.snapshot import Decision, Overhead, Preempt, Reject, Snapshot, Start
 from schedlab.perf.models import ThroughputTable
-from schedlab.policies.elastic.admission import PlanRequest, admit, plan_all
+from schedlab.policies.elastic.admission import Admission, PlanRequest, admit, plan_all
 from schedlab.policies.elastic.edf_greedy import ElasticEdf
 from schedlab.policies.elastic.handout import HANDOUT_RULES, hand_out
 from schedlab.policies.elastic.planning import FreeTimeline, Plan
@@ -59,9 +59,11 @@ class ElasticFlow(ElasticEdf):
         without admission control; admission control at minimum shares only).
         ``round_overhead``: seconds every running job loses at each decision round while its
         workers re-form; ``auto`` is the artifact's 2 s (7 s on clusters of 256+ GPUs).
-        ``blame``: which infeasible plan turns an event's arrivals away — ``any`` (the artifact:
-        any plan, even an admitted job that had already fallen behind) or ``new`` (only a plan
-        the arrivals made infeasible, so one late job does not close the door on everyone)."""
+        ``blame``: which infeasible plan turns arrivals away — ``any`` (the artifact: any plan,
+        even of an admitted job that had already fallen behind, rejects every arrival of the
+        round) or ``new`` (arrivals are judged one by one in deadline order, and only a plan
+        they made infeasible counts, so one late job or one hopeless newcomer does not close
+        the door on everyone)."""
         if blame not in ("any", "new"):
             raise ValueError(f"'blame' must be 'any' or 'new' (got {blame!r})")
         self.blame = blame
@@ -137,18 +139,12 @@ class ElasticFlow(ElasticEdf):
         admitted_requests = [requests[j] for j in sorted(self.admitted)]
         arrival_requests = [requests[j] for j in arrivals]
         if self.admission and arrivals:
-            already_late: set[int] = set()
             if self.blame == "new":
-                alone, _, _ = plan_all(admitted_requests, snap.now, total, self.slot_length)
-                already_late = {j for j, plan in alone.items() if not plan.feasible}
-            result = admit(
-                admitted_requests,
-                arrival_requests,
-                snap.now,
-                total,
-                self.slot_length,
-                already_late,
-            )
+                result = self._admit_one_by_one(admitted_requests, arrival_requests, snap.now)
+            else:
+                result = admit(
+                    admitted_requests, arrival_requests, snap.now, total, self.slot_length
+                )
             for j in result.rejected:
                 decisions.append(
                     Reject(
@@ -182,6 +178,32 @@ class ElasticFlow(ElasticEdf):
         if self.overhead_seconds > 0:
             decisions += [Overhead(j, self.overhead_seconds) for j in sorted(self.holding)]
         return decisions
+
+    def _admit_one_by_one(
+        self, admitted: list[PlanRequest], arrivals: list[PlanRequest], now: float
+    ) -> Admission:
+        """``blame=new``: arrivals in deadline order, each admitted unless it — with the ones
+        admitted before it — makes a plan infeasible that was feasible without them."""
+        total = self.ctx.cluster.total_gpus
+        alone, timeline, _ = plan_all(admitted, now, total, self.slot_length)
+        late = {j for j, plan in alone.items() if not plan.feasible}
+        result = Admission([], [], alone, timeline)
+        kept: list[PlanRequest] = []
+        rejected: list[int] = []
+        for a in sorted(arrivals, key=lambda r: (r.deadline, r.job)):
+            step = admit([*admitted, *kept], [a], now, total, self.slot_length, late)
+            if step.admitted:
+                kept.append(a)
+                result = step
+            else:
+                rejected.append(a.job)
+        if rejected and kept:
+            # The last trial may have been a rejection: plan the kept set once more.
+            plans, timeline, _ = plan_all([*admitted, *kept], now, total, self.slot_length)
+            result = Admission([], [], plans, timeline)
+        result.admitted = [a.job for a in kept]
+        result.rejected = rejected
+        return result
 
     def _targets(
         self,
