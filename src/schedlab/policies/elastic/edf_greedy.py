@@ -79,10 +79,14 @@ class ElasticEdf(SchedulingPolicy):
         free = snap.cluster.total_gpus
         target: dict[int, int] = {}
         for job in order.tolist():
+            if free == 0:
+                break  # everyone later in the order gets nothing
             want = int(self.cap[job])
             n = want if free >= want else level_at_most(free)
             target[job] = n
             free -= n
+        for job in snap.running().tolist():
+            target.setdefault(int(job), 0)  # running, but no GPUs left for it: preempted
         return self._apply_targets(snap, target)
 
     def _apply_targets(self, snap: Snapshot, target: dict[int, int]) -> list[Decision]:
