@@ -58,7 +58,8 @@ class ElasticEdf(SchedulingPolicy):
             self.cap[j] = level_at_most(limit)
         deadline = jobs.deadline
         self.key = np.where(np.isfinite(deadline), deadline, np.inf)
-        self.last_active: frozenset[int] = frozenset()
+        self.arrivals_seen = 0
+        self.last_signature: tuple[int, int] = (-1, -1)
 
     def next_wakeup(self, snap: Snapshot) -> float:
         if self.slot is None or not (snap.pending_set or snap.running_set):
@@ -66,15 +67,18 @@ class ElasticEdf(SchedulingPolicy):
         return next_round(snap.now, self.slot)
 
     def decide(self, snap: Snapshot) -> list[Decision]:
+        self.arrivals_seen += len(snap.new_pending)
         if between_rounds(snap.now, self.slot):
             return []
+        # The active set changes only by arrivals and completions (this policy's own rejections
+        # and preemptions aside): if neither happened, sizing from scratch gives the same answer.
+        signature = (self.arrivals_seen, len(snap.pending_set) + len(snap.running_set))
+        if signature == self.last_signature:
+            return []
+        self.last_signature = signature
         active = np.concatenate([snap.running(), snap.pending()])
         if len(active) == 0:
             return []
-        members = frozenset(active.tolist())
-        if members == self.last_active:
-            return []  # same jobs as at the last decision: sizing from scratch would not change
-        self.last_active = members
         order = active[np.lexsort((active, snap.jobs.submit_time[active], self.key[active]))]
         free = snap.cluster.total_gpus
         target: dict[int, int] = {}
@@ -117,5 +121,5 @@ class ElasticEdf(SchedulingPolicy):
             elif running:
                 decisions.append(Preempt(j))
             if n > 0 and alloc is None:
-                self.last_active = frozenset()  # retry the placement at the next round
+                self.last_signature = (-1, -1)  # retry the placement at the next round
         return decisions
