@@ -19,8 +19,8 @@ import pandas as pd
 from _common import SHARED
 
 from schedlab.experiments.deadline_study import (
-    DEADLINE_POLICIES,
     LARGE_CLUSTERS,
+    LARGE_POLICIES,
     large_runs,
     run_study,
 )
@@ -28,13 +28,14 @@ from schedlab.report.deadline_figures import grouped_bars, markdown_table
 
 #: Traces known to take longest (1,024-GPU clusters): started first so no worker idles at the end.
 SLOW = {"cluster04", "cluster07", "cluster08", "cluster09"}
+SLOW_POLICIES = {"elasticflow", "edf-elastic", "chronus"}
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", type=Path, default=Path("runs/elasticflow-large"))
     ap.add_argument("--workers", type=int, default=2)
-    ap.add_argument("--policies", nargs="+", default=list(DEADLINE_POLICIES))
+    ap.add_argument("--policies", nargs="+", default=list(LARGE_POLICIES))
     ap.add_argument("--traces", nargs="+", default=list(LARGE_CLUSTERS))
     args = ap.parse_args()
     if not (SHARED / "traces" / "elasticflow-itp").is_dir():
@@ -53,7 +54,7 @@ def main() -> None:
         runs,
         args.workers,
         on_done=done,
-        slow_first=lambda r: r.label in SLOW and r.policy == "elasticflow",
+        slow_first=lambda r: r.label in SLOW and r.policy in SLOW_POLICIES,
     )
     total = time.perf_counter() - started
     args.out.mkdir(parents=True, exist_ok=True)

@@ -46,6 +46,18 @@ DEADLINE_POLICIES = (
     "elasticflow",
 )
 
+#: The large simulation: every deadline policy and the ablation steps.
+LARGE_POLICIES = (
+    "edf-greedy",
+    "edf-ac",
+    "edf-elastic",
+    "gandiva",
+    "tiresias",
+    "themis",
+    "chronus",
+    "elasticflow",
+)
+
 #: The ablation: ElasticFlow and the three steps towards it, plus ElasticFlow judging arrivals
 #: one by one (``blame=new``) instead of rejecting a whole round's arrivals with the artifact.
 ABLATION_POLICIES = ("edf-greedy", "edf-ac", "edf-elastic", "elasticflow", "elasticflow blame=new")
