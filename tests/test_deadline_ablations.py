@@ -10,9 +10,13 @@ import pytest
 from schedlab.engines.replay import ReplayEngine
 from schedlab.experiments.deadline_study import (
     ABLATION_WORKLOAD,
+    LARGE_POLICIES,
     DeadlineRun,
     _jobs_for,
+    ablation_runs,
+    large_runs,
     run_one,
+    variant,
 )
 from schedlab.experiments.deadline_study import testbed_runs as make_testbed_runs
 from schedlab.model.jobs import JobTable
@@ -117,3 +121,23 @@ def test_study_row_for_the_edf_baseline_on_the_testbed_trace() -> None:
     row = run_one(run)
     assert row["met"] == 17 and row["deadline_jobs"] == 195 and row["gpus"] == 128
     assert row["dsr"] == pytest.approx(17 / 195)
+
+
+def test_large_simulation_uses_the_papers_cluster_sizes() -> None:
+    runs = large_runs(SHARED, ("elasticflow",))
+    gpus = {r.label: parse_cluster_spec(r.cluster).total_gpus for r in runs}
+    assert gpus["cluster05"] == 512 and gpus["cluster04"] == 1024
+    assert gpus["cluster10"] == 256 and gpus["philly_103959"] == 256
+    assert len(runs) == 11 and {r.slot for r in runs} == {60.0}
+    assert set(LARGE_POLICIES) >= {"elasticflow", "edf-ac", "edf-elastic", "chronus", "themis"}
+
+
+def test_policy_variants_carry_their_parameters() -> None:
+    assert variant("elasticflow blame=new") == ("elasticflow", {"blame": "new"})
+    (run,) = [
+        r
+        for r in ablation_runs(SHARED, (0,), ("elasticflow blame=new",))
+        if r.cluster == "8x8:A100"
+    ]
+    assert run.policy == "elasticflow" and run.params == {"blame": "new"}
+    assert run.name == "elasticflow blame=new"

@@ -342,3 +342,22 @@ def test_philly_first_3000_jobs_complete_under_fifo() -> None:
     run_time = record.end_time - record.first_start
     np.testing.assert_allclose(run_time, record.jobs.duration, rtol=1e-9, atol=1e-6)
     assert np.all(record.first_start >= record.jobs.submit_time)
+
+
+@pytest.mark.parametrize(
+    "policy",
+    ["edf-greedy", "edf-ac", "edf-elastic", "elasticflow", "gandiva", "themis", "chronus"],
+)
+def test_every_deadline_policy_runs_from_the_command_line(policy: str, tmp_path: Path) -> None:
+    # Trace durations (no throughput tables), a 10 s slot, best-effort jobs mixed in.
+    trace = tmp_path / "t.csv"
+    trace.write_text(TRACE_DEADLINES)
+    out = tmp_path / policy
+    argv = ["replay", "--cluster", "1x4:A100", "--trace", str(trace), "--policy", policy]
+    assert main([*argv, "--slot", "10", "--out", str(out)]) == 0
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["deadline_jobs"] == 2 and 0.0 <= summary["dsr"] <= 1.0
+    assert summary["completed"] + summary["rejected"] == 4
+    # Best-effort jobs a and d are never rejected.
+    rows = {r["job_id"]: r for r in csv.DictReader((out / "jobs.csv").open())}
+    assert rows["a"]["status"] == "completed" and rows["d"]["status"] == "completed"
