@@ -333,6 +333,12 @@ def test_demo_runs_without_files(tmp_path):
     with open(out / "results.csv", newline="") as fh:
         assert len(list(csv.DictReader(fh))) == 6
     assert list((out / "figures").glob("*/unallocated_gpu.png"))
+    # The deadline part: every ablation step, with the built-in scaling model (no files).
+    with open(out / "deadlines" / "results.csv", newline="") as fh:
+        rows = {r["policy"]: r for r in csv.DictReader(fh)}
+    assert {"edf-greedy", "edf-ac", "edf-elastic", "elasticflow"} <= set(rows)
+    assert all(0 <= float(r["dsr"]) <= 1 for r in rows.values())
+    assert float(rows["elasticflow"]["dsr"]) > float(rows["edf-greedy"]["dsr"])
 
 
 def test_no_command_prints_help_and_fails(capsys):

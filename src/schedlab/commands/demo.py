@@ -6,6 +6,8 @@ import argparse
 import time
 from pathlib import Path
 
+from rich.table import Table
+
 from schedlab.commands.common import (
     check_inflate,
     check_out_dir,
@@ -16,11 +18,18 @@ from schedlab.commands.common import (
 from schedlab.commands.pack_grid import print_aggregate, run_pack_grid, write_grid_outputs
 from schedlab.commands.replay_grid import print_replay_table, write_replay_grid
 from schedlab.errors import InputError
+from schedlab.experiments.deadline_study import (
+    ABLATION_POLICIES,
+    DeadlineRun,
+    run_study,
+    variant,
+)
 from schedlab.experiments.pack_sweep import default_workers
-from schedlab.experiments.replay_run import ReplaySpec
+from schedlab.experiments.replay_run import BUILTIN_THROUGHPUTS, ReplaySpec
 from schedlab.experiments.replay_sweep import ReplayTask, SyntheticJobs, run_folder, run_grid
 from schedlab.experiments.workloads import SyntheticWorkload
 from schedlab.policies.registry import pack_study_names
+from schedlab.results import write_csv
 
 DEFAULT_NODES = 1213
 DEFAULT_JOBS = 5000
@@ -32,6 +41,11 @@ REPLAY_CLUSTER = "32x8:V100"
 REPLAY_MEAN_DURATION = 8_000.0
 REPLAY_MAX_DURATION = 172_800.0
 REPLAY_POLICIES = (("fifo", False), ("fifo", True), ("sjf", False), ("tiresias", False))
+#: The deadline part: ElasticFlow and its ablation steps on generated deadline jobs, with the
+#: built-in scaling model standing in for measured throughput tables.
+DEADLINE_CLUSTER = "16x8:A100"
+DEADLINE_JOBS = 400
+DEADLINE_SLOT = 240.0
 MAX_NODES = 20_000
 
 
@@ -44,7 +58,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
             "GPU-sharing and multi-GPU pods in the proportions of the Alibaba GPU-2023 trace), "
             "run every placement policy with the pack protocol over a few seeds, print a "
             "comparison table and write the figures; then replay a generated Philly-like job "
-            "trace under fifo, fifo+backfill, sjf and tiresias and write an HTML report."
+            "trace under fifo, fifo+backfill, sjf and tiresias and write an HTML report; then "
+            "compare ElasticFlow with its ablation steps on generated deadline jobs."
         ),
     )
     p.add_argument(
@@ -119,7 +134,50 @@ def run(args: argparse.Namespace) -> int:
     console.print(f"{len(summaries)} runs in {wall:.1f} s; figures in {out}/figures/")
     if args.jobs > 0:
         _replay_part(args.jobs, args.load, args.workload_seed, workers, out / "replay")
+        _deadline_part(args.workload_seed, workers, out / "deadlines")
     return 0
+
+
+def _deadline_part(seed: int, workers: int, out: Path) -> None:
+    """ElasticFlow against its ablation steps on generated deadline jobs: DSR per policy."""
+    workload = f"synthetic:{seed}:{DEADLINE_JOBS}"
+    runs = [
+        DeadlineRun(
+            "demo",
+            workload,
+            "deadlines",
+            DEADLINE_CLUSTER,
+            variant(name)[0],
+            DEADLINE_SLOT,
+            BUILTIN_THROUGHPUTS,
+            variant(name)[1],
+        )
+        for name in ABLATION_POLICIES
+    ]
+    console.print(
+        f"replaying {DEADLINE_JOBS} generated deadline jobs on {DEADLINE_CLUSTER} "
+        f"(built-in scaling model, {DEADLINE_SLOT:.0f} s slot) under {len(runs)} policies"
+    )
+    started = time.perf_counter()
+    rows = run_study(runs, workers)
+    out.mkdir(parents=True, exist_ok=True)
+    write_csv(out / "results.csv", rows)
+    table = Table(title="deadline satisfactory ratio")
+    for column in ("policy", "DSR", "met", "rejected", "cluster efficiency", "seconds"):
+        table.add_column(column, justify="left" if column == "policy" else "right")
+    for row in rows.itertuples(index=False):
+        table.add_row(
+            row.policy,
+            f"{row.dsr:.3f}",
+            f"{row.met}/{row.deadline_jobs}",
+            str(row.rejected),
+            f"{row.cluster_efficiency:.2f}",
+            f"{row.wall_seconds:.1f}",
+        )
+    console.print(table)
+    console.print(
+        f"{len(rows)} replays in {time.perf_counter() - started:.1f} s; table in {out}/results.csv"
+    )
 
 
 def _replay_part(jobs: int, load: float, seed: int, workers: int, out: Path) -> None:

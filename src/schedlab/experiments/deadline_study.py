@@ -17,17 +17,24 @@ not depend on the number of workers.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
 from schedlab.experiments.parallel import run_all
-from schedlab.experiments.replay_run import ReplaySpec, jobs_frame, run_replay, timeseries_frame
+from schedlab.experiments.replay_run import (
+    BUILTIN_THROUGHPUTS,
+    ReplaySpec,
+    jobs_frame,
+    run_replay,
+    timeseries_frame,
+)
 from schedlab.metrics.replay_metrics import summarize
 from schedlab.model.jobs import JobTable
 from schedlab.perf.models import ThroughputTable, read_throughput_dir
+from schedlab.perf.scaling import throughput_table
 from schedlab.traces.cluster_spec import parse_cluster_spec
 from schedlab.traces.formats import read_jobs
 from schedlab.traces.synthetic_jobs import (
@@ -153,14 +160,20 @@ def variant(name: str) -> tuple[str, dict[str, str]]:
 
 
 def _jobs_for(run: DeadlineRun) -> JobTable:
+    """The run's jobs: a trace file, or ``synthetic:SEED[:JOBS]`` drawn from
+    :data:`ABLATION_WORKLOAD` with iterations from the run's throughput tables."""
     if run.workload.startswith("synthetic:"):
-        seed = int(run.workload.split(":", 1)[1])
-        table = ThroughputTable(read_throughput_dir(run.throughputs))
+        _, seed, *count = run.workload.split(":")
+        spec = replace(ABLATION_WORKLOAD, jobs=int(count[0])) if count else ABLATION_WORKLOAD
+        if run.throughputs == BUILTIN_THROUGHPUTS:
+            table = throughput_table()
+        else:
+            table = ThroughputTable(read_throughput_dir(run.throughputs)).table
 
         def rate(model: str, batch: int, gpus: int) -> float:
-            return table.table.get((model, batch), {}).get(gpus, float("nan"))
+            return table.get((model, batch), {}).get(gpus, float("nan"))
 
-        return generate_jobs(ABLATION_WORKLOAD, np.random.default_rng(seed), throughput=rate)
+        return generate_jobs(spec, np.random.default_rng(int(seed)), throughput=rate)
     return read_jobs(run.workload).jobs
 
 
