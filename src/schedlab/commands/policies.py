@@ -36,6 +36,9 @@ def run(args: argparse.Namespace) -> int:
         _table("orderings (replay --policy; any placement; optional --backfill)", ORDERINGS)
     )
     stdout.print(
-        _table("sizing policies (replay --policy; they choose GPU counts)", SIZING_POLICIES)
+        _table(
+            "whole-cluster policies (replay --policy; they pick sizes, leases or slices themselves)",
+            SIZING_POLICIES,
+        )
     )
     return 0
