@@ -37,7 +37,7 @@ def run(args: argparse.Namespace) -> int:
     )
     stdout.print(
         _table(
-            "whole-cluster policies (replay --policy; they pick sizes, leases or slices themselves)",
+            "whole-cluster policies (replay --policy; they pick sizes, leases or slices)",
             SIZING_POLICIES,
         )
     )
