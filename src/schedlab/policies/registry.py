@@ -153,7 +153,7 @@ def make_scheduler(
         raise InputError(f"'--slot' must be > 0 seconds (got {slot})")
     if order in SIZING_POLICIES:
         if backfill:
-            raise InputError(f"'{order}' sizes jobs itself: backfill does not apply")
+            raise InputError(f"'{order}' schedules the whole cluster: backfill does not apply")
         policy = _construct(order, SIZING_POLICIES[order], {**(params or {})})
         if slot is not None:
             policy.slot = slot  # type: ignore[attr-defined]
