@@ -12,8 +12,8 @@ from schedlab.experiments.deadline_study import (
     ABLATION_WORKLOAD,
     LARGE_POLICIES,
     DeadlineRun,
-    _jobs_for,
     ablation_runs,
+    jobs_for,
     large_runs,
     run_one,
     variant,
@@ -102,7 +102,7 @@ def test_ablation_workload_is_seeded_and_every_job_has_a_deadline() -> None:
     if not A100.is_dir():
         pytest.skip("../shared/traces/elasticflow-artifact not found: no throughput tables")
     run = DeadlineRun("ablation", "synthetic:3", "s", "8x8:A100", "edf-greedy", 240.0, str(A100))
-    a, b = _jobs_for(run), _jobs_for(run)
+    a, b = jobs_for(run), jobs_for(run)
     assert len(a) == ABLATION_WORKLOAD.jobs
     assert np.array_equal(a.submit_time, b.submit_time)
     assert np.array_equal(a.iterations, b.iterations)

@@ -17,6 +17,7 @@ not depend on the number of workers.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -162,7 +163,7 @@ def variant(name: str) -> tuple[str, dict[str, str]]:
     return policy, dict(pair.split("=", 1) for pair in pairs)
 
 
-def _jobs_for(run: DeadlineRun) -> JobTable:
+def jobs_for(run: DeadlineRun) -> JobTable:
     """The run's jobs: a trace file, or ``synthetic:SEED[:JOBS]`` drawn from
     :data:`ABLATION_WORKLOAD` with iterations from the run's throughput tables."""
     if run.workload.startswith("synthetic:"):
@@ -182,7 +183,7 @@ def _jobs_for(run: DeadlineRun) -> JobTable:
 
 def run_one(run: DeadlineRun) -> dict[str, object]:
     """Replay one task and return its row of the study's table."""
-    jobs = _jobs_for(run)
+    jobs = jobs_for(run)
     spec = ReplaySpec(
         cluster=run.cluster,
         trace=run.workload,
@@ -214,8 +215,14 @@ def run_one(run: DeadlineRun) -> dict[str, object]:
     }
 
 
-def run_study(runs: list[DeadlineRun], workers: int, on_done=None, slow_first=None) -> pd.DataFrame:
-    """Every task, ``workers`` at a time; rows in task order."""
+def run_study(
+    runs: list[DeadlineRun],
+    workers: int,
+    on_done: Callable[[dict[str, object]], None] | None = None,
+    slow_first: Callable[[DeadlineRun], bool] | None = None,
+) -> pd.DataFrame:
+    """Every task, ``workers`` at a time; rows in task order (``on_done`` sees each row as it
+    finishes; ``slow_first`` marks tasks to start first)."""
     return pd.DataFrame(run_all(run_one, runs, workers, on_done=on_done, slow_first=slow_first))
 
 
