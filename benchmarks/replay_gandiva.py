@@ -16,8 +16,7 @@ from _common import SHARED, peak_rss_mib
 
 from schedlab.engines.replay import ReplayEngine
 from schedlab.perf.models import ThroughputTable, read_throughput_dir
-from schedlab.policies.fixed_size.gandiva import Gandiva
-from schedlab.policies.registry import _construct, make_placement
+from schedlab.policies.registry import make_scheduler
 from schedlab.traces.cluster_spec import parse_cluster_spec
 from schedlab.traces.formats import read_jobs
 
@@ -37,10 +36,8 @@ def main() -> None:
     for trace, spec, slot in RUNS:
         jobs = read_jobs(ITP / trace).jobs
         cluster = parse_cluster_spec(spec)
-        policy = _construct("gandiva", Gandiva, params)
-        assert isinstance(policy, Gandiva)
-        policy.slot = slot
-        engine = ReplayEngine(cluster, jobs, policy, make_placement("bestfit"), perf)
+        policy, placement = make_scheduler("gandiva", params=params, slot=slot)
+        engine = ReplayEngine(cluster, jobs, policy, placement, perf)
         t0 = time.perf_counter()
         record = engine.run()
         wall = time.perf_counter() - t0

@@ -15,7 +15,7 @@ from schedlab.model.jobs import JobTable
 from schedlab.model.snapshot import DONE, REJECTED, Decision, Resize, Snapshot, Start
 from schedlab.perf.models import PerfModel, ThroughputTable, TraceDuration, read_throughput_dir
 from schedlab.policies.fixed_size.gandiva import Gandiva, NodeSet
-from schedlab.policies.registry import _construct, make_placement
+from schedlab.policies.registry import make_placement, make_scheduler
 from schedlab.policies.scheduler import ReplayContext, SchedulingPolicy
 from schedlab.traces.cluster_spec import parse_cluster_spec
 from schedlab.traces.formats import read_jobs
@@ -127,8 +127,8 @@ def test_multi_node_jobs_span_whole_nodes_and_oversized_jobs_are_rejected() -> N
 
 
 def test_params_convert_from_text() -> None:
-    policy = _construct(
-        "gandiva", Gandiva, {"adjust": "false", "slice_period": "0", "merge_events": "no"}
+    policy, _ = make_scheduler(
+        "gandiva", params={"adjust": "false", "slice_period": "0", "merge_events": "no"}
     )
     assert isinstance(policy, Gandiva)
     assert (policy.adjust, policy.slice_period, policy.merge_events) == (False, 0.0, False)
