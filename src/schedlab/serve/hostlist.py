@@ -14,13 +14,14 @@ from schedlab.errors import InputError
 _IDX = re.compile(r"IDX:([0-9,\-]*)")
 
 
-def _split_top(text: str) -> list[str]:
-    """Split on commas that are not inside brackets."""
+def split_outside(text: str, opening: str = "[", closing: str = "]") -> list[str]:
+    """Split on commas that are not inside ``opening``…``closing`` (``node[1,3],gpu`` keeps
+    ``node[1,3]`` whole; blank parts are dropped)."""
     parts, depth, start = [], 0, 0
     for i, ch in enumerate(text):
-        if ch == "[":
+        if ch == opening:
             depth += 1
-        elif ch == "]":
+        elif ch == closing:
             depth -= 1
         elif ch == "," and depth == 0:
             parts.append(text[start:i])
@@ -52,7 +53,7 @@ def expand_hostlist(text: str | None) -> list[str]:
     if not text or text in ("(null)", "None"):
         return []
     names: list[str] = []
-    for item in _split_top(text):
+    for item in split_outside(text):
         m = re.fullmatch(r"([^\[\]]*)\[([^\]]+)\](.*)", item)
         if m is None:
             names.append(item)

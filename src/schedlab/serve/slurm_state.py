@@ -14,7 +14,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from schedlab.serve.hostlist import expand_hostlist, gpu_indices
+from schedlab.serve.hostlist import expand_hostlist, gpu_indices, split_outside
 
 #: Job states in which a job holds (or is about to hold, or still holds) its nodes.
 ACTIVE_STATES = frozenset({"RUNNING", "CONFIGURING", "COMPLETING", "SUSPENDED", "STAGE_OUT"})
@@ -48,25 +48,11 @@ REJECT_MARK = "schedlab: rejected:"
 _GPU_ITEM = re.compile(r"^(?:gres[:/])?gpu(?::([A-Za-z][\w.\-]*))?(?::(\d+))?(?:\(.*\))?$")
 
 
-def _items(text: str) -> list[str]:
-    """Comma-separated TRES items, with commas inside parentheses kept (``gpu:2(IDX:0,3)``)."""
-    out, depth, start = [], 0, 0
-    for i, ch in enumerate(text):
-        if ch == "(":
-            depth += 1
-        elif ch == ")":
-            depth -= 1
-        elif ch == "," and depth == 0:
-            out.append(text[start:i])
-            start = i + 1
-    out.append(text[start:])
-    return [s.strip() for s in out if s.strip()]
-
-
 def parse_gpu_tres(text: str | None) -> tuple[int, str]:
     """GPU count and type (``""`` = any) in a TRES/GRES string; ``(0, "")`` when it has none."""
     count, kind = 0, ""
-    for item in _items(text or ""):
+    # Commas inside parentheses belong to one item (``gpu:2(IDX:0,3)``).
+    for item in split_outside(text or "", "(", ")"):
         m = _GPU_ITEM.match(item)
         if m is None:
             continue
