@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from schedlab.model.snapshot import Snapshot
 from schedlab.policies.elastic.admission import PlanRequest
-from schedlab.policies.elastic.edf_greedy import ElasticEdf, level_at_most
+from schedlab.policies.elastic.edf_greedy import gpu_caps, greedy_sizes
 from schedlab.policies.elastic.elasticflow import ElasticFlow
 from schedlab.policies.elastic.planning import FreeTimeline, Plan
 from schedlab.policies.scheduler import ReplayContext
@@ -29,10 +29,8 @@ class EdfAdmissionControl(ElasticFlow):
 
     def reset(self, ctx: ReplayContext) -> None:
         super().reset(ctx)
-        # EDF's own cap: min(64, batch size, cluster), wherever the throughput peaks.
-        table = ElasticEdf(cap="table")
-        table.reset(ctx)
-        self.greedy_cap = table.cap
+        # EDF's own cap: min(64, batch size, cluster), even past where throughput peaks.
+        self.greedy_cap = gpu_caps(ctx, "table")
 
     def _targets(
         self,
@@ -41,16 +39,12 @@ class EdfAdmissionControl(ElasticFlow):
         plans: dict[int, Plan],
         timeline: FreeTimeline,
     ) -> dict[int, int]:
-        free = snap.cluster.total_gpus
-        target: dict[int, int] = {}
         order = sorted(
             self.admitted, key=lambda j: (requests[j].deadline, snap.jobs.submit_time[j], j)
         )
-        for j in order:
-            want = int(self.greedy_cap[j])
-            n = want if free >= want else level_at_most(free)
-            target[j] = n
-            free -= n
+        target = greedy_sizes(order, self.greedy_cap, snap.cluster.total_gpus)
+        for job in snap.running().tolist():
+            target.setdefault(int(job), 0)  # running, but no GPUs left for it: preempted
         return target
 
 

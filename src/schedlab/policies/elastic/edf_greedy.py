@@ -31,6 +31,36 @@ def level_at_most(x: int) -> int:
     return 0 if x < 1 else 1 << (int(x).bit_length() - 1)
 
 
+def gpu_caps(ctx: ReplayContext, rule: str) -> np.ndarray:
+    """Each job's largest GPU level: at most 64 GPUs, its batch size (one sample per GPU) and
+    the cluster; with ``rule="peak"`` also no more than where its throughput stops growing."""
+    jobs = ctx.jobs
+    cap = np.empty(len(jobs), dtype=np.int64)
+    for j in range(len(jobs)):
+        limit = min(MAX_LEVEL, ctx.cluster.total_gpus)
+        if jobs.batch_size[j] > 0:
+            limit = min(limit, int(jobs.batch_size[j]))
+        if rule == "peak":
+            limit = ctx.perf.max_useful_gpus(jobs, j, limit)
+        cap[j] = level_at_most(limit)
+    return cap
+
+
+def greedy_sizes(order: list[int], cap: np.ndarray, gpus: int) -> dict[int, int]:
+    """EDF's sizing: in ``order``, each job its cap if that many GPUs are free, else the largest
+    level that is; jobs after the GPUs run out are left out (they get none)."""
+    free = gpus
+    target: dict[int, int] = {}
+    for job in order:
+        if free == 0:
+            break
+        want = int(cap[job])
+        n = want if free >= want else level_at_most(free)
+        target[job] = n
+        free -= n
+    return target
+
+
 class ElasticEdf(SchedulingPolicy):
     name = "edf-greedy"
     summary = "deadline order, each job given up to 64 GPUs (ElasticFlow's EDF baseline)"
@@ -45,17 +75,7 @@ class ElasticEdf(SchedulingPolicy):
     def reset(self, ctx: ReplayContext) -> None:
         self.ctx = ctx
         jobs = ctx.jobs
-        total = ctx.cluster.total_gpus
-        # Useful maximum: where the job's throughput stops growing, at most 64 GPUs, its batch
-        # size (one sample per GPU) and the cluster.
-        self.cap = np.empty(len(jobs), dtype=np.int64)
-        for j in range(len(jobs)):
-            limit = min(MAX_LEVEL, total)
-            if jobs.batch_size[j] > 0:
-                limit = min(limit, int(jobs.batch_size[j]))
-            if self.cap_rule == "peak":
-                limit = ctx.perf.max_useful_gpus(jobs, j, limit)
-            self.cap[j] = level_at_most(limit)
+        self.cap = gpu_caps(ctx, self.cap_rule)
         deadline = jobs.deadline
         self.key = np.where(np.isfinite(deadline), deadline, np.inf)
         self.arrivals_seen = 0
@@ -80,15 +100,7 @@ class ElasticEdf(SchedulingPolicy):
         if len(active) == 0:
             return []
         order = active[np.lexsort((active, snap.jobs.submit_time[active], self.key[active]))]
-        free = snap.cluster.total_gpus
-        target: dict[int, int] = {}
-        for job in order.tolist():
-            if free == 0:
-                break  # everyone later in the order gets nothing
-            want = int(self.cap[job])
-            n = want if free >= want else level_at_most(free)
-            target[job] = n
-            free -= n
+        target = greedy_sizes(order.tolist(), self.cap, snap.cluster.total_gpus)
         for job in snap.running().tolist():
             target.setdefault(int(job), 0)  # running, but no GPUs left for it: preempted
         return self._apply_targets(snap, target)
