@@ -185,25 +185,19 @@ class ElasticFlow(ElasticEdf):
         """``blame=new``: arrivals in deadline order, each admitted unless it — with the ones
         admitted before it — makes a plan infeasible that was feasible without them."""
         total = self.ctx.cluster.total_gpus
-        alone, timeline, _ = plan_all(admitted, now, total, self.slot_length)
-        late = {j for j, plan in alone.items() if not plan.feasible}
-        result = Admission([], [], alone, timeline)
+        plans, timeline, _ = plan_all(admitted, now, total, self.slot_length)
+        late = {j for j, plan in plans.items() if not plan.feasible}
         kept: list[PlanRequest] = []
         rejected: list[int] = []
         for a in sorted(arrivals, key=lambda r: (r.deadline, r.job)):
             step = admit([*admitted, *kept], [a], now, total, self.slot_length, late)
             if step.admitted:
+                # The plans of everything admitted so far (a rejection leaves them as they are).
                 kept.append(a)
-                result = step
+                plans, timeline = step.plans, step.timeline
             else:
                 rejected.append(a.job)
-        if rejected and kept:
-            # The last trial may have been a rejection: plan the kept set once more.
-            plans, timeline, _ = plan_all([*admitted, *kept], now, total, self.slot_length)
-            result = Admission([], [], plans, timeline)
-        result.admitted = [a.job for a in kept]
-        result.rejected = rejected
-        return result
+        return Admission([a.job for a in kept], rejected, plans, timeline)
 
     def _targets(
         self,
