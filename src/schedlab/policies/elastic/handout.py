@@ -133,17 +133,15 @@ def hand_out(
         scored[j] = (grants, entry, candidate)
         if entry is not None:
             heapq.heappush(heap, (-entry, rank, j))
-    fresh: set[int] = set()  # jobs whose heap score was computed on the current timeline
     while idle > 0 and heap:
         _, rank, j = heapq.heappop(heap)
         r = requests[j]
-        if j not in fresh:
-            # Re-score on the current timeline; grant only if it still beats the next claim.
-            version, score, candidate = scored[j]
-            if version != grants:
-                score, candidate = _score(r, plans[j], timeline, now, slot, rule, idle)
-                scored[j] = (grants, score, candidate)
-            fresh.add(j)
+        version, score, candidate = scored[j]
+        if version != grants:
+            # Scored before the last grant: re-score on the current timeline, and grant only if
+            # it still beats the next claim.
+            score, candidate = _score(r, plans[j], timeline, now, slot, rule, idle)
+            scored[j] = (grants, score, candidate)
             if score is None:
                 continue
             if heap and (-score, rank) > heap[0][:2]:
@@ -154,16 +152,12 @@ def hand_out(
         up = next_level(levels, n)
         if up is None or up - n > idle:
             continue  # idle GPUs only shrink: this step will never fit again this round
-        old = plans[j]
-        _add_back(timeline, old)
-        version, _, new = scored[j]
-        if version != grants or new is None:
-            new = candidate_plan(timeline, r, up, now, slot)
+        _add_back(timeline, plans[j])
+        new = candidate if candidate is not None else candidate_plan(timeline, r, up, now, slot)
         _take(timeline, new)
         plans[j] = new
         idle -= up - n
         grants += 1
-        fresh.clear()
         entry, candidate = _score(r, new, timeline, now, slot, rule, idle)
         scored[j] = (grants, entry, candidate)
         if entry is not None:
