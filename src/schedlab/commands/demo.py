@@ -22,7 +22,6 @@ from schedlab.experiments.deadline_study import (
     ABLATION_POLICIES,
     DeadlineRun,
     run_study,
-    variant,
 )
 from schedlab.experiments.pack_sweep import default_workers
 from schedlab.experiments.replay_run import BUILTIN_THROUGHPUTS, ReplaySpec
@@ -142,15 +141,14 @@ def _deadline_part(seed: int, workers: int, out: Path) -> None:
     """ElasticFlow against its ablation steps on generated deadline jobs: DSR per policy."""
     workload = f"synthetic:{seed}:{DEADLINE_JOBS}"
     runs = [
-        DeadlineRun(
+        DeadlineRun.of(
             "demo",
             workload,
             "deadlines",
             DEADLINE_CLUSTER,
-            variant(name)[0],
+            name,
             DEADLINE_SLOT,
             BUILTIN_THROUGHPUTS,
-            variant(name)[1],
         )
         for name in ABLATION_POLICIES
     ]

@@ -151,6 +151,21 @@ class DeadlineRun:
     throughputs: str
     params: dict[str, str] = field(default_factory=dict)
 
+    @classmethod
+    def of(
+        cls,
+        experiment: str,
+        workload: str,
+        label: str,
+        cluster: str,
+        name: str,
+        slot: float,
+        throughputs: str,
+    ) -> DeadlineRun:
+        """A run of ``name``: a policy and its ``key=value`` parameters, as :attr:`name` reads."""
+        policy, params = variant(name)
+        return cls(experiment, workload, label, cluster, policy, slot, throughputs, params)
+
     @property
     def name(self) -> str:
         """The policy with its non-default parameters, as tables show it."""
@@ -240,15 +255,14 @@ def ablation_runs(
 ) -> list[DeadlineRun]:
     a100 = shared / "traces" / "elasticflow-artifact" / "throughputs_A100"
     return [
-        DeadlineRun(
+        DeadlineRun.of(
             "ablation",
             f"synthetic:{seed}",
             f"synthetic-{seed}",
             f"{gpus // 8}x8:A100",
-            *variant(name)[:1],
+            name,
             240.0,
             str(a100),
-            variant(name)[1],
         )
         for seed in seeds
         for gpus in ABLATION_GPUS
