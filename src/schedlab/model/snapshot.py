@@ -142,6 +142,12 @@ class Snapshot:
             )
         return self._running
 
+    def running_after(self, decisions: list[Decision]) -> set[int]:
+        """Jobs holding GPUs once ``decisions`` are applied: who pays a per-round overhead."""
+        stopped = {d.job for d in decisions if isinstance(d, Preempt)}
+        started = {d.job for d in decisions if isinstance(d, Start)}
+        return (set(self.running_set) - stopped) | started
+
     # -- time-dependent per-job values ------------------------------------------------------
     def _run_time(self, idx: np.ndarray) -> np.ndarray:
         rt = self.runtime

@@ -18,7 +18,7 @@ import math
 
 import numpy as np
 
-from schedlab.model.snapshot import Decision, Overhead, Preempt, Reject, Snapshot, Start
+from schedlab.model.snapshot import Decision, Overhead, Reject, Snapshot
 from schedlab.perf.models import ThroughputTable
 from schedlab.policies.elastic.admission import Admission, PlanRequest, admit, plan_all
 from schedlab.policies.elastic.edf_greedy import ElasticEdf
@@ -163,8 +163,7 @@ class ElasticFlow(ElasticEdf):
         target = self._targets(snap, requests, plans, timeline)
         changes = self._apply_targets(snap, target)
         decisions += changes
-        stopped = {d.job for d in changes if isinstance(d, Preempt)}
-        self.holding = (running - stopped) | {d.job for d in changes if isinstance(d, Start)}
+        self.holding = snap.running_after(changes)
         self.next_change = min(
             (
                 t

@@ -405,10 +405,7 @@ class Gandiva(SchedulingPolicy):
         base, restart = (7.0, 47.0) if big else (2.0, 27.0)
         if self.rounds % int(self.round_length) == 0:
             base += restart
-        stopped = {d.job for d in decisions if isinstance(d, Preempt)}
-        running = ({int(j) for j in snap.running_set} - stopped) | {
-            d.job for d in decisions if isinstance(d, Start)
-        }
+        running = snap.running_after(decisions)
         gpus = snap.jobs.num_gpus
         return [Overhead(j, base + 2.0 * (math.log2(int(gpus[j])) + 1.0)) for j in sorted(running)]
 
