@@ -187,6 +187,14 @@ def records_for(jobs: list[int]) -> dict[int, list[RunRecord]]:
     return out
 
 
+def wait_until(ready, deadline: float) -> None:
+    """Poll ``ready`` until it holds; fail the test if ``deadline`` (monotonic) passes first."""
+    while not ready():
+        if time.monotonic() > deadline:
+            pytest.fail("the scenario's precondition did not hold in time")
+        time.sleep(0.1)
+
+
 def journal_starts(journal: Path) -> dict[int, list[dict]]:
     out: dict[int, list[dict]] = defaultdict(list)
     for rec in read_journal(journal):
@@ -357,7 +365,12 @@ def test_a_preemptive_policy_requeues_and_restarts_its_victim(
         proc = subprocess.Popen(
             argv, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
         )
-        time.sleep(2.0)
+        # The short job must arrive after all four long ones hold the cluster (a slow start of
+        # the scheduler under load would otherwise let it be placed first, with no preemption).
+        wait_until(
+            lambda: journal.exists() and all(journal_starts(journal).get(j) for j in longs),
+            t0 + 30.0,
+        )
         short = submit(ours, "2", 2, "short")
         slurm.scontrol(["update", f"JobId={short}", "TimeLimit=1"])
         finish(proc, t0 + SCENARIO_TIMEOUT)
