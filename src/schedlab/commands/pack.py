@@ -11,6 +11,7 @@ from schedlab.commands.common import check_inflate, console, progress_bar, stdou
 from schedlab.engines.pack import PackConfig, run_pack
 from schedlab.errors import InputError
 from schedlab.experiments.published import reference_for
+from schedlab.input_files import read_text
 from schedlab.model.cluster import Cluster
 from schedlab.model.pods import PodTable
 from schedlab.output_dir import staged_dir
@@ -66,9 +67,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 def load_config(path: Path) -> dict[str, object]:
     """Read a pack config file; unknown keys and wrong types are errors naming the key."""
     try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise InputError("config file not found", path=str(path)) from None
+        data = tomllib.loads(read_text(path, "config file"))
     except tomllib.TOMLDecodeError as exc:
         raise InputError(f"not valid TOML ({exc})", path=str(path)) from None
     for key, value in data.items():

@@ -9,6 +9,7 @@ from pathlib import Path
 from schedlab.commands.common import console
 from schedlab.commands.replay import parse_params
 from schedlab.errors import InputError
+from schedlab.input_files import check_input_file
 from schedlab.output_dir import check_out_file
 from schedlab.policies.registry import ordering_names, placement_names
 from schedlab.results import atomic_write
@@ -173,7 +174,8 @@ def add_import_slurm_parser(actions: argparse._SubParsersAction) -> None:
 
 
 def run_import_slurm(args: argparse.Namespace) -> int:
-    check_out_file(args.out)  # an unwritable --out fails before sacct runs
+    check_input_file(args.journal, "journal")  # before sacct runs
+    check_out_file(args.out)
     result = import_slurm(args.journal, load_sacct(args.sacct), args.timing)
     atomic_write(args.out, lambda fh: result.frame.to_csv(fh, index=False))
     skipped = ", ".join(f"{n} {why}" for why, n in result.left_out.items())
