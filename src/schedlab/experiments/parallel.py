@@ -18,7 +18,10 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor, as_completed
+from concurrent.futures.process import BrokenProcessPool
 from typing import TypeVar
+
+from schedlab.errors import SchedlabError
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -60,6 +63,11 @@ def run_all(
             results[futures[future]] = future.result()
             if on_done:
                 on_done(results[futures[future]])  # type: ignore[arg-type]
+    except BrokenProcessPool:
+        stop_pool(pool)
+        raise SchedlabError(
+            "a worker process ended unexpectedly (killed, or out of memory?); try fewer --workers"
+        ) from None
     except BaseException:
         stop_pool(pool)
         raise
