@@ -131,8 +131,18 @@ def test_leftovers_of_a_killed_writer_are_removed(tmp_path: Path) -> None:
     assert _siblings(tmp_path) == sorted(["out", alive.name])
 
 
-def test_commit_failure_restores_the_earlier_output(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+@pytest.mark.parametrize(
+    ("stop", "expect"),
+    [
+        (OSError(28, "No space left on device"), InputError),
+        (KeyboardInterrupt(), KeyboardInterrupt),
+    ],
+)
+def test_commit_stopped_between_the_renames_restores_the_earlier_output(
+    stop: BaseException,
+    expect: type[BaseException],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     out = tmp_path / "out"
     with staged_dir(out) as stage:
@@ -144,12 +154,12 @@ def test_commit_failure_restores_the_earlier_output(
 
     def failing_second(src: object, dst: object) -> None:
         calls.append(src)
-        if len(calls) == 2:
-            raise OSError(28, "No space left on device")
+        if len(calls) == 2:  # the earlier output is moved aside, the new one not yet in
+            raise stop
         real(src, dst)  # type: ignore[arg-type]
 
     monkeypatch.setattr(os, "replace", failing_second)
-    with pytest.raises(InputError, match="No space left on device"):
+    with pytest.raises(expect):
         stage.commit()
     monkeypatch.setattr(os, "replace", real)
     assert _tree(out) == {"config.toml": f"{CONFIG_MARK}1\n"}
@@ -187,6 +197,18 @@ def test_the_output_is_always_exactly_one_runs_files(
         pass
     assert _tree(out) == (one if fail else two)
     assert _siblings(root) == ["out"]
+
+
+def test_a_link_to_a_folder_stays_a_link(tmp_path: Path) -> None:
+    real = tmp_path / "real"
+    with staged_dir(real) as stage:
+        _write(stage, {"config.toml": f"{CONFIG_MARK}1\n", "old": "o"})
+    (tmp_path / "link").symlink_to(real)
+    with staged_dir(tmp_path / "link") as stage:
+        _write(stage, {"config.toml": f"{CONFIG_MARK}2\n"})
+    assert (tmp_path / "link").is_symlink()
+    assert _tree(real) == {"config.toml": f"{CONFIG_MARK}2\n"}
+    assert _siblings(tmp_path) == ["link", "real"]
 
 
 def test_check_out_file(tmp_path: Path) -> None:

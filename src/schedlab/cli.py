@@ -32,6 +32,12 @@ class Terminated(BaseException):
 
 
 def _unwind(signum: int, _frame: FrameType | None) -> None:
+    if os.getpid() != _owner[0]:
+        # A worker process forked from this one, before it set its own handlers: behave as
+        # the defaults would there (Ctrl-C is the parent's business; SIGTERM ends it quietly).
+        if signum == signal.SIGTERM:
+            os._exit(128 + signum)
+        return
     # The first signal starts the clean-up; more of them must not interrupt it half-way.
     for sig in _UNWIND:
         signal.signal(sig, signal.SIG_IGN)
@@ -39,12 +45,15 @@ def _unwind(signum: int, _frame: FrameType | None) -> None:
 
 
 _UNWIND = (signal.SIGINT, signal.SIGTERM)
+#: The process whose main() installed the handlers.
+_owner = [os.getpid()]
 
 
 @contextmanager
 def _signals_unwind() -> Iterator[None]:
     """SIGINT and SIGTERM raise in the main thread, so ``finally`` blocks and context managers
     remove partial outputs and stop worker processes on the way out."""
+    _owner[0] = os.getpid()
     try:
         previous = {sig: signal.signal(sig, _unwind) for sig in _UNWIND}
     except ValueError:  # not the main thread (main() called from a thread): leave them alone

@@ -144,6 +144,8 @@ class StagedDir:
         self.final = Path(final)
         self.what = what
         absolute = _check_target(self.final, what)
+        if absolute.is_symlink():  # write where the link points, keep the link
+            absolute = absolute.resolve()
         if absolute.exists() and not absolute.is_dir():
             raise InputError(f"{_where(self.final, what)} must be a folder, but it is a file")
         if absolute.is_dir() and not _is_replaceable(absolute):
@@ -166,31 +168,38 @@ class StagedDir:
         self.done = False
 
     def commit(self) -> Path:
-        """Move the finished folder into place, replacing an earlier output of the same name."""
+        """Move the finished folder into place, replacing an earlier output of the same name.
+
+        Whatever stops it half-way (an OSError, a signal that slips past the blocked mask
+        through another thread), the earlier output is put back under its name."""
+        final = self._absolute
+        old: Path | None = None
+        moved = False
         with _signals_blocked():
-            old: Path | None = None
             try:
-                if self._absolute.is_dir():
+                if final.is_dir():
                     # Reserve a unique name, then move the earlier output onto it (a folder may
                     # replace an empty folder in one rename).
                     old = Path(
                         tempfile.mkdtemp(
-                            prefix=f".{self._absolute.name}{_OLD}{os.getpid()}-", dir=self._parent
+                            prefix=f".{final.name}{_OLD}{os.getpid()}-", dir=self._parent
                         )
                     )
-                    os.replace(self._absolute, old)
-                try:
-                    os.replace(self.path, self._absolute)
-                except OSError:
-                    if old is not None:
-                        os.replace(old, self._absolute)
-                        old = None
-                    raise
-            except OSError as exc:
+                    os.replace(final, old)
+                    moved = True
+                os.replace(self.path, final)
+            except BaseException as exc:
+                if old is not None:
+                    if moved:
+                        os.replace(old, final)  # put the earlier output back
+                    else:
+                        shutil.rmtree(old, ignore_errors=True)
                 self.discard()
-                raise InputError(
-                    f"cannot write {_where(self.final, self.what)}: {_reason(exc)}"
-                ) from None
+                if isinstance(exc, OSError):
+                    raise InputError(
+                        f"cannot write {_where(self.final, self.what)}: {_reason(exc)}"
+                    ) from None
+                raise
             self.done = True
         if old is not None:
             shutil.rmtree(old, ignore_errors=True)
