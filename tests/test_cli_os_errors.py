@@ -232,3 +232,51 @@ def test_a_fifo_does_not_hang_the_installed_command(paths: dict[str, Path]) -> N
     )
     assert done.returncode == 2
     _assert_one_line_naming(done.stderr, paths["fifo"])
+
+
+@pytest.mark.parametrize(
+    ("command", "module", "runner"),
+    [
+        ("pack", "schedlab.commands.pack", "run_pack"),
+        ("replay", "schedlab.commands.replay", "run_replay"),
+        ("sweep", "schedlab.commands.sweep", "run_grid"),
+        ("sweep-pack", "schedlab.commands.sweep", "run_pack_grid"),
+        ("demo", "schedlab.commands.demo", "run_pack_grid"),
+    ],
+)
+def test_a_read_only_out_fails_before_any_run(
+    command: str,
+    module: str,
+    runner: str,
+    paths: dict[str, Path],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """Root writes through chmod, so a read-only parent is simulated where the folder is made."""
+    import importlib
+    import tempfile
+
+    def read_only(*_args: object, dir: object = None, **_kwargs: object) -> str:
+        raise PermissionError(13, "Read-only file system", str(dir))
+
+    def never(*_args: object, **_kwargs: object) -> None:
+        raise AssertionError("the run started before --out was checked")
+
+    monkeypatch.setattr(tempfile, "mkdtemp", read_only)
+    monkeypatch.setattr(importlib.import_module(module), runner, never)
+    out = paths["out"] = tmp_path / "ro" / "out"
+    template = {
+        "pack": PACK,
+        "replay": REPLAY_OUT,
+        "sweep": [*SWEEP_REPLAY, "--out", "{out}"],
+        "sweep-pack": [*SWEEP_PACK, "--out", "{out}"],
+        "demo": ["demo", "--nodes", "10", "--out", "{out}"],
+    }[command]
+    argv = _argv(template, paths)
+    before = sorted(p.name for p in tmp_path.iterdir())
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    _assert_one_line_naming(err, out)
+    assert "Read-only file system" in err
+    assert sorted(p.name for p in tmp_path.iterdir()) == before  # "ro/" made for it is gone too
