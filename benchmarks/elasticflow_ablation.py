@@ -17,7 +17,7 @@ import time
 from pathlib import Path
 
 import pandas as pd
-from _common import SHARED
+from _common import SHARED, output_folder
 
 from schedlab.experiments.deadline_study import (
     ABLATION_GPUS,
@@ -37,8 +37,16 @@ def main() -> None:
     args = ap.parse_args()
     if not (SHARED / "traces" / "elasticflow-artifact").is_dir():
         sys.exit(f"needs the throughput tables under {SHARED / 'traces'} (not found)")
+    settings = {"seeds": args.seeds, "workers": args.workers}
+    with output_folder(args.out, "ElasticFlow ablation", settings) as out:
+        table, rows, started = _study(args.seeds, args.workers, out)
+    print(markdown_table(table))
+    print(f"\n{len(rows)} runs in {time.perf_counter() - started:.1f} s; wrote {args.out}")
+
+
+def _study(seeds: list[int], workers: int, out: Path) -> tuple[pd.DataFrame, pd.DataFrame, float]:
     started = time.perf_counter()
-    rows = run_study(ablation_runs(SHARED, tuple(args.seeds)), args.workers)
+    rows = run_study(ablation_runs(SHARED, tuple(seeds)), workers)
     mean = rows.groupby(["gpus", "policy"], sort=False)[["dsr", "rejected", "wall_seconds"]].mean()
     records = []
     for policy in ABLATION_POLICIES:
@@ -49,18 +57,16 @@ def main() -> None:
         record["seconds"] = float(mean.xs(policy, level="policy")["wall_seconds"].sum())
         records.append(record)
     table = pd.DataFrame(records)
-    args.out.mkdir(parents=True, exist_ok=True)
-    rows.to_csv(args.out / "runs.csv", index=False)
-    table.to_csv(args.out / "table.csv", index=False)
-    (args.out / "table.md").write_text(markdown_table(table) + "\n")
+    rows.to_csv(out / "runs.csv", index=False)
+    table.to_csv(out / "table.csv", index=False)
+    (out / "table.md").write_text(markdown_table(table) + "\n")
     grouped_bars(
-        args.out / "dsr.png",
+        out / "dsr.png",
         [f"{g} GPUs" for g in ABLATION_GPUS],
         {p: [mean.loc[(g, p), "dsr"] for g in ABLATION_GPUS] for p in ABLATION_POLICIES},
-        f"ablation, 1,000 synthetic jobs, seeds {', '.join(map(str, args.seeds))}",
+        f"ablation, 1,000 synthetic jobs, seeds {', '.join(map(str, seeds))}",
     )
-    print(markdown_table(table))
-    print(f"\n{len(rows)} runs in {time.perf_counter() - started:.1f} s; wrote {args.out}")
+    return table, rows, started
 
 
 if __name__ == "__main__":

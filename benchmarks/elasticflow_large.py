@@ -16,11 +16,12 @@ import time
 from pathlib import Path
 
 import pandas as pd
-from _common import SHARED
+from _common import SHARED, output_folder
 
 from schedlab.experiments.deadline_study import (
     LARGE_CLUSTERS,
     LARGE_POLICIES,
+    DeadlineRun,
     large_runs,
     run_study,
 )
@@ -41,6 +42,13 @@ def main() -> None:
     if not (SHARED / "traces" / "elasticflow-itp").is_dir():
         sys.exit(f"needs the public traces under {SHARED / 'traces'} (not found)")
     runs = large_runs(SHARED, tuple(args.policies), tuple(args.traces))
+    settings = {"workers": args.workers, "policies": args.policies, "traces": args.traces}
+    with output_folder(args.out, "ElasticFlow large simulation", settings) as out:
+        _study(runs, args.workers, args.policies, out)
+    print(f"wrote {args.out}")
+
+
+def _study(runs: list[DeadlineRun], workers: int, policies: list[str], out: Path) -> None:
     started = time.perf_counter()
 
     def done(row: dict[str, object]) -> None:
@@ -52,35 +60,32 @@ def main() -> None:
 
     rows = run_study(
         runs,
-        args.workers,
+        workers,
         on_done=done,
         slow_first=lambda r: r.label in SLOW and r.policy in SLOW_POLICIES,
     )
     total = time.perf_counter() - started
-    args.out.mkdir(parents=True, exist_ok=True)
-    rows.to_csv(args.out / "runs.csv", index=False)
-    dsr = rows.pivot(index="trace", columns="policy", values="dsr")[args.policies].reset_index()
+    rows.to_csv(out / "runs.csv", index=False)
+    dsr = rows.pivot(index="trace", columns="policy", values="dsr")[policies].reset_index()
     times = (
         rows.groupby("policy", sort=False)["wall_seconds"]
         .agg(["sum", "max"])
         .rename(columns={"sum": "seconds (all traces)", "max": "slowest trace"})
         .reset_index()
     )
-    (args.out / "table.md").write_text(markdown_table(dsr) + "\n")
-    (args.out / "times.md").write_text(markdown_table(times, "{:.1f}") + "\n")
+    (out / "table.md").write_text(markdown_table(dsr) + "\n")
+    (out / "times.md").write_text(markdown_table(times, "{:.1f}") + "\n")
     grouped_bars(
-        args.out / "dsr.png",
+        out / "dsr.png",
         list(dsr["trace"]),
-        {p: list(dsr[p]) for p in args.policies},
+        {p: list(dsr[p]) for p in policies},
         "ITP clusters and Philly, 60 s slot",
     )
     print(markdown_table(dsr))
     print()
     print(markdown_table(times, "{:.1f}"))
-    print(f"\n{len(rows)} runs in {total:.1f} s with {args.workers} workers; wrote {args.out}")
-    pd.Series({"wall_seconds": round(total, 1), "workers": args.workers}).to_json(
-        args.out / "total.json"
-    )
+    print(f"\n{len(rows)} runs in {total:.1f} s with {workers} workers")
+    pd.Series({"wall_seconds": round(total, 1), "workers": workers}).to_json(out / "total.json")
 
 
 if __name__ == "__main__":

@@ -14,7 +14,7 @@ import time
 from pathlib import Path
 
 import pandas as pd
-from _common import SHARED
+from _common import SHARED, output_folder
 
 from schedlab.experiments.deadline_study import (
     TESTBED_ARTIFACT,
@@ -32,8 +32,15 @@ def main() -> None:
     args = ap.parse_args()
     if not (SHARED / "traces" / "elasticflow-itp").is_dir():
         sys.exit(f"needs the public traces under {SHARED / 'traces'} (not found)")
-    started = time.perf_counter()
-    rows = run_study(testbed_runs(SHARED), args.workers)
+    with output_folder(args.out, "ElasticFlow testbed", {"workers": args.workers}) as out:
+        started = time.perf_counter()
+        rows = run_study(testbed_runs(SHARED), args.workers)
+        table = _write(rows, out)
+    print(markdown_table(table))
+    print(f"\n{len(table)} runs in {time.perf_counter() - started:.1f} s; wrote {args.out}")
+
+
+def _write(rows: pd.DataFrame, out: Path) -> pd.DataFrame:
     table = pd.DataFrame(
         {
             "policy": rows["policy"],
@@ -45,17 +52,15 @@ def main() -> None:
             "seconds": rows["wall_seconds"],
         }
     )
-    args.out.mkdir(parents=True, exist_ok=True)
-    table.to_csv(args.out / "table.csv", index=False)
-    (args.out / "table.md").write_text(markdown_table(table) + "\n")
+    table.to_csv(out / "table.csv", index=False)
+    (out / "table.md").write_text(markdown_table(table) + "\n")
     grouped_bars(
-        args.out / "dsr.png",
+        out / "dsr.png",
         list(table["policy"]),
         {"schedlab": table["dsr"], "artifact": table["artifact"], "paper": table["paper"]},
         "195-job trace, 16 x 8 A100, 240 s slot",
     )
-    print(markdown_table(table))
-    print(f"\n{len(table)} runs in {time.perf_counter() - started:.1f} s; wrote {args.out}")
+    return table
 
 
 if __name__ == "__main__":

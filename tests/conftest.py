@@ -7,6 +7,8 @@ folder on ``sys.path`` because it has no ``__init__.py``.
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -33,6 +35,17 @@ ALIBABA_DIR = SHARED_DIR / "traces" / "alibaba-gpu-2023"
 SHARED_MISSING_REASON = (
     "../shared/traces/alibaba-gpu-2023 not found: the public trace is not beside this checkout"
 )
+
+
+def exited_pid() -> int:
+    """The pid of a process that has already exited (free unless the system reuses it)."""
+    done = subprocess.run(
+        [sys.executable, "-c", "import os; print(os.getpid())"],
+        check=True,
+        capture_output=True,
+        text=True,
+    )
+    return int(done.stdout)
 
 
 def make_cluster(nodes: Sequence[tuple[str, int, int, int, str | None]]) -> Cluster:

@@ -1,22 +1,76 @@
 """The ``schedlab`` command: parse arguments, dispatch to a sub-command, report errors in one line.
 
 Errors a user can fix (bad files, bad values) print ``schedlab: error: …`` and exit 2; nothing
-prints a traceback unless ``SCHEDLAB_DEBUG`` is set.
+prints a traceback unless ``SCHEDLAB_DEBUG`` is set. An operating-system error that no command
+turned into such a line (a file that vanished, a full disk) is reported the same way, naming the
+file. Ctrl-C prints ``schedlab: interrupted`` and exits 130, SIGTERM ``schedlab: terminated`` and
+143 (128 + the signal number, as a shell reports a process killed by it); outputs are complete or
+absent either way (see :mod:`schedlab.output_dir`).
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import signal
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from types import FrameType
 
 from schedlab import __version__
 from schedlab.commands import demo, pack, policies, replay, report, serve, sweep, trace
 from schedlab.errors import SchedlabError
 
 EXIT_USAGE = 2
-EXIT_INTERRUPTED = 130
+EXIT_INTERRUPTED = 128 + signal.SIGINT
+EXIT_TERMINATED = 128 + signal.SIGTERM
+
+
+class Terminated(BaseException):
+    """SIGTERM arrived: unwind like Ctrl-C does (outputs discarded, workers stopped)."""
+
+
+def _unwind(signum: int, _frame: FrameType | None) -> None:
+    if os.getpid() != _owner[0]:
+        # A worker process forked from this one, before it set its own handlers: behave as
+        # the defaults would there (Ctrl-C is the parent's business; SIGTERM ends it quietly).
+        if signum == signal.SIGTERM:
+            os._exit(128 + signum)
+        return
+    # The first signal starts the clean-up; more of them must not interrupt it half-way.
+    for sig in _UNWIND:
+        signal.signal(sig, signal.SIG_IGN)
+    raise KeyboardInterrupt if signum == signal.SIGINT else Terminated
+
+
+_UNWIND = (signal.SIGINT, signal.SIGTERM)
+#: The process whose main() installed the handlers.
+_owner = [os.getpid()]
+
+
+@contextmanager
+def _signals_unwind() -> Iterator[None]:
+    """SIGINT and SIGTERM raise in the main thread, so ``finally`` blocks and context managers
+    remove partial outputs and stop worker processes on the way out."""
+    _owner[0] = os.getpid()
+    try:
+        previous = {sig: signal.signal(sig, _unwind) for sig in _UNWIND}
+    except ValueError:  # not the main thread (main() called from a thread): leave them alone
+        yield
+        return
+    try:
+        yield
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, signal.SIG_DFL if handler is None else handler)
+
+
+def describe_os_error(exc: OSError) -> str:
+    """``No such file or directory at runs/x`` from an OSError, naming its file(s) when known."""
+    reason = exc.strerror or str(exc) or exc.__class__.__name__
+    paths = [str(p) for p in (exc.filename, exc.filename2) if p is not None]
+    return f"{reason} at {' and '.join(paths)}" if paths else reason
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -41,13 +95,23 @@ def main(argv: Sequence[str] | None = None) -> int:
     if getattr(args, "run", None) is None:
         parser.print_help(sys.stderr)
         return EXIT_USAGE
+    debug = bool(os.environ.get("SCHEDLAB_DEBUG"))
     try:
-        return int(args.run(args))
+        with _signals_unwind():
+            return int(args.run(args))
     except SchedlabError as exc:
-        if os.environ.get("SCHEDLAB_DEBUG"):
+        if debug:
             raise
         print(f"schedlab: error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except OSError as exc:  # the last line of defence: commands name their files themselves
+        if debug:
+            raise
+        print(f"schedlab: error: {describe_os_error(exc)}", file=sys.stderr)
         return EXIT_USAGE
     except KeyboardInterrupt:
         print("schedlab: interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED
+    except Terminated:
+        print("schedlab: terminated", file=sys.stderr)
+        return EXIT_TERMINATED

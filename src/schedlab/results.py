@@ -20,6 +20,7 @@ import pandas as pd
 
 from schedlab.engines.pack import NO_NODE, PackResult
 from schedlab.model.gpu_models import mask_to_models
+from schedlab.output_dir import umask
 
 FLOAT_FORMAT = "%.6f"
 
@@ -33,17 +34,11 @@ def atomic_write(path: Path, write: Callable[[IO[str]], None]) -> None:
             write(fh)
         # mkstemp makes the file private (0600); results are meant to be shared, so give them the
         # permissions a plain open() would.
-        os.chmod(tmp, 0o666 & ~_umask())
+        os.chmod(tmp, 0o666 & ~umask())
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
-
-
-def _umask() -> int:
-    mask = os.umask(0)
-    os.umask(mask)
-    return mask
 
 
 def write_json(path: Path, data: Mapping[str, object]) -> None:

@@ -5,7 +5,6 @@ from __future__ import annotations
 import math
 import re
 import sys
-from pathlib import Path
 
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
@@ -41,12 +40,6 @@ def check_inflate(value: float) -> float:
     if not math.isfinite(value) or value <= 0 or value > 100:
         raise InputError(f"'--inflate' must be in (0, 100] (got {value})")
     return value
-
-
-def check_out_dir(path: Path) -> Path:
-    if path.exists() and not path.is_dir():
-        raise InputError(f"'--out' must be a folder, but {str(path)!r} is a file")
-    return path
 
 
 def check_workers(value: int) -> int:

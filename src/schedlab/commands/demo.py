@@ -8,13 +8,7 @@ from pathlib import Path
 
 from rich.table import Table
 
-from schedlab.commands.common import (
-    check_inflate,
-    check_out_dir,
-    check_workers,
-    console,
-    parse_seeds,
-)
+from schedlab.commands.common import check_inflate, check_workers, console, parse_seeds
 from schedlab.commands.pack_grid import print_aggregate, run_pack_grid, write_grid_outputs
 from schedlab.commands.replay_grid import print_replay_table, write_replay_grid
 from schedlab.errors import InputError
@@ -25,8 +19,9 @@ from schedlab.experiments.deadline_study import (
 )
 from schedlab.experiments.pack_sweep import default_workers
 from schedlab.experiments.replay_run import BUILTIN_THROUGHPUTS, ReplaySpec
-from schedlab.experiments.replay_sweep import ReplayTask, SyntheticJobs, run_folder, run_grid
+from schedlab.experiments.replay_sweep import SyntheticJobs, run_grid, staged_task
 from schedlab.experiments.workloads import SyntheticWorkload
+from schedlab.output_dir import staged_dir
 from schedlab.policies.registry import pack_study_names
 from schedlab.results import write_csv
 
@@ -116,8 +111,27 @@ def run(args: argparse.Namespace) -> int:
     seeds = parse_seeds(args.seeds)
     inflate = check_inflate(args.inflate)
     workers = check_workers(args.workers)
-    out = check_out_dir(args.out)
-    workload = SyntheticWorkload(args.nodes, args.workload_seed)
+    with staged_dir(args.out) as out:  # an unwritable --out fails here, before any run
+        _pack_part(args.nodes, args.workload_seed, seeds, inflate, workers, out, args.out)
+        if args.jobs > 0:
+            replay = (out / "replay", args.out / "replay")
+            _replay_part(args.jobs, args.load, args.workload_seed, workers, *replay)
+            _deadline_part(args.workload_seed, workers, out / "deadlines", args.out / "deadlines")
+    return 0
+
+
+def _pack_part(
+    nodes: int,
+    workload_seed: int,
+    seeds: list[int],
+    inflate: float,
+    workers: int,
+    out: Path,
+    final: Path,
+) -> None:
+    """Every placement policy on a generated openb-like cluster: the comparison table and the
+    figures (written to ``out``, which becomes ``final``)."""
+    workload = SyntheticWorkload(nodes, workload_seed)
     cluster, pods = workload.load()
     stats = pods.stats()
     console.print(
@@ -130,14 +144,10 @@ def run(args: argparse.Namespace) -> int:
     config = {**workload.describe(), "policies": policies, "seeds": seeds, "inflate": inflate}
     _, agg = write_grid_outputs(out, summaries, policies, inflate, config)
     print_aggregate(agg, inflate)
-    console.print(f"{len(summaries)} runs in {wall:.1f} s; figures in {out}/figures/")
-    if args.jobs > 0:
-        _replay_part(args.jobs, args.load, args.workload_seed, workers, out / "replay")
-        _deadline_part(args.workload_seed, workers, out / "deadlines")
-    return 0
+    console.print(f"{len(summaries)} runs in {wall:.1f} s; figures in {final}/figures/")
 
 
-def _deadline_part(seed: int, workers: int, out: Path) -> None:
+def _deadline_part(seed: int, workers: int, out: Path, final: Path) -> None:
     """ElasticFlow against its ablation steps on generated deadline jobs: DSR per policy."""
     workload = f"synthetic:{seed}:{DEADLINE_JOBS}"
     runs = [
@@ -174,11 +184,12 @@ def _deadline_part(seed: int, workers: int, out: Path) -> None:
         )
     console.print(table)
     console.print(
-        f"{len(rows)} replays in {time.perf_counter() - started:.1f} s; table in {out}/results.csv"
+        f"{len(rows)} replays in {time.perf_counter() - started:.1f} s; "
+        f"table in {final}/results.csv"
     )
 
 
-def _replay_part(jobs: int, load: float, seed: int, workers: int, out: Path) -> None:
+def _replay_part(jobs: int, load: float, seed: int, workers: int, out: Path, final: Path) -> None:
     """Orderings compared on a generated Philly-like trace, with an HTML report."""
     source = SyntheticJobs(jobs, load, seed, REPLAY_MEAN_DURATION, REPLAY_MAX_DURATION)
     tasks = []
@@ -186,7 +197,7 @@ def _replay_part(jobs: int, load: float, seed: int, workers: int, out: Path) -> 
         spec = ReplaySpec(
             cluster=REPLAY_CLUSTER, trace=source.label, policy=name, backfill=backfill, seed=seed
         )
-        tasks.append(ReplayTask(spec, str(run_folder(out, spec, source.label)), source))
+        tasks.append(staged_task(spec, out, final, source))
     console.print(
         f"replaying {jobs} Philly-like jobs at {load:.0%} load on {REPLAY_CLUSTER} "
         f"under {len(tasks)} orderings"
@@ -199,5 +210,5 @@ def _replay_part(jobs: int, load: float, seed: int, workers: int, out: Path) -> 
     print_replay_table(table)
     console.print(
         f"{len(summaries)} replays in {time.perf_counter() - started:.1f} s; "
-        f"report in {out}/report-{source.label}.html"
+        f"report in {final}/report-{source.label}.html"
     )

@@ -7,16 +7,14 @@ import tomllib
 from pathlib import Path
 
 from schedlab import __version__
-from schedlab.commands.common import (
-    check_inflate,
-    check_out_dir,
-    console,
-    progress_bar,
-    stdout,
-)
+from schedlab.commands.common import check_inflate, console, progress_bar, stdout
 from schedlab.engines.pack import PackConfig, run_pack
 from schedlab.errors import InputError
 from schedlab.experiments.published import reference_for
+from schedlab.input_files import read_text
+from schedlab.model.cluster import Cluster
+from schedlab.model.pods import PodTable
+from schedlab.output_dir import staged_dir
 from schedlab.policies.registry import make_placement
 from schedlab.report.pack_figures import curves_frame, write_pack_figures
 from schedlab.results import pack_events, write_config, write_csv, write_json
@@ -69,9 +67,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 def load_config(path: Path) -> dict[str, object]:
     """Read a pack config file; unknown keys and wrong types are errors naming the key."""
     try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise InputError("config file not found", path=str(path)) from None
+        data = tomllib.loads(read_text(path, "config file"))
     except tomllib.TOMLDecodeError as exc:
         raise InputError(f"not valid TOML ({exc})", path=str(path)) from None
     for key, value in data.items():
@@ -110,12 +106,37 @@ def resolve(args: argparse.Namespace) -> dict[str, object]:
 
 def run(args: argparse.Namespace) -> int:
     cfg = resolve(args)
-    out = check_out_dir(Path(str(cfg["out"])))
     cluster = read_node_list(str(cfg["nodes"]))
     pods = read_pod_list(str(cfg["pods"]))
     config = PackConfig(str(cfg["policy"]), int(cfg["seed"]), float(cfg["inflate"]))  # type: ignore[call-overload]
     make_placement(config.policy)  # fail on a bad name before any work
+    final = Path(str(cfg["out"]))
+    with staged_dir(final) as out:  # an unwritable --out fails here, before the run
+        summary, wall = _run_and_write(cfg, cluster, pods, config, out, not args.no_figures)
+    u = summary["unallocated_gpu_pct"]
+    at100 = u.get("100")  # type: ignore[union-attr]
+    stdout.print(
+        f"{config.policy} seed {config.seed}: {summary['pods_total']} pods, "
+        f"{summary['pods_failed']} failed; unallocated GPU at 100% arrived: "
+        + (f"{at100:.2f}%" if at100 is not None else "n/a (never reached)")
+        + f"; {wall:.2f} s"
+    )
+    console.print(
+        f"wrote {final}/summary.json, events.csv, config.toml"
+        + ("" if args.no_figures else ", figures/")
+    )
+    return 0
 
+
+def _run_and_write(
+    cfg: dict[str, object],
+    cluster: Cluster,
+    pods: PodTable,
+    config: PackConfig,
+    out: Path,
+    figures: bool,
+) -> tuple[dict[str, object], float]:
+    """The run, then every output file into ``out``; returns the summary and the wall time."""
     with progress_bar() as bar:
         task = bar.add_task(f"pack {config.policy} seed {config.seed}", total=None)
         result = run_pack(
@@ -140,7 +161,7 @@ def run(args: argparse.Namespace) -> int:
         },
         f"schedlab {__version__} pack run; repeat: schedlab pack --config config.toml --out DIR",
     )
-    if not args.no_figures:
+    if figures:
         curves = curves_frame([summary])
         label = Path(str(cfg["pods"])).stem
         write_pack_figures(
@@ -151,16 +172,4 @@ def run(args: argparse.Namespace) -> int:
             reference_for(label, config.inflate),
         )
     write_json(out / "summary.json", summary)  # last: its presence marks a complete run
-    u = summary["unallocated_gpu_pct"]
-    at100 = u.get("100")  # type: ignore[union-attr]
-    stdout.print(
-        f"{config.policy} seed {config.seed}: {summary['pods_total']} pods, "
-        f"{summary['pods_failed']} failed; unallocated GPU at 100% arrived: "
-        + (f"{at100:.2f}%" if at100 is not None else "n/a (never reached)")
-        + f"; {result.wall_seconds:.2f} s"
-    )
-    console.print(
-        f"wrote {out}/summary.json, events.csv, config.toml"
-        + ("" if args.no_figures else ", figures/")
-    )
-    return 0
+    return summary, result.wall_seconds

@@ -5,9 +5,10 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from schedlab.commands.common import check_out_dir, console, stdout
+from schedlab.commands.common import console, stdout
 from schedlab.errors import InputError
 from schedlab.experiments.replay_run import ReplaySpec, run_replay, write_run
+from schedlab.output_dir import staged_dir
 from schedlab.perf.models import parse_speed_factors
 from schedlab.policies.registry import ordering_names, placement_names
 
@@ -122,12 +123,12 @@ def spec_from_args(args: argparse.Namespace) -> ReplaySpec:
 
 def run(args: argparse.Namespace) -> int:
     spec = spec_from_args(args)
-    out = check_out_dir(args.out)
-    with console.status(f"replaying {spec.label} under {spec.policy}"):
-        record = run_replay(spec)
-    summary = write_run(out, spec, record)
+    with staged_dir(args.out) as out:  # an unwritable --out fails here, before the run
+        with console.status(f"replaying {spec.label} under {spec.policy}"):
+            record = run_replay(spec)
+        summary = write_run(out, spec, record)
     stdout.print(_one_line(summary))
-    console.print(f"wrote {out}/jobs.csv, timeseries.csv, summary.json, config.toml")
+    console.print(f"wrote {args.out}/jobs.csv, timeseries.csv, summary.json, config.toml")
     return 0
 
 

@@ -10,7 +10,7 @@ from rich.table import Table
 
 from schedlab import __version__
 from schedlab.commands.common import stdout
-from schedlab.experiments.replay_sweep import results_table
+from schedlab.experiments.replay_sweep import WRITTEN_TO, results_table
 from schedlab.report.html_report import build_report
 from schedlab.results import write_config, write_csv
 
@@ -20,9 +20,10 @@ def write_replay_grid(
 ) -> pd.DataFrame:
     """results.csv (a row per run), config.toml, and report-<trace>.html per trace."""
     table = results_table(summaries)
+    written = {str(s["run_dir"]): str(s.get(WRITTEN_TO, s["run_dir"])) for s in summaries}
     for trace, rows in table.groupby("trace", sort=False):
         build_report(
-            [Path(str(d)) for d in rows["run_dir"]],
+            [Path(written[str(d)]) for d in rows["run_dir"]],
             out / f"report-{trace}.html",
             f"schedlab replay — {trace}",
         )

@@ -6,6 +6,7 @@ import argparse
 from pathlib import Path
 
 from schedlab.commands.common import console
+from schedlab.output_dir import check_out_file
 from schedlab.report.html_report import build_report
 
 
@@ -30,6 +31,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    check_out_file(args.out)  # an unwritable --out fails before the folders are read
     out = build_report(list(args.dirs), args.out, args.title)
     console.print(f"wrote {out} ({out.stat().st_size / 1024:.0f} KiB, {len(args.dirs)} runs)")
     return 0

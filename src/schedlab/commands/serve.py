@@ -9,7 +9,10 @@ from pathlib import Path
 from schedlab.commands.common import console
 from schedlab.commands.replay import parse_params
 from schedlab.errors import InputError
+from schedlab.input_files import check_input_file
+from schedlab.output_dir import check_out_file
 from schedlab.policies.registry import ordering_names, placement_names
+from schedlab.results import atomic_write
 from schedlab.serve.client import SubprocessSlurm
 from schedlab.serve.import_slurm import TIMINGS, import_slurm, load_sacct
 from schedlab.serve.journal import Journal
@@ -171,11 +174,10 @@ def add_import_slurm_parser(actions: argparse._SubParsersAction) -> None:
 
 
 def run_import_slurm(args: argparse.Namespace) -> int:
+    check_input_file(args.journal, "journal")  # before sacct runs
+    check_out_file(args.out)
     result = import_slurm(args.journal, load_sacct(args.sacct), args.timing)
-    if args.out.exists() and args.out.is_dir():
-        raise InputError(f"'--out' must be a file, but {str(args.out)!r} is a folder")
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    result.frame.to_csv(args.out, index=False)
+    atomic_write(args.out, lambda fh: result.frame.to_csv(fh, index=False))
     skipped = ", ".join(f"{n} {why}" for why, n in result.left_out.items())
     console.print(
         f"wrote {args.out}: {len(result.frame)} jobs"

@@ -12,7 +12,6 @@ from pathlib import Path
 
 from schedlab.commands.common import (
     check_inflate,
-    check_out_dir,
     check_workers,
     console,
     parse_seeds,
@@ -24,8 +23,9 @@ from schedlab.commands.replay_grid import print_replay_table, write_replay_grid
 from schedlab.errors import InputError
 from schedlab.experiments.pack_sweep import default_workers
 from schedlab.experiments.replay_run import ReplaySpec
-from schedlab.experiments.replay_sweep import ReplayTask, run_folder, run_grid
+from schedlab.experiments.replay_sweep import run_grid, staged_task
 from schedlab.experiments.workloads import FileWorkload
+from schedlab.output_dir import staged_dir
 from schedlab.policies.registry import make_ordering, make_placement, pack_study_names
 from schedlab.traces.alibaba import read_node_list, read_pod_list
 from schedlab.traces.cluster_spec import parse_cluster_spec
@@ -104,7 +104,6 @@ def _run_pack(args: argparse.Namespace) -> int:
     seeds = parse_seeds("42-51" if args.seeds is None else args.seeds)
     inflate = check_inflate(args.inflate)
     workers = check_workers(args.workers)
-    out = check_out_dir(args.out)
     policies = list(dict.fromkeys(args.policies or pack_study_names()))
     for name in policies:
         make_placement(name)
@@ -116,7 +115,6 @@ def _run_pack(args: argparse.Namespace) -> int:
     if len(set(labels)) != len(labels):
         raise InputError("two '--pods' files share a file name; results are keyed by it")
     workloads = [FileWorkload(args.nodes, p) for p in args.pods]
-    summaries, wall = run_pack_grid(workloads, policies, seeds, inflate, workers)
     config = {
         "nodes": str(Path(args.nodes).resolve()),
         "pods": [str(Path(p).resolve()) for p in args.pods],
@@ -125,11 +123,13 @@ def _run_pack(args: argparse.Namespace) -> int:
         "inflate": inflate,
         "workers": workers,
     }
-    _, agg = write_grid_outputs(out, summaries, policies, inflate, config, not args.no_figures)
+    with staged_dir(args.out) as out:  # an unwritable --out fails here, before the runs
+        summaries, wall = run_pack_grid(workloads, policies, seeds, inflate, workers)
+        _, agg = write_grid_outputs(out, summaries, policies, inflate, config, not args.no_figures)
     print_aggregate(agg, inflate)
     console.print(
         f"{len(summaries)} runs in {wall:.1f} s with {workers} worker(s); "
-        f"wrote {out}/results.csv, aggregate.csv, curves.csv"
+        f"wrote {args.out}/results.csv, aggregate.csv, curves.csv"
         + ("" if args.no_figures else ", figures/")
     )
     return 0
@@ -147,7 +147,6 @@ def _run_replay(args: argparse.Namespace) -> int:
         raise InputError("a replay grid needs both --cluster and --traces")
     seeds = parse_seeds("0" if args.seeds is None else args.seeds)
     workers = check_workers(args.workers)
-    out = check_out_dir(args.out)
     if not args.restart_overhead >= 0:
         raise InputError(f"'--restart-overhead' must be ≥ 0 (got {args.restart_overhead})")
     orders = [split_backfill(n) for n in dict.fromkeys(args.policies or DEFAULT_REPLAY_POLICIES)]
@@ -162,42 +161,40 @@ def _run_replay(args: argparse.Namespace) -> int:
         raise InputError("two '--traces' files share a file name; results are keyed by it")
     for trace in args.traces:
         read_jobs(trace, args.trace_format)  # fail on a bad row before any run starts
-    tasks = []
-    for trace in args.traces:
-        for name, backfill in orders:
-            for placement in placements:
-                for seed in seeds:
-                    spec = ReplaySpec(
-                        cluster=args.cluster,
-                        trace=trace,
-                        policy=name,
-                        placement=placement,
-                        backfill=backfill,
-                        seed=seed,
-                        trace_format=args.trace_format,
-                        restart_overhead=args.restart_overhead,
-                    )
-                    tasks.append(ReplayTask(spec, str(run_folder(out, spec, spec.label))))
-    started = time.perf_counter()
-    with progress_bar(transient=False) as bar:
-        job = bar.add_task(f"{len(tasks)} replays on {workers} worker(s)", total=len(tasks))
-        summaries = run_grid(tasks, workers, on_done=lambda _s: bar.advance(job))
-    wall = time.perf_counter() - started
-    table = write_replay_grid(
-        out,
-        summaries,
-        {
-            "cluster": args.cluster,
-            "traces": [str(Path(t).resolve()) for t in args.traces],
-            "policies": [n + ("+backfill" if b else "") for n, b in orders],
-            "placements": placements,
-            "seeds": seeds,
-            "restart_overhead": args.restart_overhead,
-        },
-    )
+    config = {
+        "cluster": args.cluster,
+        "traces": [str(Path(t).resolve()) for t in args.traces],
+        "policies": [n + ("+backfill" if b else "") for n, b in orders],
+        "placements": placements,
+        "seeds": seeds,
+        "restart_overhead": args.restart_overhead,
+    }
+    with staged_dir(args.out) as out:  # an unwritable --out fails here, before the runs
+        tasks = []
+        for trace in args.traces:
+            for name, backfill in orders:
+                for placement in placements:
+                    for seed in seeds:
+                        spec = ReplaySpec(
+                            cluster=args.cluster,
+                            trace=trace,
+                            policy=name,
+                            placement=placement,
+                            backfill=backfill,
+                            seed=seed,
+                            trace_format=args.trace_format,
+                            restart_overhead=args.restart_overhead,
+                        )
+                        tasks.append(staged_task(spec, out, args.out))
+        started = time.perf_counter()
+        with progress_bar(transient=False) as bar:
+            job = bar.add_task(f"{len(tasks)} replays on {workers} worker(s)", total=len(tasks))
+            summaries = run_grid(tasks, workers, on_done=lambda _s: bar.advance(job))
+        wall = time.perf_counter() - started
+        table = write_replay_grid(out, summaries, config)
     print_replay_table(table)
     stdout.print(
         f"{len(summaries)} replays in {wall:.1f} s with {workers} worker(s); "
-        f"wrote {out}/results.csv and report-<trace>.html"
+        f"wrote {args.out}/results.csv and report-<trace>.html"
     )
     return 0

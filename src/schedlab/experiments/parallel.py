@@ -2,16 +2,34 @@
 
 Shared by the pack and replay grids: each task is seeded and self-contained, so the results do
 not depend on the number of workers or on the order in which they finish.
+
+Workers never outlive the command. Each ignores SIGINT (Ctrl-C reaches the whole process group;
+the parent alone decides, so no worker prints a traceback) and watches its parent from a thread,
+exiting as soon as the parent is gone, even after a SIGKILL no handler sees. When the parent
+stops early (an interrupt, SIGTERM, a failed task) it terminates the workers instead of waiting
+for their runs to finish.
 """
 
 from __future__ import annotations
 
+import os
+import signal
+import threading
+import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor, as_completed
+from concurrent.futures.process import BrokenProcessPool
 from typing import TypeVar
+
+from schedlab.errors import SchedlabError
 
 T = TypeVar("T")
 R = TypeVar("R")
+
+#: How often a worker checks that its parent still exists (seconds).
+PARENT_POLL = 0.2
+#: How long the parent waits for a terminated worker before killing it (seconds).
+TERMINATE_GRACE = 2.0
 
 
 def run_all(
@@ -36,10 +54,55 @@ def run_all(
     order = list(range(len(tasks)))
     if slow_first is not None:
         order.sort(key=lambda i: not slow_first(tasks[i]))
-    with ProcessPoolExecutor(max_workers=workers) as pool:
+    pool = ProcessPoolExecutor(
+        max_workers=workers, initializer=_init_worker, initargs=(os.getpid(),)
+    )
+    try:
         futures = {pool.submit(fn, tasks[i]): i for i in order}
         for future in as_completed(futures):
             results[futures[future]] = future.result()
             if on_done:
                 on_done(results[futures[future]])  # type: ignore[arg-type]
+    except BrokenProcessPool:
+        stop_pool(pool)
+        raise SchedlabError(
+            "a worker process ended unexpectedly (killed, or out of memory?); try fewer --workers"
+        ) from None
+    except BaseException:
+        stop_pool(pool)
+        raise
+    pool.shutdown()
     return results  # type: ignore[return-value]
+
+
+def stop_pool(pool: ProcessPoolExecutor) -> None:
+    """Cancel what has not started and end the workers now (SIGTERM, then SIGKILL after a
+    grace period), instead of waiting for their runs to finish."""
+    processes = list((getattr(pool, "_processes", None) or {}).values())
+    pool.shutdown(wait=False, cancel_futures=True)
+    for process in processes:
+        if process.is_alive():
+            process.terminate()
+    deadline = time.monotonic() + TERMINATE_GRACE
+    for process in processes:
+        process.join(max(0.0, deadline - time.monotonic()))
+        if process.is_alive():
+            process.kill()
+            process.join()
+
+
+def _init_worker(parent: int) -> None:
+    """Runs first in every worker: leave Ctrl-C to the parent, die by SIGTERM without a
+    traceback, and exit when the parent is gone."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    threading.Thread(
+        target=_watch_parent, args=(parent,), name="schedlab-parent-watch", daemon=True
+    ).start()
+
+
+def _watch_parent(parent: int) -> None:
+    # A process whose parent died is re-parented (to init or a subreaper), so its ppid changes.
+    while os.getppid() == parent:
+        time.sleep(PARENT_POLL)
+    os._exit(1)

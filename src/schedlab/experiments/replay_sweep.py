@@ -2,7 +2,9 @@
 
 Each run writes its own folder (``runs/<trace>/<policy>-<placement>-s<seed>/``) exactly as
 ``schedlab replay`` would, so any of them can be opened, re-run from its ``config.toml`` or put
-in a report. Rows are sorted before writing, so results do not depend on the worker count.
+in a report. A run folder appears whole or not at all (it is written under a temporary name and
+renamed), so a stopped grid never leaves a run folder that looks complete but is not. Rows are
+sorted before writing, so results do not depend on the worker count.
 """
 
 from __future__ import annotations
@@ -19,9 +21,13 @@ from schedlab.experiments.parallel import run_all
 from schedlab.experiments.replay_run import ReplaySpec, run_replay, write_run
 from schedlab.model.cluster import Cluster
 from schedlab.model.jobs import JobTable
+from schedlab.output_dir import staged_dir
 from schedlab.traces.cluster_spec import parse_cluster_spec
 from schedlab.traces.formats import read_jobs
 from schedlab.traces.synthetic_jobs import SyntheticJobSpec, generate_jobs, load_for_gpus
+
+#: Summary key of where a run folder was written (not a results.csv column).
+WRITTEN_TO = "written_to"
 
 #: Orderings whose runs take longest under contention (started first).
 PREEMPTIVE_FIRST = ("tiresias", "srtf")
@@ -69,9 +75,13 @@ class SyntheticJobs:
 
 @dataclass(frozen=True)
 class ReplayTask:
+    """One run: written to ``out``; ``run_dir`` is the name results.csv records for it, when
+    the grid itself is written under a temporary name first (default: ``out``)."""
+
     spec: ReplaySpec
     out: str
     synthetic: SyntheticJobs | None = None
+    run_dir: str | None = None
 
 
 @cache
@@ -100,8 +110,9 @@ def run_task(task: ReplayTask) -> dict[str, object]:
     else:
         jobs = _trace(task.spec.trace, task.spec.trace_format)
     record = run_replay(task.spec, cluster, jobs)
-    summary = write_run(Path(task.out), task.spec, record)
-    return {**summary, "run_dir": task.out}
+    with staged_dir(Path(task.out), "run folder") as folder:
+        summary = write_run(folder, task.spec, record)
+    return {**summary, "run_dir": task.run_dir or task.out, WRITTEN_TO: task.out}
 
 
 def run_grid(
@@ -123,6 +134,19 @@ def run_folder(root: Path, spec: ReplaySpec, trace_label: str) -> Path:
         / "runs"
         / trace_label
         / f"{spec.policy}{'+backfill' if spec.backfill else ''}-{spec.placement}-s{spec.seed}"
+    )
+
+
+def staged_task(
+    spec: ReplaySpec, staging: Path, final: Path, synthetic: SyntheticJobs | None = None
+) -> ReplayTask:
+    """A task writing its run folder under a grid's temporary folder ``staging``, while
+    results.csv records where the folder will be once the grid is renamed to ``final``."""
+    return ReplayTask(
+        spec,
+        str(run_folder(staging, spec, spec.label)),
+        synthetic,
+        run_dir=str(run_folder(final, spec, spec.label)),
     )
 
 

@@ -17,6 +17,7 @@ from pathlib import Path
 import numpy as np
 
 from schedlab.errors import InputError
+from schedlab.input_files import check_input_file, reading
 from schedlab.model.gpu_models import GPU_MODELS, is_known_model, model_index
 from schedlab.model.jobs import JobTable
 
@@ -188,7 +189,8 @@ def read_throughput_dir(path: str | Path) -> dict[tuple[str, int], dict[int, flo
 
 
 def _header(file: Path) -> list[str]:
-    with open(file, encoding="utf-8-sig") as fh:
+    check_input_file(file, "throughput table")
+    with reading(file, "throughput table"), open(file, encoding="utf-8-sig") as fh:
         return [c.strip() for c in fh.readline().strip().split(",") if c.strip()]
 
 

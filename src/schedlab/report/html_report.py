@@ -68,6 +68,8 @@ class Run:
 def _read_csv(path: Path, dtype: dict[str, str] | None = None) -> pd.DataFrame:
     try:
         return pd.read_csv(path, dtype=dtype)
+    except OSError as exc:
+        raise InputError(f"cannot read the file: {exc.strerror}", path=str(path)) from None
     except pd.errors.EmptyDataError:
         raise InputError("file is empty (not even a header row)", path=str(path)) from None
     except (pd.errors.ParserError, UnicodeDecodeError, ValueError) as exc:
@@ -92,6 +94,8 @@ def _read_run(folder: Path) -> tuple[dict[str, Any], pd.DataFrame, pd.DataFrame 
     summary_path = folder / "summary.json"
     try:
         summary = json.loads(summary_path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise InputError(f"cannot read the file: {exc.strerror}", path=str(summary_path)) from None
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
         raise InputError(f"not valid JSON ({exc})", path=str(summary_path)) from None
     if not isinstance(summary, dict):

@@ -28,6 +28,7 @@ from pathlib import Path
 import pandas as pd
 
 from schedlab.errors import InputError
+from schedlab.input_files import read_text
 from schedlab.model.gpu_models import is_known_model
 from schedlab.serve.client import SlurmError
 from schedlab.serve.hostlist import expand_hostlist
@@ -272,9 +273,4 @@ def load_sacct(path: Path | None) -> str:
     """The completion records from ``path``, or from ``sacct -c`` when no file is given."""
     if path is None:
         return run_sacct()
-    try:
-        return path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise InputError(
-            f"cannot read completion records: {exc.strerror}", path=str(path)
-        ) from None
+    return read_text(path, "completion records file")

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from schedlab.errors import InputError
+from schedlab.input_files import read_text
 
 Record = dict[str, Any]
 
@@ -58,10 +59,7 @@ class Journal:
 def read_journal(path: Path) -> Iterator[Record]:
     """Records of a journal in order; a torn last line (a kill mid-write) is skipped, a bad line
     elsewhere is an error naming its line number."""
-    try:
-        lines = path.read_text(encoding="utf-8").splitlines()
-    except OSError as exc:
-        raise InputError(f"cannot read the journal: {exc.strerror}", path=str(path)) from None
+    lines = read_text(path, "journal").splitlines()
     for number, line in enumerate(lines, start=1):
         if not line.strip():
             continue

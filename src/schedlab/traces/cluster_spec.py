@@ -25,6 +25,7 @@ from pathlib import Path
 import numpy as np
 
 from schedlab.errors import InputError
+from schedlab.input_files import read_text
 from schedlab.model.cluster import Cluster
 from schedlab.model.gpu_models import GPU_MODELS, is_known_model, model_index
 from schedlab.traces.alibaba import read_node_list
@@ -114,9 +115,7 @@ def parse_compact(spec: str) -> Cluster:
 
 def read_cluster_toml(path: Path) -> Cluster:
     try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise InputError("cluster file not found", path=str(path)) from None
+        data = tomllib.loads(read_text(path, "cluster file"))
     except tomllib.TOMLDecodeError as exc:
         raise InputError(f"not valid TOML ({exc})", path=str(path)) from None
     allowed_top = {"nodes", "nodes_per_rack"}

@@ -15,6 +15,7 @@ import numpy as np
 import pandas as pd
 
 from schedlab.errors import InputError
+from schedlab.input_files import check_input_file
 
 LINE_ATTR = "source_lines"
 
@@ -33,9 +34,7 @@ def read_text_table(
     Each data row remembers the line it came from (``frame.attrs["source_lines"]``), so errors
     point at the right line even when the file has blank lines.
     """
-    path = Path(path)
-    if not path.is_file():
-        raise InputError("file not found", path=str(path))
+    path = check_input_file(path)
     try:
         with open(path, newline="", encoding="utf-8-sig") as fh:
             reader = csv.reader(fh)
@@ -51,6 +50,8 @@ def read_text_table(
         raise InputError("not a UTF-8 text file", path=str(path)) from None
     except csv.Error as exc:
         raise InputError(f"not a readable CSV file ({exc})", path=str(path)) from None
+    except OSError as exc:
+        raise InputError(f"cannot read the file: {exc.strerror}", path=str(path)) from None
     if header is None:
         raise InputError("file is empty (expected a header row)", path=str(path))
     header = [c.strip() for c in header]

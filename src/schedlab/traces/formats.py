@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from schedlab.errors import InputError
+from schedlab.input_files import check_input_file
 from schedlab.traces.alibaba_jobs import read_alibaba_jobs
 from schedlab.traces.elasticflow import read_elasticflow, read_elasticflow_itp
 from schedlab.traces.generic import read_generic
@@ -90,9 +91,7 @@ def _known() -> str:
 
 def read_header(path: str | Path) -> list[str]:
     """The header row of a CSV file, stripped (a cheap look, for detection)."""
-    path = Path(path)
-    if not path.is_file():
-        raise InputError("file not found", path=str(path))
+    path = check_input_file(path)
     try:
         with open(path, newline="", encoding="utf-8-sig") as fh:
             header = next(csv.reader(fh), None)
@@ -100,6 +99,8 @@ def read_header(path: str | Path) -> list[str]:
         raise InputError("not a UTF-8 text file", path=str(path)) from None
     except csv.Error as exc:
         raise InputError(f"not a readable CSV file ({exc})", path=str(path)) from None
+    except OSError as exc:
+        raise InputError(f"cannot read the file: {exc.strerror}", path=str(path)) from None
     if not header:
         raise InputError("file is empty (expected a header row)", path=str(path))
     return [c.strip() for c in header]
