@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import math
 import re
 import sys
@@ -41,6 +42,19 @@ def check_inflate(value: float) -> float:
     if not math.isfinite(value) or value <= 0 or value > 100:
         raise InputError(f"'--inflate' must be in (0, 100] (got {value})")
     return value
+
+
+def add_plugin_option(parser: argparse.ArgumentParser) -> None:
+    """``--plugin module:Class``: a policy from another package, then named like a built-in."""
+    parser.add_argument(
+        "--plugin",
+        action="append",
+        default=[],
+        metavar="MODULE:CLASS",
+        help="load a policy class from an importable module (repeatable); then name it with "
+        "--policy or --placement (installed packages may declare 'schedlab.policies' entry "
+        "points instead)",
+    )
 
 
 def check_out_dir(path: Path) -> Path:

@@ -8,6 +8,7 @@ from pathlib import Path
 
 from schedlab import __version__
 from schedlab.commands.common import (
+    add_plugin_option,
     check_inflate,
     check_out_dir,
     console,
@@ -17,7 +18,8 @@ from schedlab.commands.common import (
 from schedlab.engines.pack import PackConfig, run_pack
 from schedlab.errors import InputError
 from schedlab.experiments.published import reference_for
-from schedlab.policies.registry import make_placement
+from schedlab.policies.api import PACK
+from schedlab.policies.wiring import PolicyChoice, build
 from schedlab.report.pack_figures import curves_frame, write_pack_figures
 from schedlab.results import pack_events, write_config, write_csv, write_json
 from schedlab.traces.alibaba import read_node_list, read_pod_list
@@ -30,6 +32,7 @@ CONFIG_KEYS: dict[str, type] = {
     "seed": int,
     "inflate": float,
     "out": str,
+    "plugin": list,
 }
 DEFAULTS: dict[str, object] = {"seed": 42, "inflate": 1.3}
 
@@ -62,6 +65,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         type=Path,
         help="TOML file with any of the options above; options given on the command line win",
     )
+    add_plugin_option(p)
     p.add_argument("--no-figures", action="store_true", help="skip the PNG/SVG figures")
     p.set_defaults(run=run)
 
@@ -81,6 +85,8 @@ def load_config(path: Path) -> dict[str, object]:
             )
         want = CONFIG_KEYS[key]
         ok = isinstance(value, want) and not isinstance(value, bool)
+        if want is list:
+            ok = ok and all(isinstance(v, str) for v in value)
         if want is float and isinstance(value, int) and not isinstance(value, bool):
             ok = True
         if not ok:
@@ -95,7 +101,7 @@ def resolve(args: argparse.Namespace) -> dict[str, object]:
         merged.update(load_config(args.config))
     for key in CONFIG_KEYS:
         value = getattr(args, key)
-        if value is not None:
+        if value is not None and value != []:
             merged[key] = value
     missing = [f"--{k}" for k in ("nodes", "pods", "policy", "out") if k not in merged]
     if missing:
@@ -110,11 +116,12 @@ def resolve(args: argparse.Namespace) -> dict[str, object]:
 
 def run(args: argparse.Namespace) -> int:
     cfg = resolve(args)
+    plugins = tuple(str(p) for p in cfg.get("plugin", []))  # type: ignore[attr-defined]
+    config = PackConfig(str(cfg["policy"]), int(cfg["seed"]), float(cfg["inflate"]), plugins)  # type: ignore[call-overload]
+    build(PACK, PolicyChoice(config.policy, plugins=plugins))  # fail before any work
     out = check_out_dir(Path(str(cfg["out"])))
     cluster = read_node_list(str(cfg["nodes"]))
     pods = read_pod_list(str(cfg["pods"]))
-    config = PackConfig(str(cfg["policy"]), int(cfg["seed"]), float(cfg["inflate"]))  # type: ignore[call-overload]
-    make_placement(config.policy)  # fail on a bad name before any work
 
     with progress_bar() as bar:
         task = bar.add_task(f"pack {config.policy} seed {config.seed}", total=None)
@@ -137,6 +144,7 @@ def run(args: argparse.Namespace) -> int:
             "nodes": str(Path(str(cfg["nodes"])).resolve()),
             "pods": str(Path(str(cfg["pods"])).resolve()),
             **{k: cfg[k] for k in ("policy", "seed", "inflate")},
+            **({"plugin": list(plugins)} if plugins else {}),
         },
         f"schedlab {__version__} pack run; repeat: schedlab pack --config config.toml --out DIR",
     )

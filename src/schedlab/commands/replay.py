@@ -5,11 +5,13 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from schedlab.commands.common import check_out_dir, console, stdout
+from schedlab.commands.common import add_plugin_option, check_out_dir, console, stdout
 from schedlab.errors import InputError
 from schedlab.experiments.replay_run import ReplaySpec, run_replay, write_run
 from schedlab.perf.models import parse_speed_factors
+from schedlab.policies.api import REPLAY
 from schedlab.policies.registry import ordering_names, placement_names
+from schedlab.policies.wiring import build
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -82,6 +84,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         default=None,
         help="decide once per round of this many seconds (default: at every event)",
     )
+    add_plugin_option(p)
     p.add_argument("--out", required=True, type=Path, help="output folder")
     p.set_defaults(run=run)
 
@@ -103,7 +106,7 @@ def spec_from_args(args: argparse.Namespace) -> ReplaySpec:
             raise InputError(f"'--{name.replace('_', '-')}' must be ≥ 0 (got {value})")
     if args.seed < 0:
         raise InputError(f"'--seed' must be ≥ 0 (got {args.seed})")
-    return ReplaySpec(
+    spec = ReplaySpec(
         cluster=args.cluster,
         trace=args.trace,
         policy=args.policy,
@@ -117,7 +120,10 @@ def spec_from_args(args: argparse.Namespace) -> ReplaySpec:
         restart_overhead=args.restart_overhead,
         resize_overhead=args.resize_overhead,
         slot=args.slot,
+        plugins=tuple(args.plugin),
     )
+    build(REPLAY, spec.choice)  # every refusal before any work
+    return spec
 
 
 def run(args: argparse.Namespace) -> int:

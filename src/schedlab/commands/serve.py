@@ -6,10 +6,12 @@ import argparse
 import sys
 from pathlib import Path
 
-from schedlab.commands.common import console
+from schedlab.commands.common import add_plugin_option, console
 from schedlab.commands.replay import parse_params
 from schedlab.errors import InputError
+from schedlab.policies.api import SERVE
 from schedlab.policies.registry import ordering_names, placement_names
+from schedlab.policies.wiring import build
 from schedlab.serve.client import SubprocessSlurm
 from schedlab.serve.import_slurm import TIMINGS, import_slurm, load_sacct
 from schedlab.serve.journal import Journal
@@ -79,6 +81,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     )
     slurm.add_argument("--seed", type=int, default=0, help="random seed (default 0, as replay)")
     slurm.add_argument("--quiet", action="store_true", help="no per-cycle status lines on stderr")
+    add_plugin_option(slurm)
     slurm.set_defaults(run=run_slurm)
 
 
@@ -92,7 +95,7 @@ def config_from_args(args: argparse.Namespace) -> ServeConfig:
         raise InputError(f"'--seed' must be ≥ 0 (got {args.seed})")
     if not args.interval > 0:
         raise InputError(f"'--interval' must be > 0 seconds (got {args.interval})")
-    return ServeConfig(
+    config = ServeConfig(
         policy=args.policy,
         placement=args.placement,
         backfill=args.backfill,
@@ -101,7 +104,10 @@ def config_from_args(args: argparse.Namespace) -> ServeConfig:
         interval=args.interval,
         seed=args.seed,
         until_idle=args.until_idle,
+        plugins=tuple(args.plugin),
     )
+    build(SERVE, config.choice)  # every refusal before the journal is opened
+    return config
 
 
 def run_slurm(args: argparse.Namespace) -> int:

@@ -11,6 +11,7 @@ import time
 from pathlib import Path
 
 from schedlab.commands.common import (
+    add_plugin_option,
     check_inflate,
     check_out_dir,
     check_workers,
@@ -26,7 +27,9 @@ from schedlab.experiments.pack_sweep import default_workers
 from schedlab.experiments.replay_run import ReplaySpec
 from schedlab.experiments.replay_sweep import ReplayTask, run_folder, run_grid
 from schedlab.experiments.workloads import FileWorkload
-from schedlab.policies.registry import make_ordering, make_placement, pack_study_names
+from schedlab.policies.api import PACK, REPLAY
+from schedlab.policies.registry import pack_study_names
+from schedlab.policies.wiring import PolicyChoice, build
 from schedlab.traces.alibaba import read_node_list, read_pod_list
 from schedlab.traces.cluster_spec import parse_cluster_spec
 from schedlab.traces.formats import read_jobs
@@ -79,6 +82,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument("--seeds", help="seeds: 42-51, 1,2,3 or 7 (pack default 42-51, replay 0)")
     p.add_argument("--out", required=True, type=Path, help="output folder")
+    add_plugin_option(p)
     p.add_argument(
         "--workers",
         type=int,
@@ -107,7 +111,7 @@ def _run_pack(args: argparse.Namespace) -> int:
     out = check_out_dir(args.out)
     policies = list(dict.fromkeys(args.policies or pack_study_names()))
     for name in policies:
-        make_placement(name)
+        build(PACK, PolicyChoice(name, plugins=tuple(args.plugin)))
     # Validate every input file up front: a bad row fails now, not in a worker an hour in.
     read_node_list(args.nodes)
     for path in args.pods:
@@ -116,7 +120,7 @@ def _run_pack(args: argparse.Namespace) -> int:
     if len(set(labels)) != len(labels):
         raise InputError("two '--pods' files share a file name; results are keyed by it")
     workloads = [FileWorkload(args.nodes, p) for p in args.pods]
-    summaries, wall = run_pack_grid(workloads, policies, seeds, inflate, workers)
+    summaries, wall = run_pack_grid(workloads, policies, seeds, inflate, workers, args.plugin)
     config = {
         "nodes": str(Path(args.nodes).resolve()),
         "pods": [str(Path(p).resolve()) for p in args.pods],
@@ -124,6 +128,7 @@ def _run_pack(args: argparse.Namespace) -> int:
         "seeds": seeds,
         "inflate": inflate,
         "workers": workers,
+        **({"plugin": list(args.plugin)} if args.plugin else {}),
     }
     _, agg = write_grid_outputs(out, summaries, policies, inflate, config, not args.no_figures)
     print_aggregate(agg, inflate)
@@ -151,11 +156,11 @@ def _run_replay(args: argparse.Namespace) -> int:
     if not args.restart_overhead >= 0:
         raise InputError(f"'--restart-overhead' must be ≥ 0 (got {args.restart_overhead})")
     orders = [split_backfill(n) for n in dict.fromkeys(args.policies or DEFAULT_REPLAY_POLICIES)]
-    for name, _ in orders:
-        make_ordering(name)
     placements = list(dict.fromkeys(args.placements))
-    for name in placements:
-        make_placement(name)
+    plugins = tuple(args.plugin)
+    for name, backfill in orders:  # every refusal of every combination before any run
+        for placement in placements:
+            build(REPLAY, PolicyChoice(name, placement, backfill, plugins=plugins))
     parse_cluster_spec(args.cluster)
     labels = [Path(t).stem for t in args.traces]
     if len(set(labels)) != len(labels):
@@ -176,6 +181,7 @@ def _run_replay(args: argparse.Namespace) -> int:
                         seed=seed,
                         trace_format=args.trace_format,
                         restart_overhead=args.restart_overhead,
+                        plugins=plugins,
                     )
                     tasks.append(ReplayTask(spec, str(run_folder(out, spec, spec.label))))
     started = time.perf_counter()
@@ -193,6 +199,7 @@ def _run_replay(args: argparse.Namespace) -> int:
             "placements": placements,
             "seeds": seeds,
             "restart_overhead": args.restart_overhead,
+            **({"plugin": list(plugins)} if plugins else {}),
         },
     )
     print_replay_table(table)

@@ -1,10 +1,12 @@
 """The serve loop: read Slurm, build the snapshot, ask the policy, apply, journal — every cycle.
 
 Nothing is carried from one cycle to the next except what is only ever written to the journal
-(which jobs this process has already reported as arrived or running): the policy object is made
-afresh and reset each cycle on the jobs Slurm reports, exactly as the replay engine resets it
-before a run. That is what makes a restart after SIGKILL safe: a released or running job is never
-queued again, and a job pinned but not yet released is still held, so it is simply placed again.
+(which jobs this process has already reported as arrived or running) and the policy objects, which
+are built (and checked) once and started afresh each cycle on the jobs Slurm reports, through the
+same wiring point the replay engine uses before a run. So every decision is a function of what
+Slurm reports, which is what makes a restart after SIGKILL safe: a released or running job is
+never queued again, and a job pinned but not yet released is still held, so it is simply placed
+again.
 
 SIGTERM and SIGINT end the loop after the cycle in progress, with exit status 0.
 """
@@ -18,9 +20,13 @@ from dataclasses import dataclass, field
 from types import FrameType
 from typing import Any
 
+import numpy as np
+
 from schedlab.errors import InputError, SchedlabError
 from schedlab.model.gpu_models import GPU_MODELS
-from schedlab.policies.registry import make_scheduler
+from schedlab.perf.models import TraceDuration
+from schedlab.policies.api import SERVE
+from schedlab.policies.wiring import PolicyChoice, build
 from schedlab.serve.apply import Applier
 from schedlab.serve.client import SlurmClient, SlurmError
 from schedlab.serve.journal import Journal
@@ -42,10 +48,17 @@ class ServeConfig:
     interval: float = 1.0
     seed: int = 0
     until_idle: bool = False
+    plugins: tuple[str, ...] = ()
+
+    @property
+    def choice(self) -> PolicyChoice:
+        return PolicyChoice(
+            self.policy, self.placement, self.backfill, self.params, plugins=self.plugins
+        )
 
     @property
     def label(self) -> str:
-        return self.policy + ("+backfill" if self.backfill else "")
+        return self.choice.label
 
 
 @dataclass(frozen=True)
@@ -89,7 +102,7 @@ class Server:
     ) -> None:
         if not config.interval > 0:
             raise InputError(f"'--interval' must be > 0 seconds (got {config.interval})")
-        make_scheduler(config.policy, config.placement, config.backfill, config.params)
+        self.policies = build(SERVE, config.choice)
         self.client = client
         self.config = config
         self.journal = journal
@@ -159,11 +172,16 @@ class Server:
         for job_id, what in view.problems:
             self._write(job_id, "warning", reason=what)
         records = self.applier.hold_stranded(view) + self.applier.reject_impossible(view)
-        cfg = self.config
-        policy, placement = make_scheduler(cfg.policy, cfg.placement, cfg.backfill, cfg.params)
+        policy = self.policies.scheduler
+        assert policy is not None
         decisions = []
         if view.snapshot.pending_set:
-            policy.reset(view.context(placement, cfg.seed))
+            self.policies.start(
+                view.cluster,
+                np.random.default_rng(self.config.seed),
+                jobs=view.snapshot.jobs,
+                perf=TraceDuration(),
+            )
             try:
                 decisions = policy.decide(view.snapshot)
             except (ValueError, RuntimeError) as exc:
@@ -217,6 +235,7 @@ class Server:
             policy=cfg.label,
             placement=cfg.placement,
             params=dict(cfg.params),
+            plugins=list(cfg.plugins),
             partition=cfg.partition,
             interval=cfg.interval,
             seed=cfg.seed,

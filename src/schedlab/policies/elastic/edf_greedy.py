@@ -20,6 +20,7 @@ from schedlab.policies.scheduler import (
     ReplayContext,
     SchedulingPolicy,
     between_rounds,
+    check_slot,
     next_round,
 )
 
@@ -65,12 +66,15 @@ class ElasticEdf(SchedulingPolicy):
     name = "edf-greedy"
     summary = "deadline order, each job given up to 64 GPUs (ElasticFlow's EDF baseline)"
 
-    def __init__(self, cap: str = "table") -> None:
+    preemptive = True
+    stateful = True
+
+    def __init__(self, cap: str = "table", slot: float | None = None) -> None:
         if cap not in ("table", "peak"):
             raise ValueError(f"'cap' must be 'table' or 'peak' (got {cap!r})")
         self.cap_rule = cap
         #: Decide once per round of this many seconds (None: at every event).
-        self.slot: float | None = None
+        self.slot = check_slot(slot)
 
     def reset(self, ctx: ReplayContext) -> None:
         self.ctx = ctx

@@ -60,7 +60,7 @@ from schedlab.policies.fixed_size.themis import (
     lease_decisions,
     unrunnable,
 )
-from schedlab.policies.scheduler import ReplayContext, SchedulingPolicy
+from schedlab.policies.scheduler import ReplayContext, SchedulingPolicy, check_slot
 
 BEST_EFFORT_ORDERS = ("fifo", "las")
 
@@ -179,6 +179,8 @@ def solve_plan(
 class Chronus(SchedulingPolicy):
     name = "chronus"
     summary = "lease-based MILP maximising met deadlines, with admission control (SoCC '21)"
+    preemptive = True
+    stateful = True
 
     def __init__(
         self,
@@ -187,6 +189,7 @@ class Chronus(SchedulingPolicy):
         time_limit: float = 1.0,
         guarantee: bool = True,
         best_effort: str = "fifo",
+        slot: float | None = None,
     ) -> None:
         """``fine_leases``: single-lease windows at the head of the plan (also how many leases
         run between two solves when nothing arrives); ``max_windows``: bound on plan windows;
@@ -212,7 +215,7 @@ class Chronus(SchedulingPolicy):
         self.guarantee = guarantee
         self.best_effort = best_effort
         #: Lease length in seconds (the replay's ``--slot``; None: :data:`DEFAULT_LEASE`).
-        self.slot: float | None = None
+        self.slot = check_slot(slot)
 
     def reset(self, ctx: ReplayContext) -> None:
         self.ctx = ctx

@@ -82,7 +82,7 @@ from schedlab.model.snapshot import (
     Snapshot,
     Start,
 )
-from schedlab.policies.scheduler import ReplayContext, SchedulingPolicy
+from schedlab.policies.scheduler import ReplayContext, SchedulingPolicy, check_slot
 
 #: Round length when no ``slot`` is set (the artifact's ITP simulations use 60 s).
 DEFAULT_SLOT = 60.0
@@ -116,6 +116,10 @@ class Gandiva(SchedulingPolicy):
     summary = (
         "node sets per job size, time-slicing at the requested GPU count (ElasticFlow baseline)"
     )
+    #: Node sets of its own: the placement policy plays no part.
+    uses_placement = False
+    preemptive = True
+    stateful = True
 
     def __init__(
         self,
@@ -125,6 +129,7 @@ class Gandiva(SchedulingPolicy):
         decrement_u: bool = False,
         merge_events: bool = True,
         overhead: bool = True,
+        slot: float | None = None,
     ) -> None:
         """The defaults are the artifact's behaviour; each switch is one of its quirks.
 
@@ -145,7 +150,7 @@ class Gandiva(SchedulingPolicy):
         self.merge_events = merge_events
         self.overhead = overhead
         #: Round length in seconds (the replay's ``--slot``); None means DEFAULT_SLOT.
-        self.slot: float | None = None
+        self.slot = check_slot(slot)
 
     # -- setup -------------------------------------------------------------------------------
     def reset(self, ctx: ReplayContext) -> None:

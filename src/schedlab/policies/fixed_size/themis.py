@@ -62,9 +62,16 @@ from schedlab.model.snapshot import (
     Snapshot,
     Start,
 )
+from schedlab.policies.api import never_fits
 from schedlab.policies.ordering.queue_scheduler import copy_state, give_back, take
 from schedlab.policies.placement.gang import GangPlacer
-from schedlab.policies.scheduler import ReplayContext, SchedulingPolicy, between_rounds, next_round
+from schedlab.policies.scheduler import (
+    ReplayContext,
+    SchedulingPolicy,
+    between_rounds,
+    check_slot,
+    next_round,
+)
 
 #: Lease length when no ``--slot`` is given (the slot of the artifact's large simulations).
 DEFAULT_LEASE = 60.0
@@ -97,14 +104,14 @@ class LeaseGrid:
 def unrunnable(ctx: ReplayContext) -> dict[int, str]:
     """Jobs that can never run at their requested count, with the reason (rejected on arrival:
     a fixed-size policy would otherwise keep them pending for ever)."""
-    jobs, total = ctx.jobs, ctx.cluster.total_gpus
+    jobs = ctx.jobs
     out: dict[int, str] = {}
     for j in range(len(jobs)):
         g = int(jobs.num_gpus[j])
         if g <= 0:
             out[j] = "requests no GPUs (this policy schedules GPU jobs only)"
-        elif g > total:
-            out[j] = f"requests {g} GPUs, more than the cluster's {total}"
+        elif (why := never_fits(ctx.cluster, g, int(jobs.gpu_model_mask[j]))) is not None:
+            out[j] = why
         elif not ctx.perf.reference_rate(jobs, j) > 0:
             out[j] = f"makes no progress on {g} GPUs (no throughput at its requested count)"
     return out
@@ -254,7 +261,16 @@ class Themis(SchedulingPolicy):
     name = "themis"
     summary = "finish-time fairness over leases at the requested GPU count (NSDI '20)"
 
-    def __init__(self, face: str = "centre", order: str = "x", clock: str = "last-event") -> None:
+    preemptive = True
+    stateful = True
+
+    def __init__(
+        self,
+        face: str = "centre",
+        order: str = "x",
+        clock: str = "last-event",
+        slot: float | None = None,
+    ) -> None:
         """``face``: which point of a flat optimum ranks the jobs ("centre": an interior-point
         solver's analytic centre; "minimal": the minimal fractions). ``order``: scan jobs by x
         ("x") or by arrival ("arrival", an ablation). ``clock``: τ in ρ is the last boundary
@@ -270,7 +286,7 @@ class Themis(SchedulingPolicy):
         self.order_rule = order
         self.clock = clock
         #: Lease length in seconds (the replay's ``--slot``; None: :data:`DEFAULT_LEASE`).
-        self.slot: float | None = None
+        self.slot = check_slot(slot)
 
     def reset(self, ctx: ReplayContext) -> None:
         self.ctx = ctx

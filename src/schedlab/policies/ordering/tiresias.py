@@ -16,6 +16,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from schedlab.model.snapshot import PENDING, Snapshot
+from schedlab.policies.api import PolicyContext
 from schedlab.policies.ordering.base import Ordering
 
 DEFAULT_THRESHOLDS = (3600.0,)
@@ -27,6 +28,8 @@ class Tiresias(Ordering):
     summary = "discretised 2D-LAS on attained GPU-time, with a starvation guard (preemptive)"
     preemptive = True
     static = False
+    #: A promoted job's service counts from its promotion, which only this object remembers.
+    stateful = True
 
     def __init__(
         self,
@@ -41,8 +44,8 @@ class Tiresias(Ordering):
         self.thresholds = np.asarray(limits)
         self.starvation = float(starvation)
 
-    def reset(self, num_jobs: int) -> None:
-        self.service_base = np.zeros(num_jobs)  # attained service at the last promotion
+    def reset(self, ctx: PolicyContext) -> None:
+        self.service_base = np.zeros(len(ctx.jobs))  # type: ignore[arg-type]  # attained service at the last promotion
 
     def service(self, snap: Snapshot, idx: np.ndarray) -> np.ndarray:
         """Attained GPU-seconds that count for the queue (since the last promotion)."""

@@ -11,6 +11,8 @@ from schedlab.policies.placement.base import PlacementPolicy, PodRequest, RunCon
 class RandomPlacement(PlacementPolicy):
     name = "random"
     summary = "a feasible node uniformly at random; a random fitting GPU for sharing pods"
+    #: Each choice advances the run's generator, so a choice depends on all the earlier ones.
+    stateful = True
 
     def reset(self, ctx: RunContext) -> None:
         self.rng = ctx.rng
