@@ -54,6 +54,7 @@ from scipy.optimize import Bounds, LinearConstraint, milp
 from scipy.sparse import csr_array
 
 from schedlab.model.snapshot import PENDING, RUNNING, Decision, Reject, Snapshot
+from schedlab.policies.api import REPLAY
 from schedlab.policies.fixed_size.themis import (
     DEFAULT_LEASE,
     LeaseGrid,
@@ -181,6 +182,8 @@ class Chronus(SchedulingPolicy):
     summary = "lease-based MILP maximising met deadlines, with admission control (SoCC '21)"
     preemptive = True
     stateful = True
+    #: Rounds (leases) anchored in simulated time and resizes Slurm cannot apply: replay only.
+    engines = frozenset({REPLAY})
 
     def __init__(
         self,

@@ -62,7 +62,7 @@ from schedlab.model.snapshot import (
     Snapshot,
     Start,
 )
-from schedlab.policies.api import never_fits
+from schedlab.policies.api import REPLAY, never_fits
 from schedlab.policies.ordering.queue_scheduler import copy_state, give_back, take
 from schedlab.policies.placement.gang import GangPlacer
 from schedlab.policies.scheduler import (
@@ -263,6 +263,8 @@ class Themis(SchedulingPolicy):
 
     preemptive = True
     stateful = True
+    #: Rounds (leases) anchored in simulated time and resizes Slurm cannot apply: replay only.
+    engines = frozenset({REPLAY})
 
     def __init__(
         self,
