@@ -44,10 +44,12 @@ def _table(title: str, rows: dict[str, type], plugged: dict[str, str]) -> Table:
     table.add_column("name", style="bold", no_wrap=True)
     table.add_column("what it does")
     table.add_column("runs in")
+    table.add_column("from")
     for name, cls in rows.items():
         origin = plugged.get(name)
-        summary = cls.summary if origin is None else f"{cls.summary} [plugin: {origin}]"
-        table.add_row(name, summary, _runs_in(cls))
+        table.add_row(
+            name, cls.summary, _runs_in(cls), "schedlab" if origin is None else f"plugin {origin}"
+        )
     return table
 
 
