@@ -8,6 +8,7 @@ import pytest
 
 from schedlab.model.cluster import ClusterState
 from schedlab.model.snapshot import Decision, Snapshot, Start
+from schedlab.policies.ordering.tiresias import Tiresias
 from schedlab.policies.placement.base import PlacementPolicy, PodRequest
 from schedlab.policies.plugins import forget
 from schedlab.policies.registry import ordering_classes, placement_classes, sizing_classes
@@ -15,11 +16,29 @@ from schedlab.policies.scheduler import SchedulingPolicy
 from schedlab.testing import assert_conforms, check_policy
 
 EVERY_POLICY = {**placement_classes(), **ordering_classes(), **sizing_classes()}
+#: Parameters that make a policy use its state on the small workloads (tiresias promotes).
+PARAMS = {"tiresias": {"starvation": "1", "thresholds": "600"}}
 
 
 @pytest.mark.parametrize("name", list(EVERY_POLICY))
 def test_every_registered_policy_meets_the_contract(name: str) -> None:
-    assert_conforms(EVERY_POLICY[name], seeds=(0,))
+    assert_conforms(EVERY_POLICY[name], seeds=(0,), params=PARAMS.get(name))
+
+
+class _Amnesiac(Tiresias):
+    """Tiresias that loses its promotions when serve rebuilds it: its state is dishonest."""
+
+    name = "conformance-amnesiac"
+
+    def import_state(self, state) -> None:  # type: ignore[no-untyped-def]
+        pass
+
+
+def test_a_policy_that_cannot_rebuild_its_state_is_caught() -> None:
+    findings = check_policy(_Amnesiac, engines=("replay",), seeds=(0,), params=PARAMS["tiresias"])
+    assert [f.check for f in findings] == ["state rebuild is honest"]
+    # the real tiresias, exporting and importing its promotions, is rebuilt exactly
+    assert check_policy(Tiresias, engines=("replay",), seeds=(0,), params=PARAMS["tiresias"]) == []
 
 
 class _ForgetfulCounter(PlacementPolicy):
@@ -53,7 +72,7 @@ class _DoubleBooker(SchedulingPolicy):
 @pytest.fixture(autouse=True)
 def _forget_test_plugins():
     yield
-    for name in ("conformance-forgetful", "conformance-double-booker"):
+    for name in ("conformance-forgetful", "conformance-double-booker", "conformance-amnesiac"):
         forget(name)
 
 

@@ -22,8 +22,9 @@ option combination a policy would silently ignore and the conformance suite
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 
@@ -81,6 +82,20 @@ class Policy:
     def reset(self, ctx: PolicyContext) -> None:
         """Called once before a run (in serve: before each decision on a fresh job table);
         policies with state, caches or randomness take what they need from ``ctx`` here."""
+
+    def export_state(self) -> dict[str, Any]:
+        """What a stateful policy must carry to its next ``reset`` to decide as if it had never
+        stopped: JSON-ready, with jobs named by their ids (``ctx.jobs.job_id``), never by index.
+
+        Serve numbers jobs afresh every cycle and may be restarted at any time: it exports the
+        state after each decision, journals it, and imports it after the next reset (also in a
+        new process, from the journal). Stateless policies carry nothing.
+        """
+        return {}
+
+    def import_state(self, state: Mapping[str, Any]) -> None:
+        """Take back what :meth:`export_state` gave, after ``reset`` on a new job table (jobs
+        it names that are no longer in the table are dropped)."""
 
 
 def capabilities(policy: type | object) -> dict[str, object]:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
+from typing import Any
 
 import numpy as np
 
@@ -87,6 +88,19 @@ class Policies:
         if self.scheduler is not None:
             self.scheduler.reset(ctx)
         return ctx
+
+    def export_state(self) -> dict[str, Any]:
+        """The state both policies carry to their next start (empty: nothing to carry)."""
+        state = {"placement": self.placement.export_state()}
+        if self.scheduler is not None:
+            state["scheduler"] = self.scheduler.export_state()
+        return {k: v for k, v in state.items() if v}
+
+    def import_state(self, state: Mapping[str, Any]) -> None:
+        """Give both policies, just started, what :meth:`export_state` took."""
+        self.placement.import_state(state.get("placement") or {})
+        if self.scheduler is not None:
+            self.scheduler.import_state(state.get("scheduler") or {})
 
 
 def build(engine: str, choice: PolicyChoice) -> Policies:

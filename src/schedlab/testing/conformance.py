@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import inspect
 import itertools
+import json
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -145,7 +146,8 @@ def _check_pack_stateless(
 class _Probe(SchedulingPolicy):
     """Delegates to the policy under test and checks each decision point: decisions only about
     jobs it was shown in the right state, and (when ``fresh`` is given) the same decisions from
-    a freshly built and reset copy shown every pending job as new."""
+    a freshly built and reset copy that took back the state the policy exported (none, if it is
+    stateless) and is shown every pending job as new — what serve does every cycle."""
 
     summary = "checks another policy"
 
@@ -161,7 +163,11 @@ class _Probe(SchedulingPolicy):
         self.inner.reset(ctx)
 
     def decide(self, snap: Snapshot) -> list[Decision]:
-        expected = self._fresh_decisions(snap) if self.fresh and not self.findings else None
+        expected = None
+        if self.fresh is not None and not self.findings:
+            expected = self._fresh_decisions(
+                snap, json.loads(json.dumps(self.inner.export_state()))
+            )
         decisions = self.inner.decide(snap)
         started = {d.job for d in decisions if isinstance(d, Start)}
         for d in decisions:
@@ -179,19 +185,20 @@ class _Probe(SchedulingPolicy):
             self.findings.append(
                 Finding(
                     REPLAY,
-                    "stateless is honest",
+                    "state rebuild is honest" if self.inner.stateful else "stateless is honest",
                     f"at t={snap.now} a fresh reset decides {expected}, the run {decisions}",
                 )
             )
         return decisions
 
-    def _fresh_decisions(self, snap: Snapshot) -> list[Decision]:
+    def _fresh_decisions(self, snap: Snapshot, state: dict[str, object]) -> list[Decision]:
         assert self.fresh is not None
         policies = build(REPLAY, self.fresh)
         policies.start(
             snap.cluster, np.random.default_rng(self.seed), jobs=snap.jobs, perf=self.ctx.perf
         )
         assert policies.scheduler is not None
+        policies.scheduler.import_state(state)
         return policies.scheduler.decide(replace(snap, new_pending=list(snap.pending_set)))
 
     def next_wakeup(self, snap: Snapshot) -> float:
@@ -206,8 +213,11 @@ def _replay(
 ) -> tuple[ReplayRecord | None, list[Finding]]:
     policies = build(REPLAY, choice)
     assert policies.scheduler is not None
-    stateless = not (policies.scheduler.stateful or policies.placement.stateful)
-    probe = _Probe(policies.scheduler, choice if probe_fresh and stateless else None, seed)
+    # Stateless policies, and stateful ones that run in serve (where they are rebuilt from
+    # their exported state every cycle), must decide the same after a fresh reset.
+    rebuilt = not policies.scheduler.stateful or SERVE in policies.scheduler.engines
+    rebuilt = rebuilt and not policies.placement.stateful
+    probe = _Probe(policies.scheduler, choice if probe_fresh and rebuilt else None, seed)
     place = policies.placement if placement is None else make_placement(placement)
     engine = ReplayEngine(
         small_cluster(), small_jobs(seed), probe, place, TraceDuration(), ReplayConfig(seed)

@@ -39,10 +39,11 @@ def small_pods(seed: int, count: int = 40) -> PodTable:
 
 
 def small_jobs(seed: int, count: int = 30) -> JobTable:
-    """Training jobs arriving over a few hours, half with deadlines, and one that can never run
-    (more GPUs than the cluster has): it must be rejected, not left waiting."""
+    """Training jobs arriving faster than the cluster runs them (queues, preemption), half with
+    deadlines, and one that can never run (more GPUs than the cluster has): it must be rejected,
+    not left waiting."""
     rng = np.random.default_rng(seed)
-    submit = np.cumsum(rng.exponential(300.0, size=count)).round()
+    submit = np.cumsum(rng.exponential(100.0, size=count)).round()
     gpus = rng.choice([1, 1, 2, 4, 8], size=count)
     gpus[count // 2] = 64
     duration = rng.lognormal(np.log(1200.0), 0.6, size=count).round() + 60

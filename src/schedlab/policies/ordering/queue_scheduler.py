@@ -9,8 +9,9 @@ among them, and preempt only as many lower-ranked running jobs as their placemen
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import replace
+from typing import Any
 
 import numpy as np
 from sortedcontainers import SortedList
@@ -91,6 +92,16 @@ class QueueScheduler(SchedulingPolicy):
         self.ordering.reset(ctx)
         self._never: dict[tuple[int, int], str | None] = {}
         self._rejected: set[int] = set()
+
+    def export_state(self) -> dict[str, Any]:
+        """The ordering's state; the queue itself is rebuilt from a snapshot listing every
+        pending job as new, as serve's snapshots do."""
+        state = self.ordering.export_state()
+        return {"ordering": state} if state else {}
+
+    def import_state(self, state: Mapping[str, Any]) -> None:
+        if "ordering" in state:
+            self.ordering.import_state(state["ordering"])
 
     def next_wakeup(self, snap: Snapshot) -> float:
         wake = self.ordering.next_wakeup(snap)

@@ -11,7 +11,8 @@ again at the next decision.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -45,7 +46,22 @@ class Tiresias(Ordering):
         self.starvation = float(starvation)
 
     def reset(self, ctx: PolicyContext) -> None:
-        self.service_base = np.zeros(len(ctx.jobs))  # type: ignore[arg-type]  # attained service at the last promotion
+        self.job_ids = ctx.jobs.job_id  # type: ignore[union-attr]
+        self.service_base = np.zeros(len(self.job_ids))  # attained service at the last promotion
+
+    def export_state(self) -> dict[str, Any]:
+        promoted = np.flatnonzero(self.service_base)
+        return {
+            "service_base": {
+                str(self.job_ids[j]): float(self.service_base[j]) for j in promoted.tolist()
+            }
+        }
+
+    def import_state(self, state: Mapping[str, Any]) -> None:
+        base = state.get("service_base") or {}
+        for j, job_id in enumerate(self.job_ids.tolist()):
+            if str(job_id) in base:
+                self.service_base[j] = float(base[str(job_id)])
 
     def service(self, snap: Snapshot, idx: np.ndarray) -> np.ndarray:
         """Attained GPU-seconds that count for the queue (since the last promotion)."""
