@@ -40,6 +40,8 @@ if TYPE_CHECKING:
 #: The engines a policy may declare.
 PACK, REPLAY, SERVE = "pack", "replay", "serve"
 ENGINES: tuple[str, ...] = (PACK, REPLAY, SERVE)
+#: What a policy that only works in simulated time declares.
+REPLAY_ONLY: frozenset[str] = frozenset({REPLAY})
 
 
 @dataclass(frozen=True)

@@ -15,7 +15,7 @@ import numpy as np
 
 from schedlab.model.cluster import ClusterState
 from schedlab.model.snapshot import Allocation, Decision, Preempt, Resize, Snapshot, Start
-from schedlab.policies.api import REPLAY
+from schedlab.policies.api import REPLAY_ONLY
 from schedlab.policies.ordering.queue_scheduler import copy_state, give_back, take
 from schedlab.policies.scheduler import (
     ReplayContext,
@@ -69,8 +69,8 @@ class ElasticEdf(SchedulingPolicy):
 
     preemptive = True
     stateful = True
-    #: Rounds (leases) anchored in simulated time and resizes Slurm cannot apply: replay only.
-    engines = frozenset({REPLAY})
+    #: It resizes running jobs, which Slurm cannot do: replay only.
+    engines = REPLAY_ONLY
 
     def __init__(self, cap: str = "table", slot: float | None = None) -> None:
         if cap not in ("table", "peak"):

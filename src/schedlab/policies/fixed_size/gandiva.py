@@ -82,7 +82,7 @@ from schedlab.model.snapshot import (
     Snapshot,
     Start,
 )
-from schedlab.policies.api import REPLAY
+from schedlab.policies.api import REPLAY_ONLY
 from schedlab.policies.scheduler import ReplayContext, SchedulingPolicy, check_slot
 
 #: Round length when no ``slot`` is set (the artifact's ITP simulations use 60 s).
@@ -123,7 +123,7 @@ class Gandiva(SchedulingPolicy):
     stateful = True
     #: Time slices rotate jobs on GPUs a live scheduler sees as held (the conformance suite's
     #: serve run double-books them): replay only.
-    engines = frozenset({REPLAY})
+    engines = REPLAY_ONLY
 
     def __init__(
         self,
