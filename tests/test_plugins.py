@@ -88,6 +88,10 @@ def test_replay_with_a_plugin_ordering_runs_small_jobs_first(files, tmp_path):
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
     assert tomllib.loads((out / "config.toml").read_text())["plugin"] == [FEWEST]
+    again = tmp_path / "again"
+    done = _schedlab("replay", "--config", str(out / "config.toml"), "--out", str(again))
+    assert done.returncode == 0, done.stderr
+    assert (again / "jobs.csv").read_bytes() == (out / "jobs.csv").read_bytes()
     rows = (out / "jobs.csv").read_text().splitlines()
     header = rows[0].split(",")
     starts = {r.split(",")[0]: float(r.split(",")[header.index("start_time")]) for r in rows[1:]}

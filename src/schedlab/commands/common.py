@@ -6,6 +6,8 @@ import argparse
 import math
 import re
 import sys
+import tomllib
+from collections.abc import Mapping
 from pathlib import Path
 
 from rich.console import Console
@@ -55,6 +57,29 @@ def add_plugin_option(parser: argparse.ArgumentParser) -> None:
         "--policy or --placement (installed packages may declare 'schedlab.policies' entry "
         "points instead)",
     )
+
+
+def read_config(path: Path, keys: Mapping[str, type]) -> dict[str, object]:
+    """A run's ``config.toml`` (``--config``); unknown keys and wrong types are errors naming the
+    key, never ignored. ``list`` keys hold strings; a ``float`` key also takes an integer."""
+    if not path.is_file():
+        raise InputError("config file not found", path=str(path))
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except tomllib.TOMLDecodeError as exc:
+        raise InputError(f"not valid TOML ({exc})", path=str(path)) from None
+    for key, value in data.items():
+        if key not in keys:
+            raise InputError(f"unknown key {key!r} (allowed: {', '.join(keys)})", path=str(path))
+        want = keys[key]
+        ok = isinstance(value, want) and (want is bool or not isinstance(value, bool))
+        if want is list:
+            ok = ok and all(isinstance(v, str) for v in value)
+        if want is float and isinstance(value, int) and not isinstance(value, bool):
+            ok = True
+        if not ok:
+            raise InputError(f"'{key}' must be a {want.__name__} (got {value!r})", path=str(path))
+    return data
 
 
 def check_out_dir(path: Path) -> Path:

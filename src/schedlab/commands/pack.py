@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import tomllib
 from pathlib import Path
 
 from schedlab import __version__
@@ -13,6 +12,7 @@ from schedlab.commands.common import (
     check_out_dir,
     console,
     progress_bar,
+    read_config,
     stdout,
 )
 from schedlab.engines.pack import PackConfig, run_pack
@@ -72,26 +72,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 def load_config(path: Path) -> dict[str, object]:
     """Read a pack config file; unknown keys and wrong types are errors naming the key."""
-    try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise InputError("config file not found", path=str(path)) from None
-    except tomllib.TOMLDecodeError as exc:
-        raise InputError(f"not valid TOML ({exc})", path=str(path)) from None
-    for key, value in data.items():
-        if key not in CONFIG_KEYS:
-            raise InputError(
-                f"unknown key {key!r} (allowed: {', '.join(CONFIG_KEYS)})", path=str(path)
-            )
-        want = CONFIG_KEYS[key]
-        ok = isinstance(value, want) and not isinstance(value, bool)
-        if want is list:
-            ok = ok and all(isinstance(v, str) for v in value)
-        if want is float and isinstance(value, int) and not isinstance(value, bool):
-            ok = True
-        if not ok:
-            raise InputError(f"'{key}' must be a {want.__name__} (got {value!r})", path=str(path))
-    return data
+    return read_config(path, CONFIG_KEYS)
 
 
 def resolve(args: argparse.Namespace) -> dict[str, object]:

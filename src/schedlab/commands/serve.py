@@ -191,9 +191,10 @@ def run_import_slurm(args: argparse.Namespace) -> int:
     if result.cluster:
         policy = result.policy.removesuffix("+backfill")
         backfill = " --backfill" if result.policy.endswith("+backfill") else ""
+        plugins = "".join(f" --plugin {p}" for p in result.plugins)
         console.print(
             f"replay it: schedlab replay --cluster {result.cluster} --trace {args.out} "
-            f"--policy {policy}{backfill} --placement {result.placement} --out <folder>",
+            f"--policy {policy}{backfill} --placement {result.placement}{plugins} --out <folder>",
             soft_wrap=True,
         )
     return 0

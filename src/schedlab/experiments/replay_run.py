@@ -14,6 +14,7 @@ from schedlab.engines.replay import ReplayConfig, ReplayEngine, ReplayRecord
 from schedlab.errors import InputError
 from schedlab.metrics.replay_metrics import job_metrics, json_ready, summarize
 from schedlab.model.cluster import Cluster
+from schedlab.model.gpu_models import GPU_MODELS
 from schedlab.model.jobs import JobTable
 from schedlab.model.snapshot import DONE, REJECTED
 from schedlab.perf.models import PerfModel, ThroughputTable, TraceDuration, read_throughput_dir
@@ -192,12 +193,18 @@ def write_run(out: Path, spec: ReplaySpec, record: ReplayRecord) -> dict[str, ob
             if spec.throughputs and spec.throughputs != BUILTIN_THROUGHPUTS
             else spec.throughputs or ""
         ),
+        "speed": ",".join(f"{GPU_MODELS[m]}={f}" for m, f in spec.speed.items()),
         "params": [f"{k}={v}" for k, v in spec.params.items()],
         "restart_overhead": spec.restart_overhead,
         "resize_overhead": spec.resize_overhead,
         "slot": spec.slot if spec.slot is not None else 0.0,
         **({"plugin": list(spec.plugins)} if spec.plugins else {}),
     }
-    write_config(out / "config.toml", config, f"schedlab {__version__} replay run")
+    write_config(
+        out / "config.toml",
+        config,
+        f"schedlab {__version__} replay run; "
+        "repeat: schedlab replay --config config.toml --out DIR",
+    )
     write_json(out / "summary.json", summary)  # last: its presence marks a complete run
     return summary
