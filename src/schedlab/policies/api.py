@@ -13,7 +13,8 @@ option combination a policy would silently ignore and the conformance suite
   time), ``serve`` (a live cluster);
 * ``uses_placement``: it asks the placement policy where its jobs go (``--placement`` matters);
 * ``stateful``: its decisions depend on what it saw at earlier decision points, not only on the
-  snapshot in front of it;
+  snapshot in front of it (one that runs in serve carries that state across serve's per-cycle
+  resets with ``export_state`` / ``import_state``);
 * ``preemptive``: it may stop running jobs.
 
 :func:`never_fits` is the shared "this job can never run on this cluster" check, and
