@@ -361,3 +361,31 @@ def test_every_deadline_policy_runs_from_the_command_line(policy: str, tmp_path:
     # Best-effort jobs a and d are never rejected.
     rows = {r["job_id"]: r for r in csv.DictReader((out / "jobs.csv").open())}
     assert rows["a"]["status"] == "completed" and rows["d"]["status"] == "completed"
+
+
+def test_config_file_repeats_the_run_with_its_options(trace: Path, tmp_path: Path) -> None:
+    first = tmp_path / "first"
+    options = ["--param", "thresholds=100", "--slot", "30", "--speed", "V100=2", "--seed", "3"]
+    assert replay(trace, first, "tiresias", "2x2:V100", *options) == 0
+    config = first / "config.toml"
+    again = tmp_path / "again"
+    assert main(["replay", "--config", str(config), "--out", str(again)]) == 0
+    assert (again / "jobs.csv").read_bytes() == (first / "jobs.csv").read_bytes()
+    # an option on the command line wins over the file
+    other = tmp_path / "other"
+    assert main(["replay", "--config", str(config), "--slot", "600", "--out", str(other)]) == 0
+    assert (other / "jobs.csv").read_bytes() != (first / "jobs.csv").read_bytes()
+
+
+def test_config_file_with_an_unknown_key_is_one_line(tmp_path: Path, capsys) -> None:
+    config = tmp_path / "config.toml"
+    config.write_text('cluster = "1x4:V100"\ntrace = "x.csv"\npolicy = "fifo"\nbogus = 1\n')
+    assert main(["replay", "--config", str(config), "--out", str(tmp_path / "o")]) == 2
+    err = capsys.readouterr().err
+    assert "unknown key 'bogus'" in err and str(config) in err
+    assert not (tmp_path / "o").exists()
+
+
+def test_missing_cluster_without_config_names_the_option(tmp_path: Path, capsys) -> None:
+    assert main(["replay", "--trace", "x.csv", "--policy", "fifo", "--out", str(tmp_path)]) == 2
+    assert "missing --cluster" in capsys.readouterr().err

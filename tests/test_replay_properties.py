@@ -51,7 +51,13 @@ from schedlab.traces.cluster_spec import parse_cluster_spec
 #: Every ordering by name, plus edf's preemptive variant as "edf-preemptive".
 ORDERS = [*ORDERINGS, "edf-preemptive"]
 PLACEMENTS = ("bestfit", "consolidate")
-COMBOS = list(itertools.product(ORDERS, PLACEMENTS, (False, True)))
+#: Preemptive orders never leave a blocked head, so backfill is refused for them.
+PREEMPTIVE = {"srtf", "tiresias", "edf-preemptive"}
+COMBOS = [
+    (order, placement, backfill)
+    for order, placement, backfill in itertools.product(ORDERS, PLACEMENTS, (False, True))
+    if not (backfill and order in PREEMPTIVE)
+]
 MODELS = ("V100", "T4")
 T4_SPEED = 0.5
 SPEED = {model_index("T4"): T4_SPEED}

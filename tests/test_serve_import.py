@@ -11,6 +11,7 @@ import pytest
 
 from schedlab.cli import main
 from schedlab.errors import InputError
+from schedlab.policies.plugins import forget
 from schedlab.serve.compare import replay_starts
 from schedlab.serve.import_slurm import import_slurm, parse_sacct
 from schedlab.traces.formats import read_jobs
@@ -171,3 +172,24 @@ def test_a_journal_of_another_cluster_is_a_clear_error(tmp_path: Path, capsys) -
     ]
     assert main(argv) == 2
     assert "no job in the journal has a completion record" in capsys.readouterr().err
+
+
+def test_a_live_run_with_a_plugin_replays_with_it(tmp_path: Path, monkeypatch) -> None:
+    """The serve record names the plugins; the suggested replay command and the comparison
+    replay load them."""
+    example = Path(__file__).resolve().parents[1] / "examples" / "plugin-package" / "src"
+    monkeypatch.syspath_prepend(str(example))
+    plugin = "schedlab_example.spread:Spread"
+    serve = {**SERVE, "placement": "spread", "plugins": [plugin]}
+    journal = write_journal(tmp_path / "j.jsonl", [serve, *journal_records()[1:]])
+    result = import_slurm(journal, sacct_text(), "slurm")
+    assert result.plugins == (plugin,)
+    out = tmp_path / "w.csv"
+    result.frame.to_csv(out, index=False)
+    # spread: job 1 (8 GPUs) takes an empty node, job 2 (4) the other one (most free share), job
+    # 3 waits for job 1 and takes its node
+    try:
+        starts = replay_starts(out, serve)
+    finally:
+        forget("spread")
+    assert starts["1"] != starts["2"] and starts["3"] == starts["1"]

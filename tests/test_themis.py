@@ -98,7 +98,7 @@ def test_leases_rejection_and_best_effort_by_hand() -> None:
     assert rec.end_time[:3].tolist() == pytest.approx([40.0, 20.0, 50.0])
     assert rec.preemptions.tolist() == [1, 0, 1, 0]
     assert rec.status.tolist() == [DONE, DONE, DONE, REJECTED]
-    assert "more than the cluster" in rec.reject_reason[3]
+    assert "GPUs; the cluster has" in rec.reject_reason[3]
 
 
 def test_fractions_unique_when_capacity_binds() -> None:

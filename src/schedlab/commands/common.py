@@ -2,14 +2,19 @@
 
 from __future__ import annotations
 
+import argparse
 import math
 import re
 import sys
+import tomllib
+from collections.abc import Mapping
+from pathlib import Path
 
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from schedlab.errors import InputError
+from schedlab.input_files import read_text
 
 #: Human-facing output goes to stderr so stdout stays clean for tables a script may parse.
 #: Wide enough for the comparison tables when the output is a file or a pipe (rich assumes 80).
@@ -40,6 +45,40 @@ def check_inflate(value: float) -> float:
     if not math.isfinite(value) or value <= 0 or value > 100:
         raise InputError(f"'--inflate' must be in (0, 100] (got {value})")
     return value
+
+
+def add_plugin_option(parser: argparse.ArgumentParser) -> None:
+    """``--plugin module:Class``: a policy from another package, then named like a built-in."""
+    parser.add_argument(
+        "--plugin",
+        action="append",
+        default=[],
+        metavar="MODULE:CLASS",
+        help="load a policy class from an importable module (repeatable); then name it with "
+        "--policy or --placement (installed packages may declare 'schedlab.policies' entry "
+        "points instead)",
+    )
+
+
+def read_config(path: Path, keys: Mapping[str, type]) -> dict[str, object]:
+    """A run's ``config.toml`` (``--config``); unknown keys and wrong types are errors naming the
+    key, never ignored. ``list`` keys hold strings; a ``float`` key also takes an integer."""
+    try:
+        data = tomllib.loads(read_text(path, "config file"))
+    except tomllib.TOMLDecodeError as exc:
+        raise InputError(f"not valid TOML ({exc})", path=str(path)) from None
+    for key, value in data.items():
+        if key not in keys:
+            raise InputError(f"unknown key {key!r} (allowed: {', '.join(keys)})", path=str(path))
+        want = keys[key]
+        ok = isinstance(value, want) and (want is bool or not isinstance(value, bool))
+        if want is list:
+            ok = ok and all(isinstance(v, str) for v in value)
+        if want is float and isinstance(value, int) and not isinstance(value, bool):
+            ok = True
+        if not ok:
+            raise InputError(f"'{key}' must be a {want.__name__} (got {value!r})", path=str(path))
+    return data
 
 
 def check_workers(value: int) -> int:

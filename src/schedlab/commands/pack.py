@@ -3,19 +3,25 @@
 from __future__ import annotations
 
 import argparse
-import tomllib
 from pathlib import Path
 
 from schedlab import __version__
-from schedlab.commands.common import check_inflate, console, progress_bar, stdout
+from schedlab.commands.common import (
+    add_plugin_option,
+    check_inflate,
+    console,
+    progress_bar,
+    read_config,
+    stdout,
+)
 from schedlab.engines.pack import PackConfig, run_pack
 from schedlab.errors import InputError
 from schedlab.experiments.published import reference_for
-from schedlab.input_files import read_text
 from schedlab.model.cluster import Cluster
 from schedlab.model.pods import PodTable
 from schedlab.output_dir import staged_dir
-from schedlab.policies.registry import make_placement
+from schedlab.policies.api import PACK
+from schedlab.policies.wiring import PolicyChoice, build
 from schedlab.report.pack_figures import curves_frame, write_pack_figures
 from schedlab.results import pack_events, write_config, write_csv, write_json
 from schedlab.traces.alibaba import read_node_list, read_pod_list
@@ -28,6 +34,7 @@ CONFIG_KEYS: dict[str, type] = {
     "seed": int,
     "inflate": float,
     "out": str,
+    "plugin": list,
 }
 DEFAULTS: dict[str, object] = {"seed": 42, "inflate": 1.3}
 
@@ -60,28 +67,14 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         type=Path,
         help="TOML file with any of the options above; options given on the command line win",
     )
+    add_plugin_option(p)
     p.add_argument("--no-figures", action="store_true", help="skip the PNG/SVG figures")
     p.set_defaults(run=run)
 
 
 def load_config(path: Path) -> dict[str, object]:
     """Read a pack config file; unknown keys and wrong types are errors naming the key."""
-    try:
-        data = tomllib.loads(read_text(path, "config file"))
-    except tomllib.TOMLDecodeError as exc:
-        raise InputError(f"not valid TOML ({exc})", path=str(path)) from None
-    for key, value in data.items():
-        if key not in CONFIG_KEYS:
-            raise InputError(
-                f"unknown key {key!r} (allowed: {', '.join(CONFIG_KEYS)})", path=str(path)
-            )
-        want = CONFIG_KEYS[key]
-        ok = isinstance(value, want) and not isinstance(value, bool)
-        if want is float and isinstance(value, int) and not isinstance(value, bool):
-            ok = True
-        if not ok:
-            raise InputError(f"'{key}' must be a {want.__name__} (got {value!r})", path=str(path))
-    return data
+    return read_config(path, CONFIG_KEYS)
 
 
 def resolve(args: argparse.Namespace) -> dict[str, object]:
@@ -91,7 +84,7 @@ def resolve(args: argparse.Namespace) -> dict[str, object]:
         merged.update(load_config(args.config))
     for key in CONFIG_KEYS:
         value = getattr(args, key)
-        if value is not None:
+        if value is not None and value != []:
             merged[key] = value
     missing = [f"--{k}" for k in ("nodes", "pods", "policy", "out") if k not in merged]
     if missing:
@@ -106,10 +99,11 @@ def resolve(args: argparse.Namespace) -> dict[str, object]:
 
 def run(args: argparse.Namespace) -> int:
     cfg = resolve(args)
+    plugins = tuple(str(p) for p in cfg.get("plugin", []))  # type: ignore[attr-defined]
+    config = PackConfig(str(cfg["policy"]), int(cfg["seed"]), float(cfg["inflate"]), plugins)  # type: ignore[call-overload]
+    build(PACK, PolicyChoice(config.policy, plugins=plugins))  # fail before any work
     cluster = read_node_list(str(cfg["nodes"]))
     pods = read_pod_list(str(cfg["pods"]))
-    config = PackConfig(str(cfg["policy"]), int(cfg["seed"]), float(cfg["inflate"]))  # type: ignore[call-overload]
-    make_placement(config.policy)  # fail on a bad name before any work
     final = Path(str(cfg["out"]))
     with staged_dir(final) as out:  # an unwritable --out fails here, before the run
         summary, wall = _run_and_write(cfg, cluster, pods, config, out, not args.no_figures)
@@ -158,6 +152,7 @@ def _run_and_write(
             "nodes": str(Path(str(cfg["nodes"])).resolve()),
             "pods": str(Path(str(cfg["pods"])).resolve()),
             **{k: cfg[k] for k in ("policy", "seed", "inflate")},
+            **({"plugin": list(config.plugins)} if config.plugins else {}),
         },
         f"schedlab {__version__} pack run; repeat: schedlab pack --config config.toml --out DIR",
     )

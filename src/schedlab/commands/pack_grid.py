@@ -24,9 +24,15 @@ def run_pack_grid(
     seeds: Sequence[int],
     inflate: float,
     workers: int,
+    plugins: Sequence[str] = (),
 ) -> tuple[list[dict[str, object]], float]:
     """Every (workload, policy, seed) once; returns the summaries and the wall time."""
-    tasks = [PackTask(w, p, s, inflate) for w in workloads for p in policies for s in seeds]
+    tasks = [
+        PackTask(w, p, s, inflate, tuple(plugins))
+        for w in workloads
+        for p in policies
+        for s in seeds
+    ]
     started = time.perf_counter()
     with progress_bar(transient=False) as bar:
         job = bar.add_task(f"{len(tasks)} runs on {workers} worker(s)", total=len(tasks))

@@ -4,13 +4,21 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
+from typing import Any
 
-from schedlab.commands.common import console, stdout
+from schedlab.commands.common import (
+    add_plugin_option,
+    console,
+    read_config,
+    stdout,
+)
 from schedlab.errors import InputError
 from schedlab.experiments.replay_run import ReplaySpec, run_replay, write_run
 from schedlab.output_dir import staged_dir
 from schedlab.perf.models import parse_speed_factors
-from schedlab.policies.registry import ordering_names, placement_names
+from schedlab.policies.api import REPLAY
+from schedlab.policies.registry import DEFAULT_PLACEMENT, ordering_names, placement_names
+from schedlab.policies.wiring import build
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -34,19 +42,15 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         ),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    p.add_argument(
-        "--cluster", required=True, help="node-list CSV, TOML file, or NODESxGPUS[:MODEL]"
-    )
-    p.add_argument("--trace", required=True, help="job trace file")
+    p.add_argument("--cluster", help="node-list CSV, TOML file, or NODESxGPUS[:MODEL]")
+    p.add_argument("--trace", help="job trace file")
     p.add_argument(
         "--trace-format",
         help="trace format (default: detected from the header; see 'schedlab trace stats')",
     )
-    p.add_argument("--policy", required=True, help=f"ordering: {', '.join(ordering_names())}")
+    p.add_argument("--policy", help=f"ordering: {', '.join(ordering_names())}")
     p.add_argument(
-        "--placement",
-        default="bestfit",
-        help=f"placement (default bestfit): {', '.join(placement_names())}",
+        "--placement", help=f"placement (default bestfit): {', '.join(placement_names())}"
     )
     p.add_argument("--backfill", action="store_true", help="EASY backfill behind a blocked head")
     p.add_argument(
@@ -56,35 +60,54 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         metavar="KEY=VALUE",
         help="ordering parameter, e.g. thresholds=3600,36000 (repeatable)",
     )
-    p.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
+    p.add_argument("--seed", type=int, help="random seed (default 0)")
     p.add_argument(
         "--throughputs",
         help="folder of <model>.csv throughput tables (iterations/s by GPU count per batch "
         "size), or 'builtin' for schedlab's own scaling model",
     )
-    p.add_argument(
-        "--speed", default="", help="GPU speed factors vs the reference, e.g. V100=1,T4=0.4"
-    )
+    p.add_argument("--speed", help="GPU speed factors vs the reference, e.g. V100=1,T4=0.4")
     p.add_argument(
         "--restart-overhead",
         type=float,
-        default=0.0,
         help="seconds a preempted job needs to restart (default 0)",
     )
     p.add_argument(
-        "--resize-overhead",
-        type=float,
-        default=0.0,
-        help="seconds a resized job needs to resume (default 0)",
+        "--resize-overhead", type=float, help="seconds a resized job needs to resume (default 0)"
     )
     p.add_argument(
         "--slot",
         type=float,
-        default=None,
         help="decide once per round of this many seconds (default: at every event)",
+    )
+    add_plugin_option(p)
+    p.add_argument(
+        "--config",
+        type=Path,
+        help="a run's config.toml: repeat that run (options given on the command line win)",
     )
     p.add_argument("--out", required=True, type=Path, help="output folder")
     p.set_defaults(run=run)
+
+
+#: Keys of a replay run's config.toml (what :func:`schedlab.experiments.replay_run.write_run`
+#: records), with their types.
+CONFIG_KEYS: dict[str, type] = {
+    "cluster": str,
+    "trace": str,
+    "trace_format": str,
+    "policy": str,
+    "placement": str,
+    "backfill": bool,
+    "seed": int,
+    "throughputs": str,
+    "speed": str,
+    "params": list,
+    "restart_overhead": float,
+    "resize_overhead": float,
+    "slot": float,
+    "plugin": list,
+}
 
 
 def parse_params(items: list[str]) -> dict[str, str]:
@@ -98,27 +121,45 @@ def parse_params(items: list[str]) -> dict[str, str]:
 
 
 def spec_from_args(args: argparse.Namespace) -> ReplaySpec:
+    """The run the command line asks for: defaults < ``--config`` < the options given."""
+    cfg = read_config(args.config, CONFIG_KEYS) if args.config is not None else {}
+    if cfg.get("slot") == 0:
+        del cfg["slot"]  # how a config file says "at every event"
+
+    def pick(key: str, default: object = None) -> Any:
+        value = getattr(args, key)
+        return value if value is not None else cfg.get(key, default)
+
+    missing = [f"--{k}" for k in ("cluster", "trace", "policy") if pick(k) is None]
+    if missing:
+        raise InputError(
+            f"missing {', '.join(missing)} (give it on the command line or in --config)"
+        )
     for name in ("restart_overhead", "resize_overhead"):
-        value = getattr(args, name)
+        value = pick(name, 0.0)
         if not value >= 0:
             raise InputError(f"'--{name.replace('_', '-')}' must be ≥ 0 (got {value})")
-    if args.seed < 0:
-        raise InputError(f"'--seed' must be ≥ 0 (got {args.seed})")
-    return ReplaySpec(
-        cluster=args.cluster,
-        trace=args.trace,
-        policy=args.policy,
-        placement=args.placement,
-        backfill=args.backfill,
-        seed=args.seed,
-        trace_format=args.trace_format,
-        throughputs=args.throughputs,
-        speed=parse_speed_factors(args.speed),
-        params=parse_params(args.param),
-        restart_overhead=args.restart_overhead,
-        resize_overhead=args.resize_overhead,
-        slot=args.slot,
+    seed = pick("seed", 0)
+    if seed < 0:
+        raise InputError(f"'--seed' must be ≥ 0 (got {seed})")
+    spec = ReplaySpec(
+        cluster=pick("cluster"),
+        trace=pick("trace"),
+        policy=pick("policy"),
+        placement=pick("placement", DEFAULT_PLACEMENT),
+        backfill=args.backfill or bool(cfg.get("backfill", False)),
+        seed=seed,
+        trace_format=pick("trace_format") or None,
+        throughputs=pick("throughputs") or None,
+        speed=parse_speed_factors(pick("speed", "")),
+        params={**parse_params(list(cfg.get("params", []))), **parse_params(args.param)},  # type: ignore[call-overload]
+        restart_overhead=pick("restart_overhead", 0.0),
+        resize_overhead=pick("resize_overhead", 0.0),
+        slot=pick("slot"),
+        plugins=tuple(dict.fromkeys([*cfg.get("plugin", []), *args.plugin])),  # type: ignore[misc]
     )
+    build(REPLAY, spec.choice)  # every refusal before any work
+    return spec
 
 
 def run(args: argparse.Namespace) -> int:

@@ -6,12 +6,14 @@ import argparse
 import sys
 from pathlib import Path
 
-from schedlab.commands.common import console
+from schedlab.commands.common import add_plugin_option, console
 from schedlab.commands.replay import parse_params
 from schedlab.errors import InputError
 from schedlab.input_files import check_input_file
 from schedlab.output_dir import check_out_file
+from schedlab.policies.api import SERVE
 from schedlab.policies.registry import ordering_names, placement_names
+from schedlab.policies.wiring import build
 from schedlab.results import atomic_write
 from schedlab.serve.client import SubprocessSlurm
 from schedlab.serve.import_slurm import TIMINGS, import_slurm, load_sacct
@@ -82,6 +84,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     )
     slurm.add_argument("--seed", type=int, default=0, help="random seed (default 0, as replay)")
     slurm.add_argument("--quiet", action="store_true", help="no per-cycle status lines on stderr")
+    add_plugin_option(slurm)
     slurm.set_defaults(run=run_slurm)
 
 
@@ -95,7 +98,7 @@ def config_from_args(args: argparse.Namespace) -> ServeConfig:
         raise InputError(f"'--seed' must be ≥ 0 (got {args.seed})")
     if not args.interval > 0:
         raise InputError(f"'--interval' must be > 0 seconds (got {args.interval})")
-    return ServeConfig(
+    config = ServeConfig(
         policy=args.policy,
         placement=args.placement,
         backfill=args.backfill,
@@ -104,7 +107,10 @@ def config_from_args(args: argparse.Namespace) -> ServeConfig:
         interval=args.interval,
         seed=args.seed,
         until_idle=args.until_idle,
+        plugins=tuple(args.plugin),
     )
+    build(SERVE, config.choice)  # every refusal before the journal is opened
+    return config
 
 
 def run_slurm(args: argparse.Namespace) -> int:
@@ -187,9 +193,10 @@ def run_import_slurm(args: argparse.Namespace) -> int:
     if result.cluster:
         policy = result.policy.removesuffix("+backfill")
         backfill = " --backfill" if result.policy.endswith("+backfill") else ""
+        plugins = "".join(f" --plugin {p}" for p in result.plugins)
         console.print(
             f"replay it: schedlab replay --cluster {result.cluster} --trace {args.out} "
-            f"--policy {policy}{backfill} --placement {result.placement} --out <folder>",
+            f"--policy {policy}{backfill} --placement {result.placement}{plugins} --out <folder>",
             soft_wrap=True,
         )
     return 0

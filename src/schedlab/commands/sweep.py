@@ -11,6 +11,7 @@ import time
 from pathlib import Path
 
 from schedlab.commands.common import (
+    add_plugin_option,
     check_inflate,
     check_workers,
     console,
@@ -26,7 +27,9 @@ from schedlab.experiments.replay_run import ReplaySpec
 from schedlab.experiments.replay_sweep import run_grid, staged_task
 from schedlab.experiments.workloads import FileWorkload
 from schedlab.output_dir import staged_dir
-from schedlab.policies.registry import make_ordering, make_placement, pack_study_names
+from schedlab.policies.api import PACK, REPLAY
+from schedlab.policies.registry import pack_study_names
+from schedlab.policies.wiring import PolicyChoice, build
 from schedlab.traces.alibaba import read_node_list, read_pod_list
 from schedlab.traces.cluster_spec import parse_cluster_spec
 from schedlab.traces.formats import read_jobs
@@ -79,6 +82,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument("--seeds", help="seeds: 42-51, 1,2,3 or 7 (pack default 42-51, replay 0)")
     p.add_argument("--out", required=True, type=Path, help="output folder")
+    add_plugin_option(p)
     p.add_argument(
         "--workers",
         type=int,
@@ -106,7 +110,7 @@ def _run_pack(args: argparse.Namespace) -> int:
     workers = check_workers(args.workers)
     policies = list(dict.fromkeys(args.policies or pack_study_names()))
     for name in policies:
-        make_placement(name)
+        build(PACK, PolicyChoice(name, plugins=tuple(args.plugin)))
     # Validate every input file up front: a bad row fails now, not in a worker an hour in.
     read_node_list(args.nodes)
     for path in args.pods:
@@ -122,9 +126,10 @@ def _run_pack(args: argparse.Namespace) -> int:
         "seeds": seeds,
         "inflate": inflate,
         "workers": workers,
+        **({"plugin": list(args.plugin)} if args.plugin else {}),
     }
     with staged_dir(args.out) as out:  # an unwritable --out fails here, before the runs
-        summaries, wall = run_pack_grid(workloads, policies, seeds, inflate, workers)
+        summaries, wall = run_pack_grid(workloads, policies, seeds, inflate, workers, args.plugin)
         _, agg = write_grid_outputs(out, summaries, policies, inflate, config, not args.no_figures)
     print_aggregate(agg, inflate)
     console.print(
@@ -150,11 +155,11 @@ def _run_replay(args: argparse.Namespace) -> int:
     if not args.restart_overhead >= 0:
         raise InputError(f"'--restart-overhead' must be ≥ 0 (got {args.restart_overhead})")
     orders = [split_backfill(n) for n in dict.fromkeys(args.policies or DEFAULT_REPLAY_POLICIES)]
-    for name, _ in orders:
-        make_ordering(name)
     placements = list(dict.fromkeys(args.placements))
-    for name in placements:
-        make_placement(name)
+    plugins = tuple(args.plugin)
+    for name, backfill in orders:  # every refusal of every combination before any run
+        for placement in placements:
+            build(REPLAY, PolicyChoice(name, placement, backfill, plugins=plugins))
     parse_cluster_spec(args.cluster)
     labels = [Path(t).stem for t in args.traces]
     if len(set(labels)) != len(labels):
@@ -168,6 +173,7 @@ def _run_replay(args: argparse.Namespace) -> int:
         "placements": placements,
         "seeds": seeds,
         "restart_overhead": args.restart_overhead,
+        **({"plugin": list(plugins)} if plugins else {}),
     }
     with staged_dir(args.out) as out:  # an unwritable --out fails here, before the runs
         tasks = []
@@ -184,6 +190,7 @@ def _run_replay(args: argparse.Namespace) -> int:
                             seed=seed,
                             trace_format=args.trace_format,
                             restart_overhead=args.restart_overhead,
+                            plugins=plugins,
                         )
                         tasks.append(staged_task(spec, out, args.out))
         started = time.perf_counter()

@@ -23,8 +23,9 @@ from schedlab.metrics.fragmentation import TargetWorkload, node_fragmentation
 from schedlab.metrics.pack_curves import binned_means
 from schedlab.model.cluster import GPU_MILLI, Cluster
 from schedlab.model.pods import PodTable
-from schedlab.policies.placement.base import Placer, PodRequest, RunContext
-from schedlab.policies.registry import make_placement
+from schedlab.policies.api import PACK
+from schedlab.policies.placement.base import PodRequest
+from schedlab.policies.wiring import PolicyChoice, build
 
 NO_NODE = -1
 
@@ -34,6 +35,8 @@ class PackConfig:
     policy: str
     seed: int = 42
     inflate: float = 1.3
+    #: ``module:Class`` plugins to load before the policy is looked up.
+    plugins: tuple[str, ...] = ()
 
 
 @dataclass
@@ -107,15 +110,17 @@ def run_pack(
 ) -> PackResult:
     """Run one pack experiment; ``progress(done, total)`` is called now and then if given."""
     started = time.perf_counter()
-    policy = make_placement(config.policy)
+    policies = build(PACK, PolicyChoice(config.policy, plugins=config.plugins))
+    policy = policies.placement
     rng = np.random.default_rng(config.seed)
     target = TargetWorkload.from_pods(pods)
     try:
         stream = inflate(pods, config.inflate, cluster.total_gpus, rng)
     except ValueError as exc:
         raise InputError(str(exc), path=pods.source) from None
-    tie_rank = _tie_order(cluster, rng)
-    placer = Placer(policy, RunContext(cluster, target, rng), tie_rank)
+    policies.start(cluster, rng, target=target)
+    placer = policies.placer
+    assert placer is not None
 
     state = cluster.new_state()
     s = stream.pods
@@ -180,14 +185,3 @@ def run_pack(
         wall_seconds=time.perf_counter() - started,
         extra=extra,
     )
-
-
-def _tie_order(cluster: Cluster, rng: np.random.Generator) -> np.ndarray:
-    """A seeded random rank per node (lower wins ties), fixed for the whole run.
-
-    Drawn over the name-sorted nodes so that the file's row order does not change the outcome.
-    """
-    by_name = np.argsort(cluster.names.astype(str), kind="stable")
-    rank = np.empty(cluster.size, dtype=np.int64)
-    rank[by_name] = rng.permutation(cluster.size)
-    return rank

@@ -22,10 +22,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from schedlab.metrics.fragmentation import TargetWorkload
 from schedlab.model.cluster import GPU_MILLI, Cluster
 from schedlab.model.jobs import JobTable
-from schedlab.model.pods import PodTable
 from schedlab.model.snapshot import (
     DONE,
     PENDING,
@@ -43,9 +41,12 @@ from schedlab.model.snapshot import (
     allocation_size,
 )
 from schedlab.perf.models import PerfModel
-from schedlab.policies.placement.base import PlacementPolicy, Placer, RunContext
-from schedlab.policies.placement.gang import GangPlacer
-from schedlab.policies.scheduler import ReplayContext, SchedulingPolicy
+from schedlab.policies.api import REPLAY
+from schedlab.policies.placement.base import PlacementPolicy
+from schedlab.policies.scheduler import SchedulingPolicy
+from schedlab.policies.wiring import Policies, job_pods
+
+__all__ = ["PolicyError", "ReplayConfig", "ReplayEngine", "ReplayRecord", "job_pods"]
 
 INF = math.inf
 
@@ -91,19 +92,6 @@ class ReplayRecord:
     wall_seconds: float
 
 
-def job_pods(jobs: JobTable) -> PodTable:
-    """Jobs as whole-GPU pods, so the typical-task workload of fragmentation-aware placement
-    policies can be derived the same way as in pack."""
-    return PodTable.from_columns(
-        name=jobs.job_id,
-        cpu_milli=jobs.cpu_milli,
-        memory_mib=jobs.memory_mib,
-        num_gpu=jobs.num_gpus,
-        gpu_milli=np.where(jobs.num_gpus > 0, GPU_MILLI, 0),
-        model_mask=jobs.gpu_model_mask,
-    )
-
-
 class ReplayEngine:
     """Replays ``jobs`` on ``cluster`` under ``policy``; :meth:`run` returns the record."""
 
@@ -121,7 +109,7 @@ class ReplayEngine:
         self.policy = policy
         self.perf = perf
         self.config = config
-        self.rng = np.random.default_rng(config.seed)
+        self.policies = Policies(REPLAY, placement_policy, policy)
         j = self.jobs
         self.work = perf.work(j)
         bad = ~np.isfinite(self.work) | (self.work < 0)
@@ -131,10 +119,6 @@ class ReplayEngine:
         self.reference_rate = np.fromiter(
             (perf.reference_rate(j, i) for i in range(len(j))), dtype=np.float64, count=len(j)
         )
-        target = TargetWorkload.from_pods(job_pods(j)) if len(j) else None
-        tie_rank = self.rng.permutation(cluster.size)
-        placer = Placer(placement_policy, RunContext(cluster, target, self.rng), tie_rank)
-        self.ctx = ReplayContext(cluster, j, perf, GangPlacer(placer), self.rng)
 
     def run(self, progress: Callable[[int, int], None] | None = None) -> ReplayRecord:
         return _Run(self).loop(progress)
@@ -328,7 +312,10 @@ class _Run:
         n = len(j)
         submit = j.submit_time.tolist()
         total_gpus = self.cluster.total_gpus
-        self.policy.reset(self.e.ctx)
+        e = self.e
+        # Every run starts from the seed: the same seed gives the same run, however often.
+        rng = np.random.default_rng(self.cfg.seed)
+        e.policies.start(self.cluster, rng, jobs=j, perf=e.perf)
         ts_time, ts_queue, ts_running, ts_busy = array("d"), array("q"), array("q"), array("q")
         ts_efficiency = array("d")
         next_arrival, wakeup, decision_points, events = 0, INF, 0, 0
@@ -377,7 +364,6 @@ class _Run:
                 self.stop_progress(job, end)
         if progress is not None:
             progress(n, n)
-        e = self.e
         with np.errstate(divide="ignore", invalid="ignore"):
             reference_seconds = np.where(e.reference_rate > 0, e.work / e.reference_rate, np.nan)
         return ReplayRecord(

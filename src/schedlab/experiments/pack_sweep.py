@@ -25,12 +25,13 @@ class PackTask:
     policy: str
     seed: int
     inflate: float
+    plugins: tuple[str, ...] = ()
 
 
 def run_task(task: PackTask) -> dict[str, object]:
     """Run one cell of the grid; returns its summary with the workload label added."""
     cluster, pods = task.workload.load()
-    result = run_pack(cluster, pods, PackConfig(task.policy, task.seed, task.inflate))
+    result = run_pack(cluster, pods, PackConfig(task.policy, task.seed, task.inflate, task.plugins))
     return {"workload": task.workload.label, **result.summary()}
 
 

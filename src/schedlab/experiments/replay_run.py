@@ -14,11 +14,13 @@ from schedlab.engines.replay import ReplayConfig, ReplayEngine, ReplayRecord
 from schedlab.errors import InputError
 from schedlab.metrics.replay_metrics import job_metrics, json_ready, summarize
 from schedlab.model.cluster import Cluster
+from schedlab.model.gpu_models import GPU_MODELS
 from schedlab.model.jobs import JobTable
 from schedlab.model.snapshot import DONE, REJECTED
 from schedlab.perf.models import PerfModel, ThroughputTable, TraceDuration, read_throughput_dir
 from schedlab.perf.scaling import throughput_table
-from schedlab.policies.registry import make_scheduler
+from schedlab.policies.api import REPLAY
+from schedlab.policies.wiring import PolicyChoice, build
 from schedlab.results import write_config, write_csv, write_json
 from schedlab.traces.cluster_spec import parse_cluster_spec
 from schedlab.traces.formats import read_jobs
@@ -41,10 +43,18 @@ class ReplaySpec:
     restart_overhead: float = 0.0
     resize_overhead: float = 0.0
     slot: float | None = None
+    #: ``module:Class`` plugins to load before the policy is looked up.
+    plugins: tuple[str, ...] = ()
 
     @property
     def label(self) -> str:
         return Path(self.trace).stem
+
+    @property
+    def choice(self) -> PolicyChoice:
+        return PolicyChoice(
+            self.policy, self.placement, self.backfill, self.params, self.slot, self.plugins
+        )
 
 
 #: ``--throughputs builtin``: the analytic scaling model instead of measured tables.
@@ -82,13 +92,13 @@ def run_replay(
         jobs = read_jobs(spec.trace, spec.trace_format).jobs
     perf = load_perf(spec)
     check_runnable(jobs, perf, spec.trace)
-    policy, placement = make_scheduler(
-        spec.policy, spec.placement, spec.backfill, spec.params, spec.slot
-    )
+    policies = build(REPLAY, spec.choice)
+    assert policies.scheduler is not None
     config = ReplayConfig(
         seed=spec.seed, restart_overhead=spec.restart_overhead, resize_overhead=spec.resize_overhead
     )
-    return ReplayEngine(cluster, jobs, policy, placement, perf, config).run()
+    engine = ReplayEngine(cluster, jobs, policies.scheduler, policies.placement, perf, config)
+    return engine.run()
 
 
 def jobs_frame(record: ReplayRecord) -> pd.DataFrame:
@@ -183,11 +193,18 @@ def write_run(out: Path, spec: ReplaySpec, record: ReplayRecord) -> dict[str, ob
             if spec.throughputs and spec.throughputs != BUILTIN_THROUGHPUTS
             else spec.throughputs or ""
         ),
+        "speed": ",".join(f"{GPU_MODELS[m]}={f}" for m, f in spec.speed.items()),
         "params": [f"{k}={v}" for k, v in spec.params.items()],
         "restart_overhead": spec.restart_overhead,
         "resize_overhead": spec.resize_overhead,
         "slot": spec.slot if spec.slot is not None else 0.0,
+        **({"plugin": list(spec.plugins)} if spec.plugins else {}),
     }
-    write_config(out / "config.toml", config, f"schedlab {__version__} replay run")
+    write_config(
+        out / "config.toml",
+        config,
+        f"schedlab {__version__} replay run; "
+        "repeat: schedlab replay --config config.toml --out DIR",
+    )
     write_json(out / "summary.json", summary)  # last: its presence marks a complete run
     return summary

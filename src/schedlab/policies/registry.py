@@ -1,6 +1,13 @@
 """Policies found by name. Engines ask the registry; they never branch on a policy's class.
 
-Typos get a "did you mean …?" so a sweep does not die an hour in on a misspelt name.
+Besides the built-in policies, the registry knows plugins: policy classes from other packages,
+declared under the ``schedlab.policies`` entry-point group or named on the command line as
+``--plugin module:Class`` (:mod:`schedlab.policies.plugins`). A plugin is looked up by its
+``name`` like a built-in, and may not take a built-in's name.
+
+Typos get a "did you mean …?" so a sweep does not die an hour in on a misspelt name; an option a
+policy would ignore (``--backfill`` with a preemptive ordering, ``--placement`` with a policy that
+does not place through it) is refused, so no run is labelled with something it did not do.
 """
 
 from __future__ import annotations
@@ -10,6 +17,7 @@ import inspect
 from collections.abc import Mapping
 
 from schedlab.errors import InputError
+from schedlab.policies.api import ENGINES, REPLAY, Policy
 from schedlab.policies.elastic.ablations import EdfAdmissionControl, EdfElastic
 from schedlab.policies.elastic.edf_greedy import ElasticEdf
 from schedlab.policies.elastic.elasticflow import ElasticFlow
@@ -33,6 +41,7 @@ from schedlab.policies.placement import (
     RandomPlacement,
 )
 from schedlab.policies.placement.consolidate import ConsolidatePlacement
+from schedlab.policies.plugins import plugin_classes, reserve_names
 from schedlab.policies.scheduler import SchedulingPolicy
 
 PLACEMENT_POLICIES: dict[str, type[PlacementPolicy]] = {
@@ -58,9 +67,35 @@ ORDERINGS: dict[str, type[Ordering]] = {
 FGD_STUDY_POLICIES = ("random", "dotprod", "gpu-clustering", "gpu-packing", "bestfit", "fgd")
 
 
+#: The placement every time-based run uses unless told otherwise.
+DEFAULT_PLACEMENT = "bestfit"
+
+
 def placement_names() -> list[str]:
-    """Every registered placement policy."""
+    """Every built-in placement policy."""
     return list(PLACEMENT_POLICIES)
+
+
+def placement_classes() -> dict[str, type[PlacementPolicy]]:
+    """Placement policies by name: the built-ins, then the plugins."""
+    return {**PLACEMENT_POLICIES, **plugin_classes(PlacementPolicy)}
+
+
+def ordering_classes() -> dict[str, type[Ordering]]:
+    """Orderings by name: the built-ins, then the plugins."""
+    return {**ORDERINGS, **plugin_classes(Ordering)}
+
+
+def sizing_classes() -> dict[str, type[SchedulingPolicy]]:
+    """Whole-cluster policies by name: the built-ins, then the plugins."""
+    return {**SIZING_POLICIES, **plugin_classes(SchedulingPolicy)}
+
+
+def check_engine(name: str, policy: type[Policy] | Policy, engine: str | None) -> None:
+    """Refuse a policy in an engine it does not declare."""
+    if engine is not None and engine not in policy.engines:
+        runs = ", ".join(e for e in ENGINES if e in policy.engines) or "none"
+        raise InputError(f"'{name}' does not run in {engine} (it runs in: {runs})")
 
 
 def pack_study_names() -> list[str]:
@@ -74,11 +109,14 @@ def _unknown(kind: str, name: str, known: Mapping[str, object]) -> InputError:
     return InputError(f"unknown {kind} {name!r}{hint} (known: {', '.join(known)})")
 
 
-def make_placement(name: str) -> PlacementPolicy:
-    """A fresh policy object for ``name``; unknown names raise InputError with suggestions."""
-    if name not in PLACEMENT_POLICIES:
-        raise _unknown("placement policy", name, PLACEMENT_POLICIES)
-    return PLACEMENT_POLICIES[name]()
+def make_placement(name: str, engine: str | None = None) -> PlacementPolicy:
+    """A fresh policy object for ``name``; unknown names raise InputError with suggestions, and a
+    policy that does not run in ``engine`` (when given) is refused."""
+    known = placement_classes()
+    if name not in known:
+        raise _unknown("placement policy", name, known)
+    check_engine(name, known[name], engine)
+    return known[name]()
 
 
 #: Policies that size jobs themselves (they are not an ordering over a shared queue scheduler).
@@ -94,7 +132,7 @@ SIZING_POLICIES: dict[str, type[SchedulingPolicy]] = {
 
 
 def ordering_names() -> list[str]:
-    """Every name ``--policy`` accepts for replay: orderings, then sizing policies."""
+    """Every built-in name ``--policy`` accepts for replay: orderings, then sizing policies."""
     return [*ORDERINGS, *SIZING_POLICIES]
 
 
@@ -117,14 +155,21 @@ def _convert(name: str, text: str, default: object) -> object:
 
 def make_ordering(name: str, params: Mapping[str, str] | None = None) -> Ordering:
     """An ordering with its constructor parameters given as text (``--param key=value``)."""
-    if name not in ORDERINGS:
-        raise _unknown("ordering policy", name, {**ORDERINGS, **SIZING_POLICIES})
-    return _construct(name, ORDERINGS[name], params)
+    orderings = ordering_classes()
+    if name not in orderings:
+        raise _unknown("ordering policy", name, {**orderings, **sizing_classes()})
+    return _construct(name, orderings[name], params)  # type: ignore[return-value]
 
 
-def _construct(name: str, cls: type, params: Mapping[str, str] | None) -> object:
+def _construct(
+    name: str, cls: type, params: Mapping[str, str] | None, slot: float | None = None
+) -> object:
     signature = inspect.signature(cls.__init__)
-    accepted = {k: p.default for k, p in signature.parameters.items() if k != "self"}
+    accepted = {
+        k: p.default
+        for k, p in signature.parameters.items()
+        if k not in ("self", "slot") and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)
+    }
     kwargs: dict[str, object] = {}
     for key, text in (params or {}).items():
         if key not in accepted:
@@ -134,6 +179,10 @@ def _construct(name: str, cls: type, params: Mapping[str, str] | None) -> object
             kwargs[key] = _convert(key, text, accepted[key])
         except ValueError as exc:
             raise InputError(f"bad value for '{name}' parameter {key!r}: {exc}") from None
+    if slot is not None:
+        if "slot" not in signature.parameters:
+            raise InputError(f"'{name}' is not round-based: '--slot' does not apply")
+        kwargs["slot"] = slot
     try:
         return cls(**kwargs)
     except ValueError as exc:
@@ -142,22 +191,43 @@ def _construct(name: str, cls: type, params: Mapping[str, str] | None) -> object
 
 def make_scheduler(
     order: str,
-    placement: str = "bestfit",
+    placement: str = DEFAULT_PLACEMENT,
     backfill: bool = False,
     params: Mapping[str, str] | None = None,
     slot: float | None = None,
+    engine: str | None = REPLAY,
 ) -> tuple[SchedulingPolicy, PlacementPolicy]:
     """A time-based scheduler (ordering × placement) and the placement object it uses;
-    ``slot`` makes it decide once per round of that many seconds."""
+    ``slot`` makes it decide once per round of that many seconds.
+
+    Refused with an InputError, before any work: a policy that does not run in ``engine``,
+    ``--backfill`` where it does nothing (a whole-cluster policy, a preemptive ordering: it
+    never leaves a blocked head to backfill behind), and a ``--placement`` other than the
+    default for a policy that does not place through it.
+    """
     if slot is not None and not slot > 0:
         raise InputError(f"'--slot' must be > 0 seconds (got {slot})")
-    if order in SIZING_POLICIES:
+    sizing = sizing_classes()
+    if order in sizing:
+        cls = sizing[order]
+        check_engine(order, cls, engine)
         if backfill:
             raise InputError(f"'{order}' schedules the whole cluster: backfill does not apply")
-        policy = _construct(order, SIZING_POLICIES[order], {**(params or {})})
-        if slot is not None:
-            policy.slot = slot  # type: ignore[attr-defined]
-        return policy, make_placement(placement)  # type: ignore[return-value]
+        if placement != DEFAULT_PLACEMENT and not cls.uses_placement:
+            raise InputError(
+                f"'{order}' places jobs itself: '--placement {placement}' does not apply"
+            )
+        policy = _construct(order, cls, {**(params or {})}, slot)
+        return policy, make_placement(placement, engine)  # type: ignore[return-value]
     ordering = make_ordering(order, params)
-    placement_policy = make_placement(placement)
+    check_engine(order, ordering, engine)
+    if backfill and ordering.preemptive:
+        raise InputError(
+            f"'{order}' is preemptive: it never leaves a blocked queue head, so '--backfill' "
+            "does not apply"
+        )
+    placement_policy = make_placement(placement, engine)
     return QueueScheduler(ordering, placement, backfill, slot), placement_policy
+
+
+reserve_names([*PLACEMENT_POLICIES, *ORDERINGS, *SIZING_POLICIES])

@@ -9,16 +9,9 @@ from __future__ import annotations
 
 import math
 from abc import ABC, abstractmethod
-from dataclasses import dataclass
-from typing import ClassVar
 
-import numpy as np
-
-from schedlab.model.cluster import Cluster
-from schedlab.model.jobs import JobTable
 from schedlab.model.snapshot import Decision, Snapshot
-from schedlab.perf.models import PerfModel
-from schedlab.policies.placement.gang import GangPlacer
+from schedlab.policies.api import Policy, PolicyContext
 
 #: Tolerance, in rounds, for "this time is a round boundary" (float sums of slot lengths).
 ROUND_EPS = 1e-9
@@ -32,28 +25,25 @@ def between_rounds(now: float, slot: float | None) -> bool:
     return abs(rounds - round(rounds)) > ROUND_EPS
 
 
+def check_slot(slot: float | None) -> float | None:
+    """A round length given to a round-based policy's constructor: None or > 0 seconds."""
+    if slot is not None and not slot > 0:
+        raise ValueError(f"'slot' must be > 0 seconds (got {slot})")
+    return None if slot is None else float(slot)
+
+
 def next_round(now: float, slot: float) -> float:
     """The first round boundary strictly after ``now``."""
     return (math.floor(now / slot + ROUND_EPS) + 1) * slot
 
 
-@dataclass(frozen=True)
-class ReplayContext:
-    """What a policy may know before the first decision."""
-
-    cluster: Cluster
-    jobs: JobTable
-    perf: PerfModel
-    placer: GangPlacer
-    rng: np.random.Generator
+#: The context a scheduling policy is reset with: the one context type of every policy.
+ReplayContext = PolicyContext
 
 
-class SchedulingPolicy(ABC):
-    name: ClassVar[str]
-    summary: ClassVar[str]
-
-    def reset(self, ctx: ReplayContext) -> None:  # noqa: B027 - optional hook
-        """Called once before a run."""
+class SchedulingPolicy(Policy, ABC):
+    """Base of every time-based policy; capabilities as in :mod:`schedlab.policies.api`. A
+    round-based policy takes ``slot`` (seconds a round) as a constructor parameter."""
 
     @abstractmethod
     def decide(self, snap: Snapshot) -> list[Decision]:

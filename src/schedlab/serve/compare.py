@@ -20,8 +20,9 @@ from schedlab.model.gpu_models import is_known_model, model_index
 from schedlab.model.jobs import JobTable
 from schedlab.model.snapshot import Decision, Snapshot, Start
 from schedlab.perf.models import TraceDuration
-from schedlab.policies.registry import make_scheduler
+from schedlab.policies.api import REPLAY
 from schedlab.policies.scheduler import ReplayContext, SchedulingPolicy
+from schedlab.policies.wiring import PolicyChoice, build
 from schedlab.traces.formats import read_jobs
 
 
@@ -92,16 +93,19 @@ def replay_starts(
     label = str(serve_record.get("policy", ""))
     backfill = label.endswith("+backfill")
     params = {str(k): str(v) for k, v in dict(serve_record.get("params") or {}).items()}
-    policy, placement = make_scheduler(
+    choice = PolicyChoice(
         label.removesuffix("+backfill"),
         str(serve_record.get("placement", "bestfit")),
         backfill,
         params,
+        plugins=tuple(str(p) for p in serve_record.get("plugins") or ()),
     )
-    recorder = RecordingPolicy(policy)
+    policies = build(REPLAY, choice)
+    assert policies.scheduler is not None
+    recorder = RecordingPolicy(policies.scheduler)
     cluster = cluster_from_serve(serve_record)
     engine = ReplayEngine(
-        cluster, jobs, recorder, placement, TraceDuration(), ReplayConfig(seed=seed)
+        cluster, jobs, recorder, policies.placement, TraceDuration(), ReplayConfig(seed=seed)
     )
     engine.run()
     return recorder.starts

@@ -75,6 +75,8 @@ class ImportResult:
     policy: str
     placement: str
     left_out: dict[str, int] = field(default_factory=dict)
+    #: ``module:Class`` plugins the live run loaded (a replay of it needs them too).
+    plugins: tuple[str, ...] = ()
 
 
 def _epoch(text: str) -> float:
@@ -266,6 +268,7 @@ def import_slurm(journal: Path, sacct_text: str, timing: str = "slurm") -> Impor
         policy=str(serve.get("policy", "")),
         placement=str(serve.get("placement", "")),
         left_out={k: v for k, v in left_out.items() if v},
+        plugins=tuple(str(p) for p in serve.get("plugins") or ()),
     )
 
 

@@ -26,16 +26,11 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from schedlab.engines.replay import job_pods
-from schedlab.metrics.fragmentation import TargetWorkload
 from schedlab.model.cluster import GPU_MILLI, Cluster, ClusterState
 from schedlab.model.gpu_models import ANY_MODEL_MASK, is_known_model, model_index
 from schedlab.model.jobs import JobTable
 from schedlab.model.snapshot import PENDING, RUNNING, Allocation, JobRuntime, Snapshot
-from schedlab.perf.models import TraceDuration
-from schedlab.policies.placement.base import PlacementPolicy, Placer, RunContext
-from schedlab.policies.placement.gang import GangPlacer
-from schedlab.policies.scheduler import ReplayContext
+from schedlab.policies.api import never_fits
 from schedlab.serve.slurm_state import JobInfo, NodeInfo
 
 #: The model of a node whose GRES names no type, or a type schedlab does not know.
@@ -68,25 +63,25 @@ def build_cluster(nodes: list[NodeInfo]) -> Cluster:
 
 
 def impossible_reason(job: JobInfo, nodes: list[NodeInfo]) -> str | None:
-    """Why ``job`` can never run on these nodes (counting drained and down ones), or None."""
+    """Why ``job`` can never run on these nodes (counting drained and down ones), or None.
+
+    Slurm names GPU types freely, so the type is matched by name here; the counting is the
+    check every engine shares (:func:`schedlab.policies.api.never_fits`).
+    """
     if job.gpu_type:
         typed = [n for n in nodes if n.gpu_type.lower() == job.gpu_type.lower()]
         if not typed:
             kinds = sorted({n.gpu_type or "untyped" for n in nodes if n.gpus})
             return f"unknown GPU model '{job.gpu_type}' (nodes have: {', '.join(kinds) or 'none'})"
         nodes = typed
-    what = f" '{job.gpu_type}'" if job.gpu_type else ""
-    widest = max((n.gpus for n in nodes), default=0)
-    if job.gpus_per_node > widest:
-        return f"asks for {job.gpus_per_node}{what} GPUs per node; the largest node has {widest}"
-    if job.gpus_per_node and job.node_count > len(
-        [n for n in nodes if n.gpus >= job.gpus_per_node]
-    ):
-        return f"asks for {job.node_count} nodes with {job.gpus_per_node}{what} GPUs each"
-    total = sum(n.gpus for n in nodes)
-    if job.num_gpus > total:
-        return f"needs {job.num_gpus}{what} GPUs; the partition has {total}"
-    return None
+    return never_fits(
+        build_cluster(nodes),
+        job.num_gpus,
+        per_node=job.gpus_per_node,
+        nodes=job.node_count,
+        where="the partition",
+        what=f" '{job.gpu_type}'" if job.gpu_type else "",
+    )
 
 
 def model_mask(job: JobInfo) -> int:
@@ -123,16 +118,6 @@ class LiveView:
     def idle(self) -> bool:
         """Nothing waits for the scheduler and nothing it placed is still running."""
         return not (self.queued or self.running or self.launching)
-
-    def context(self, placement: PlacementPolicy, seed: int) -> ReplayContext:
-        """The context a policy is reset with, built exactly as the replay engine builds it (the
-        same seed gives the same tie-break order among nodes)."""
-        rng = np.random.default_rng(seed)
-        tie_rank = rng.permutation(self.cluster.size)
-        jobs = self.snapshot.jobs
-        target = TargetWorkload.from_pods(job_pods(jobs)) if len(jobs) else None
-        placer = Placer(placement, RunContext(self.cluster, target, rng), tie_rank)  # type: ignore[arg-type]
-        return ReplayContext(self.cluster, jobs, TraceDuration(), GangPlacer(placer), rng)
 
 
 def _occupy(state: ClusterState, alloc: list[tuple[int, list[int]]]) -> Allocation | None:

@@ -1,29 +1,40 @@
 """The serve loop: read Slurm, build the snapshot, ask the policy, apply, journal — every cycle.
 
-Nothing is carried from one cycle to the next except what is only ever written to the journal
-(which jobs this process has already reported as arrived or running): the policy object is made
-afresh and reset each cycle on the jobs Slurm reports, exactly as the replay engine resets it
-before a run. That is what makes a restart after SIGKILL safe: a released or running job is never
-queued again, and a job pinned but not yet released is still held, so it is simply placed again.
+Nothing is carried from one cycle to the next except what is also written to the journal: which
+jobs this process has already reported as arrived or running, and the state of the policy
+objects. These are built (and checked) once and started each cycle on the jobs Slurm reports,
+through the same wiring point the replay engine uses before a run; a stateful policy then takes
+back the state it exported after its last decision (keyed by Slurm job id, journaled as a
+``policy-state`` record whenever it changes). So every decision is a function of what Slurm
+reports and what the journal holds, which is what makes a restart after SIGKILL safe: a released
+or running job is never queued again, a job pinned but not yet released is still held, so it is
+simply placed again, and a restarted scheduler given the same journal decides as the one that
+never stopped.
 
 SIGTERM and SIGINT end the loop after the cycle in progress, with exit status 0.
 """
 
 from __future__ import annotations
 
+import json
 import signal
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from types import FrameType
 from typing import Any
 
+import numpy as np
+
 from schedlab.errors import InputError, SchedlabError
 from schedlab.model.gpu_models import GPU_MODELS
-from schedlab.policies.registry import make_scheduler
+from schedlab.perf.models import TraceDuration
+from schedlab.policies.api import SERVE
+from schedlab.policies.wiring import PolicyChoice, build
 from schedlab.serve.apply import Applier
 from schedlab.serve.client import SlurmClient, SlurmError
-from schedlab.serve.journal import Journal
+from schedlab.serve.journal import Journal, read_journal
 from schedlab.serve.live import LiveView, build_view, node_model
 from schedlab.serve.slurm_state import JobInfo, NodeInfo, read_jobs, read_nodes
 
@@ -42,10 +53,17 @@ class ServeConfig:
     interval: float = 1.0
     seed: int = 0
     until_idle: bool = False
+    plugins: tuple[str, ...] = ()
+
+    @property
+    def choice(self) -> PolicyChoice:
+        return PolicyChoice(
+            self.policy, self.placement, self.backfill, self.params, plugins=self.plugins
+        )
 
     @property
     def label(self) -> str:
-        return self.policy + ("+backfill" if self.backfill else "")
+        return self.choice.label
 
 
 @dataclass(frozen=True)
@@ -61,6 +79,22 @@ class CycleReport:
     errors: int = 0
     idle: bool = False
     seconds: float = 0.0
+
+
+#: The journal action that carries a stateful policy's state from one cycle (or process) on.
+POLICY_STATE = "policy-state"
+
+
+def saved_policy_state(path: Path | None, identity: Record) -> Record:
+    """The last policy state a server with the same policy, placement, parameters and seed
+    journaled in ``path`` (empty if none: a first start)."""
+    if path is None or not path.exists():
+        return {}
+    state: Record = {}
+    for record in read_journal(path):
+        if record["action"] == POLICY_STATE and record.get("policy") == identity:
+            state = dict(record.get("state") or {})
+    return state
 
 
 def cluster_spec(nodes: list[NodeInfo]) -> str:
@@ -89,9 +123,10 @@ class Server:
     ) -> None:
         if not config.interval > 0:
             raise InputError(f"'--interval' must be > 0 seconds (got {config.interval})")
-        make_scheduler(config.policy, config.placement, config.backfill, config.params)
+        self.policies = build(SERVE, config.choice)
         self.client = client
         self.config = config
+        self._policy_state = saved_policy_state(journal.path, self._identity())
         self.journal = journal
         self.clock = clock
         self.sleep = sleep
@@ -103,6 +138,16 @@ class Server:
         self._active: dict[int, tuple[str, ...]] = {}
 
     # -- journal helpers -------------------------------------------------------------------
+    def _identity(self) -> Record:
+        """What makes journaled policy state this server's to take back."""
+        cfg = self.config
+        return {
+            "policy": cfg.label,
+            "placement": cfg.placement,
+            "params": dict(cfg.params),
+            "seed": cfg.seed,
+        }
+
     def _stamp(self) -> Record:
         return {"time": round(self.now, 3), "cycle": self.cycle_no}
 
@@ -159,17 +204,27 @@ class Server:
         for job_id, what in view.problems:
             self._write(job_id, "warning", reason=what)
         records = self.applier.hold_stranded(view) + self.applier.reject_impossible(view)
-        cfg = self.config
-        policy, placement = make_scheduler(cfg.policy, cfg.placement, cfg.backfill, cfg.params)
+        policy = self.policies.scheduler
+        assert policy is not None
         decisions = []
         if view.snapshot.pending_set:
-            policy.reset(view.context(placement, cfg.seed))
+            self.policies.start(
+                view.cluster,
+                np.random.default_rng(self.config.seed),
+                jobs=view.snapshot.jobs,
+                perf=TraceDuration(),
+            )
+            self.policies.import_state(self._policy_state)
             try:
                 decisions = policy.decide(view.snapshot)
             except (ValueError, RuntimeError) as exc:
                 self._write(None, "error", reason=f"policy {policy.describe()} failed: {exc}")
                 self.journal.sync()
                 raise SchedlabError(f"policy {policy.describe()} failed: {exc}") from None
+            state = json.loads(json.dumps(self.policies.export_state()))
+            if state != self._policy_state:
+                self._write(None, POLICY_STATE, policy=self._identity(), state=state)
+                self._policy_state = state
         outcome = self.applier.apply(view, decisions)
         for job_id in view.running + view.launching + outcome.started:
             if job_id not in self._active:
@@ -217,6 +272,7 @@ class Server:
             policy=cfg.label,
             placement=cfg.placement,
             params=dict(cfg.params),
+            plugins=list(cfg.plugins),
             partition=cfg.partition,
             interval=cfg.interval,
             seed=cfg.seed,

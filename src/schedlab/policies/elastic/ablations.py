@@ -24,8 +24,8 @@ class EdfAdmissionControl(ElasticFlow):
     name = "edf-ac"
     summary = "EDF greedy GPU counts behind ElasticFlow's admission control (ablation)"
 
-    def __init__(self, round_overhead: str = "0") -> None:
-        super().__init__(admission=True, handout=False, round_overhead=round_overhead)
+    def __init__(self, round_overhead: str = "0", slot: float | None = None) -> None:
+        super().__init__(admission=True, handout=False, round_overhead=round_overhead, slot=slot)
 
     def reset(self, ctx: ReplayContext) -> None:
         super().reset(ctx)
@@ -52,5 +52,9 @@ class EdfElastic(ElasticFlow):
     name = "edf-elastic"
     summary = "ElasticFlow's minimum shares and hand-out without admission control (ablation)"
 
-    def __init__(self, rule: str = "gpu-time", round_overhead: str = "auto") -> None:
-        super().__init__(rule=rule, admission=False, handout=True, round_overhead=round_overhead)
+    def __init__(
+        self, rule: str = "gpu-time", round_overhead: str = "auto", slot: float | None = None
+    ) -> None:
+        super().__init__(
+            rule=rule, admission=False, handout=True, round_overhead=round_overhead, slot=slot
+        )

@@ -15,11 +15,13 @@ import numpy as np
 
 from schedlab.model.cluster import ClusterState
 from schedlab.model.snapshot import Allocation, Decision, Preempt, Resize, Snapshot, Start
+from schedlab.policies.api import REPLAY_ONLY
 from schedlab.policies.ordering.queue_scheduler import copy_state, give_back, take
 from schedlab.policies.scheduler import (
     ReplayContext,
     SchedulingPolicy,
     between_rounds,
+    check_slot,
     next_round,
 )
 
@@ -65,12 +67,17 @@ class ElasticEdf(SchedulingPolicy):
     name = "edf-greedy"
     summary = "deadline order, each job given up to 64 GPUs (ElasticFlow's EDF baseline)"
 
-    def __init__(self, cap: str = "table") -> None:
+    preemptive = True
+    stateful = True
+    #: It resizes running jobs, which Slurm cannot do: replay only.
+    engines = REPLAY_ONLY
+
+    def __init__(self, cap: str = "table", slot: float | None = None) -> None:
         if cap not in ("table", "peak"):
             raise ValueError(f"'cap' must be 'table' or 'peak' (got {cap!r})")
         self.cap_rule = cap
         #: Decide once per round of this many seconds (None: at every event).
-        self.slot: float | None = None
+        self.slot = check_slot(slot)
 
     def reset(self, ctx: ReplayContext) -> None:
         self.ctx = ctx

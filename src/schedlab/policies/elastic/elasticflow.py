@@ -54,6 +54,7 @@ class ElasticFlow(ElasticEdf):
         handout: bool = True,
         round_overhead: str = "auto",
         blame: str = "any",
+        slot: float | None = None,
     ) -> None:
         """``admission=false`` and ``handout=false`` give the paper's ablations (elastic scaling
         without admission control; admission control at minimum shares only).
@@ -78,7 +79,7 @@ class ElasticFlow(ElasticEdf):
                     f"'round_overhead' must be 'auto' or seconds ≥ 0 (got {round_overhead!r})"
                 ) from None
         self.round_overhead = round_overhead
-        super().__init__(cap="peak")
+        super().__init__(cap="peak", slot=slot)
         self.rule = rule
         self.admission = admission
         self.handout = handout

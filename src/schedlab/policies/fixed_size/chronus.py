@@ -54,13 +54,8 @@ from scipy.optimize import Bounds, LinearConstraint, milp
 from scipy.sparse import csr_array
 
 from schedlab.model.snapshot import PENDING, RUNNING, Decision, Reject, Snapshot
-from schedlab.policies.fixed_size.themis import (
-    DEFAULT_LEASE,
-    LeaseGrid,
-    lease_decisions,
-    unrunnable,
-)
-from schedlab.policies.scheduler import ReplayContext, SchedulingPolicy
+from schedlab.policies.fixed_size.themis import LeasePolicy, lease_decisions
+from schedlab.policies.scheduler import ReplayContext, check_slot
 
 BEST_EFFORT_ORDERS = ("fifo", "las")
 
@@ -176,7 +171,7 @@ def solve_plan(
     return ym, sat, "milp" if res.status == 0 else "milp-timeout"
 
 
-class Chronus(SchedulingPolicy):
+class Chronus(LeasePolicy):
     name = "chronus"
     summary = "lease-based MILP maximising met deadlines, with admission control (SoCC '21)"
 
@@ -187,6 +182,7 @@ class Chronus(SchedulingPolicy):
         time_limit: float = 1.0,
         guarantee: bool = True,
         best_effort: str = "fifo",
+        slot: float | None = None,
     ) -> None:
         """``fine_leases``: single-lease windows at the head of the plan (also how many leases
         run between two solves when nothing arrives); ``max_windows``: bound on plan windows;
@@ -211,20 +207,13 @@ class Chronus(SchedulingPolicy):
         self.time_limit = time_limit
         self.guarantee = guarantee
         self.best_effort = best_effort
-        #: Lease length in seconds (the replay's ``--slot``; None: :data:`DEFAULT_LEASE`).
-        self.slot: float | None = None
+        self.slot = check_slot(slot)
 
     def reset(self, ctx: ReplayContext) -> None:
-        self.ctx = ctx
+        super().reset(ctx)
         jobs = ctx.jobs
-        anchor = float(jobs.submit_time.min()) if len(jobs) else 0.0
-        self.lease = self.slot if self.slot is not None else DEFAULT_LEASE
-        self.grid = LeaseGrid(anchor, self.lease)
-        self.total = ctx.cluster.total_gpus
-        self.bad = unrunnable(ctx)
-        self.gpus = jobs.num_gpus.astype(np.int64)
+        self.lease = self.grid.length
         self.deadline = np.where(np.isfinite(jobs.deadline), jobs.deadline, np.inf)
-        self.arrived: list[int] = []
         self.slo: list[int] = []  # SLO jobs in play, admitted or new
         self.best: list[int] = []  # best-effort jobs, arrival order
         self.to_reject: dict[int, str] = {}  # running jobs dropped, rejected once pending
@@ -233,14 +222,8 @@ class Chronus(SchedulingPolicy):
         #: How each plan was found (greedy / milp / milp-timeout / fallback): for reports.
         self.solves: dict[str, int] = {}
 
-    def next_wakeup(self, snap: Snapshot) -> float:
-        if not (snap.pending_set or snap.running_set):
-            return float("inf")
-        return self.grid.next_boundary(snap.now)
-
     def decide(self, snap: Snapshot) -> list[Decision]:
-        self.arrived.extend(snap.new_pending)
-        if not self.grid.on_boundary(snap.now):
+        if not self.at_boundary(snap):
             return []
         now, rt = snap.now, snap.runtime
         decisions: list[Decision] = []

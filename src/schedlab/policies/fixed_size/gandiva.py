@@ -82,7 +82,8 @@ from schedlab.model.snapshot import (
     Snapshot,
     Start,
 )
-from schedlab.policies.scheduler import ReplayContext, SchedulingPolicy
+from schedlab.policies.api import REPLAY_ONLY
+from schedlab.policies.scheduler import ReplayContext, SchedulingPolicy, check_slot
 
 #: Round length when no ``slot`` is set (the artifact's ITP simulations use 60 s).
 DEFAULT_SLOT = 60.0
@@ -116,6 +117,13 @@ class Gandiva(SchedulingPolicy):
     summary = (
         "node sets per job size, time-slicing at the requested GPU count (ElasticFlow baseline)"
     )
+    #: Node sets of its own: the placement policy plays no part.
+    uses_placement = False
+    preemptive = True
+    stateful = True
+    #: Time slices rotate jobs on GPUs a live scheduler sees as held (the conformance suite's
+    #: serve run double-books them): replay only.
+    engines = REPLAY_ONLY
 
     def __init__(
         self,
@@ -125,6 +133,7 @@ class Gandiva(SchedulingPolicy):
         decrement_u: bool = False,
         merge_events: bool = True,
         overhead: bool = True,
+        slot: float | None = None,
     ) -> None:
         """The defaults are the artifact's behaviour; each switch is one of its quirks.
 
@@ -145,7 +154,7 @@ class Gandiva(SchedulingPolicy):
         self.merge_events = merge_events
         self.overhead = overhead
         #: Round length in seconds (the replay's ``--slot``); None means DEFAULT_SLOT.
-        self.slot: float | None = None
+        self.slot = check_slot(slot)
 
     # -- setup -------------------------------------------------------------------------------
     def reset(self, ctx: ReplayContext) -> None:

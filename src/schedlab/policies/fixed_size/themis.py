@@ -51,6 +51,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from schedlab.model.cluster import ClusterState
+from schedlab.model.jobs import JobTable
 from schedlab.model.snapshot import (
     DONE,
     RUNNING,
@@ -62,9 +63,16 @@ from schedlab.model.snapshot import (
     Snapshot,
     Start,
 )
+from schedlab.policies.api import REPLAY_ONLY, never_fits
 from schedlab.policies.ordering.queue_scheduler import copy_state, give_back, take
 from schedlab.policies.placement.gang import GangPlacer
-from schedlab.policies.scheduler import ReplayContext, SchedulingPolicy, between_rounds, next_round
+from schedlab.policies.scheduler import (
+    ReplayContext,
+    SchedulingPolicy,
+    between_rounds,
+    check_slot,
+    next_round,
+)
 
 #: Lease length when no ``--slot`` is given (the slot of the artifact's large simulations).
 DEFAULT_LEASE = 60.0
@@ -85,6 +93,13 @@ class LeaseGrid:
         self.anchor = anchor
         self.length = length
 
+    @classmethod
+    def for_run(cls, jobs: JobTable, slot: float | None) -> LeaseGrid:
+        """The grid of a run: anchored at its first arrival, ``slot`` long (None: the
+        :data:`DEFAULT_LEASE`)."""
+        anchor = float(jobs.submit_time.min()) if len(jobs) else 0.0
+        return cls(anchor, slot if slot is not None else DEFAULT_LEASE)
+
     def on_boundary(self, now: float) -> bool:
         return not between_rounds(now - self.anchor, self.length)
 
@@ -97,14 +112,14 @@ class LeaseGrid:
 def unrunnable(ctx: ReplayContext) -> dict[int, str]:
     """Jobs that can never run at their requested count, with the reason (rejected on arrival:
     a fixed-size policy would otherwise keep them pending for ever)."""
-    jobs, total = ctx.jobs, ctx.cluster.total_gpus
+    jobs = ctx.jobs
     out: dict[int, str] = {}
     for j in range(len(jobs)):
         g = int(jobs.num_gpus[j])
         if g <= 0:
             out[j] = "requests no GPUs (this policy schedules GPU jobs only)"
-        elif g > total:
-            out[j] = f"requests {g} GPUs, more than the cluster's {total}"
+        elif (why := never_fits(ctx.cluster, g, int(jobs.gpu_model_mask[j]))) is not None:
+            out[j] = why
         elif not ctx.perf.reference_rate(jobs, j) > 0:
             out[j] = f"makes no progress on {g} GPUs (no throughput at its requested count)"
     return out
@@ -250,11 +265,47 @@ def _analytic_centre(m: np.ndarray, g: np.ndarray, capacity: float) -> np.ndarra
     return x
 
 
-class Themis(SchedulingPolicy):
+class LeasePolicy(SchedulingPolicy):
+    """What every lease-based fixed-size policy sets up for a run: its lease grid, the
+    cluster's GPU count, the jobs it rejects on arrival and the GPU count of each job."""
+
+    preemptive = True
+    stateful = True
+    #: Leases on a grid anchored in simulated time: replay only.
+    engines = REPLAY_ONLY
+    #: Lease length in seconds (the replay's ``--slot``; None: :data:`DEFAULT_LEASE`).
+    slot: float | None
+
+    def reset(self, ctx: ReplayContext) -> None:
+        self.ctx = ctx
+        self.grid = LeaseGrid.for_run(ctx.jobs, self.slot)  # type: ignore[arg-type]
+        self.total = ctx.cluster.total_gpus
+        self.bad = unrunnable(ctx)
+        self.gpus = ctx.jobs.num_gpus.astype(np.int64)  # type: ignore[union-attr]
+        self.arrived: list[int] = []  # since the last boundary
+
+    def next_wakeup(self, snap: Snapshot) -> float:
+        if not (snap.pending_set or snap.running_set):
+            return float("inf")
+        return self.grid.next_boundary(snap.now)
+
+    def at_boundary(self, snap: Snapshot) -> bool:
+        """Note the arrivals; True if ``snap`` is at a lease boundary (time to decide)."""
+        self.arrived.extend(snap.new_pending)
+        return self.grid.on_boundary(snap.now)
+
+
+class Themis(LeasePolicy):
     name = "themis"
     summary = "finish-time fairness over leases at the requested GPU count (NSDI '20)"
 
-    def __init__(self, face: str = "centre", order: str = "x", clock: str = "last-event") -> None:
+    def __init__(
+        self,
+        face: str = "centre",
+        order: str = "x",
+        clock: str = "last-event",
+        slot: float | None = None,
+    ) -> None:
         """``face``: which point of a flat optimum ranks the jobs ("centre": an interior-point
         solver's analytic centre; "minimal": the minimal fractions). ``order``: scan jobs by x
         ("x") or by arrival ("arrival", an ablation). ``clock``: τ in ρ is the last boundary
@@ -269,35 +320,22 @@ class Themis(SchedulingPolicy):
         self.face = face
         self.order_rule = order
         self.clock = clock
-        #: Lease length in seconds (the replay's ``--slot``; None: :data:`DEFAULT_LEASE`).
-        self.slot: float | None = None
+        self.slot = check_slot(slot)
 
     def reset(self, ctx: ReplayContext) -> None:
-        self.ctx = ctx
+        super().reset(ctx)
         jobs = ctx.jobs
         n = len(jobs)
-        anchor = float(jobs.submit_time.min()) if n else 0.0
-        self.grid = LeaseGrid(anchor, self.slot if self.slot is not None else DEFAULT_LEASE)
-        self.total = ctx.cluster.total_gpus
-        self.bad = unrunnable(ctx)
-        self.gpus = jobs.num_gpus.astype(np.int64)
         self.submit = jobs.submit_time.astype(np.float64)
         self.order: np.ndarray = np.zeros(0, dtype=np.int64)  # the artifact's job list
-        self.arrived: list[int] = []  # since the last boundary
         self.ran: list[int] = []  # jobs that held GPUs in the last lease
-        self.tau = anchor
+        self.tau = self.grid.anchor
         self.acc = np.zeros(n)  # C_j
         self.r_prev = np.full(n, np.nan)
         self.f_prev = np.ones(n)
 
-    def next_wakeup(self, snap: Snapshot) -> float:
-        if not (snap.pending_set or snap.running_set):
-            return float("inf")
-        return self.grid.next_boundary(snap.now)
-
     def decide(self, snap: Snapshot) -> list[Decision]:
-        self.arrived.extend(snap.new_pending)
-        if not self.grid.on_boundary(snap.now):
+        if not self.at_boundary(snap):
             return []
         rt = snap.runtime
         decisions: list[Decision] = []

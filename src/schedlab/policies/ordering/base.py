@@ -14,18 +14,15 @@ from typing import ClassVar
 import numpy as np
 
 from schedlab.model.snapshot import Snapshot
+from schedlab.policies.api import Policy
 
 
-class Ordering(ABC):
-    name: ClassVar[str]
-    summary: ClassVar[str]
-    #: May stop running jobs to run higher-ranked ones.
-    preemptive: bool = False
+class Ordering(Policy, ABC):
+    """Base of every ordering; ``preemptive`` (may stop running jobs to run higher-ranked ones)
+    and the other capabilities are declared as for every policy (:mod:`schedlab.policies.api`)."""
+
     #: A pending job's key never changes (so a sorted queue can be kept incrementally).
     static: ClassVar[bool] = True
-
-    def reset(self, num_jobs: int) -> None:  # noqa: B027 - optional hook
-        """Called once before a run, for orderings that keep per-job state."""
 
     @abstractmethod
     def keys(self, snap: Snapshot, idx: np.ndarray) -> np.ndarray:

@@ -9,8 +9,9 @@ among them, and preempt only as many lower-ranked running jobs as their placemen
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import replace
+from typing import Any
 
 import numpy as np
 from sortedcontainers import SortedList
@@ -27,6 +28,7 @@ from schedlab.model.snapshot import (
     Start,
     allocation_size,
 )
+from schedlab.policies.api import never_fits
 from schedlab.policies.ordering.base import Ordering
 from schedlab.policies.scheduler import (
     ReplayContext,
@@ -72,6 +74,10 @@ class QueueScheduler(SchedulingPolicy):
         self.backfill = backfill
         self.slot = slot
         self.name = ordering.name + ("+backfill" if backfill else "")  # type: ignore[misc]
+        # What it can do is what its ordering can do (the queue itself is rebuilt from any
+        # snapshot that lists every pending job as new).
+        self.stateful = ordering.stateful  # type: ignore[misc]
+        self.preemptive = ordering.preemptive
 
     def describe(self) -> str:
         return f"{self.name} / {self.placement}"
@@ -83,9 +89,19 @@ class QueueScheduler(SchedulingPolicy):
         self.submit = ctx.jobs.submit_time
         self.queue: SortedList = SortedList()
         self.in_queue: dict[int, tuple[float, float, int]] = {}
-        self.ordering.reset(len(ctx.jobs))
-        self._capacity_by_mask: dict[int, int] = {}
+        self.ordering.reset(ctx)
+        self._never: dict[tuple[int, int], str | None] = {}
         self._rejected: set[int] = set()
+
+    def export_state(self) -> dict[str, Any]:
+        """The ordering's state; the queue itself is rebuilt from a snapshot listing every
+        pending job as new, as serve's snapshots do."""
+        state = self.ordering.export_state()
+        return {"ordering": state} if state else {}
+
+    def import_state(self, state: Mapping[str, Any]) -> None:
+        if "ordering" in state:
+            self.ordering.import_state(state["ordering"])
 
     def next_wakeup(self, snap: Snapshot) -> float:
         wake = self.ordering.next_wakeup(snap)
@@ -130,28 +146,18 @@ class QueueScheduler(SchedulingPolicy):
             return rejected + self._decide_preemptive(snap)
         return rejected + self._decide_queue(snap)
 
-    def _capacity(self, mask: int) -> int:
-        """GPUs in the cluster of the models ``mask`` allows."""
-        if mask not in self._capacity_by_mask:
-            cluster = self.ctx.cluster
-            ok = (cluster.model >= 0) & (
-                (np.left_shift(1, np.maximum(cluster.model, 0)) & mask) != 0
-            )
-            self._capacity_by_mask[mask] = int(cluster.num_gpus[ok].sum())
-        return self._capacity_by_mask[mask]
-
     def _reject_impossible(self, snap: Snapshot) -> list[Decision]:
         """Arrivals that no state of this cluster could ever run (more GPUs than it has of the
         allowed models): rejected at once with the reason, so they never block the queue."""
         out: list[Decision] = []
         for job in snap.new_pending:
-            need = int(self.num_gpus[job])
-            have = self._capacity(int(self.jobs.gpu_model_mask[job]))
-            if need > have:
+            shape = (int(self.num_gpus[job]), int(self.jobs.gpu_model_mask[job]))
+            if shape not in self._never:
+                self._never[shape] = never_fits(self.ctx.cluster, *shape)
+            why = self._never[shape]
+            if why is not None:
                 self._rejected.add(job)
-                out.append(
-                    Reject(job, f"needs {need} GPUs; the cluster has {have} of the allowed models")
-                )
+                out.append(Reject(job, why))
         return out
 
     def _decide_queue(self, snap: Snapshot) -> list[Decision]:

@@ -11,11 +11,13 @@ again at the next decision.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
 from schedlab.model.snapshot import PENDING, Snapshot
+from schedlab.policies.api import PolicyContext
 from schedlab.policies.ordering.base import Ordering
 
 DEFAULT_THRESHOLDS = (3600.0,)
@@ -27,6 +29,8 @@ class Tiresias(Ordering):
     summary = "discretised 2D-LAS on attained GPU-time, with a starvation guard (preemptive)"
     preemptive = True
     static = False
+    #: A promoted job's service counts from its promotion, which only this object remembers.
+    stateful = True
 
     def __init__(
         self,
@@ -41,8 +45,23 @@ class Tiresias(Ordering):
         self.thresholds = np.asarray(limits)
         self.starvation = float(starvation)
 
-    def reset(self, num_jobs: int) -> None:
-        self.service_base = np.zeros(num_jobs)  # attained service at the last promotion
+    def reset(self, ctx: PolicyContext) -> None:
+        self.job_ids = ctx.jobs.job_id  # type: ignore[union-attr]
+        self.service_base = np.zeros(len(self.job_ids))  # attained service at the last promotion
+
+    def export_state(self) -> dict[str, Any]:
+        promoted = np.flatnonzero(self.service_base)
+        return {
+            "service_base": {
+                str(self.job_ids[j]): float(self.service_base[j]) for j in promoted.tolist()
+            }
+        }
+
+    def import_state(self, state: Mapping[str, Any]) -> None:
+        base = state.get("service_base") or {}
+        for j, job_id in enumerate(self.job_ids.tolist()):
+            if str(job_id) in base:
+                self.service_base[j] = float(base[str(job_id)])
 
     def service(self, snap: Snapshot, idx: np.ndarray) -> np.ndarray:
         """Attained GPU-seconds that count for the queue (since the last promotion)."""

@@ -21,9 +21,9 @@ from typing import ClassVar
 
 import numpy as np
 
-from schedlab.metrics.fragmentation import TargetWorkload
 from schedlab.model.cluster import GPU_MILLI, Cluster, ClusterState
 from schedlab.model.gpu_models import ANY_MODEL_MASK
+from schedlab.policies.api import ENGINES, Policy, PolicyContext
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,14 +51,8 @@ class PodRequest:
         return self.num_gpu * self.gpu_milli
 
 
-@dataclass(frozen=True)
-class RunContext:
-    """What a policy may know about a run before the first pod: the hardware, the workload's
-    typical tasks, and the run's random generator (the only source of randomness it may use)."""
-
-    cluster: Cluster
-    target: TargetWorkload
-    rng: np.random.Generator
+#: The context a placement policy is reset with: the one context type of every policy.
+RunContext = PolicyContext
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,16 +61,12 @@ class Placement:
     gpus: tuple[int, ...]
 
 
-class PlacementPolicy(ABC):
+class PlacementPolicy(Policy, ABC):
     """Base of every placement plugin. Subclasses set ``name`` and ``summary`` and implement
     :meth:`score`; they override :meth:`pick_gpus` when they choose devices differently from
     best fit."""
 
-    name: ClassVar[str]
-    summary: ClassVar[str]
-
-    def reset(self, ctx: RunContext) -> None:  # noqa: B027 - optional hook
-        """Called once before a run; policies with caches or randomness keep ``ctx`` here."""
+    engines: ClassVar[frozenset[str]] = frozenset(ENGINES)
 
     @abstractmethod
     def score(self, pod: PodRequest, state: ClusterState, feasible: np.ndarray) -> np.ndarray:
@@ -132,7 +122,7 @@ class Placer:
     :class:`Placement` to its state.
     """
 
-    def __init__(self, policy: PlacementPolicy, ctx: RunContext, tie_rank: np.ndarray) -> None:
+    def __init__(self, policy: PlacementPolicy, ctx: PolicyContext, tie_rank: np.ndarray) -> None:
         self.policy = policy
         self.ctx = ctx
         self.tie_rank = tie_rank

@@ -1,0 +1,1 @@
+"""Example schedlab plugins: ``spread`` (placement) and ``fewest-gpus`` (ordering)."""
