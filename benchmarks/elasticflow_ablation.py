@@ -2,11 +2,14 @@
 ElasticFlow on 1,000 synthetic jobs (Poisson arrivals, mean gap 1,500 s) on 64 / 128 / 256 A100s,
 beside the paper's DSR.
 
-    python benchmarks/elasticflow_ablation.py [--seeds 0 1 2] [--out runs/elasticflow-ablation]
+    python benchmarks/elasticflow_ablation.py [--seeds 0 1 2] [--runtimes half trace]
+        [--out runs/elasticflow-ablation]
 
-The workload (``ABLATION_WORKLOAD`` in ``schedlab.experiments.deadline_study``) draws GPU counts
-and run times like the 195-job trace; DSR is the mean over seeds. Writes table.csv, table.md
-and dsr.png to --out and prints the table.
+The workload (``ABLATION_RUNTIMES`` in ``schedlab.experiments.deadline_study``) draws GPU counts
+like the 195-job trace and run times either at half that trace's length (``half``: tuned so that
+the 64-GPU column lands near the paper) or at its own length (``trace``: untuned); DSR is the
+mean over seeds. Writes runs.csv, table.csv, table.md and dsr.png (one bar group per run-time
+scale and cluster) to --out and prints the table.
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ from schedlab.experiments.deadline_study import (
     ABLATION_GPUS,
     ABLATION_PAPER,
     ABLATION_POLICIES,
+    ABLATION_RUNTIMES,
     ablation_runs,
     run_study,
 )
@@ -34,36 +38,48 @@ def main() -> None:
     ap.add_argument("--out", type=Path, default=Path("runs/elasticflow-ablation"))
     ap.add_argument("--seeds", type=int, nargs="+", default=[0])
     ap.add_argument("--workers", type=int, default=2)
+    ap.add_argument(
+        "--runtimes", nargs="+", choices=list(ABLATION_RUNTIMES), default=list(ABLATION_RUNTIMES)
+    )
     args = ap.parse_args()
     if not (SHARED / "traces" / "elasticflow-artifact").is_dir():
         sys.exit(f"needs the throughput tables under {SHARED / 'traces'} (not found)")
-    settings = {"seeds": args.seeds, "workers": args.workers}
+    settings = {"seeds": args.seeds, "workers": args.workers, "runtimes": args.runtimes}
     with output_folder(args.out, "ElasticFlow ablation", settings) as out:
-        table, rows, started = _study(args.seeds, args.workers, out)
+        table, rows, started = _study(args.seeds, args.runtimes, args.workers, out)
     print(markdown_table(table))
     print(f"\n{len(rows)} runs in {time.perf_counter() - started:.1f} s; wrote {args.out}")
 
 
-def _study(seeds: list[int], workers: int, out: Path) -> tuple[pd.DataFrame, pd.DataFrame, float]:
+def _study(
+    seeds: list[int], runtimes: list[str], workers: int, out: Path
+) -> tuple[pd.DataFrame, pd.DataFrame, float]:
     started = time.perf_counter()
-    rows = run_study(ablation_runs(SHARED, tuple(seeds)), workers)
-    mean = rows.groupby(["gpus", "policy"], sort=False)[["dsr", "rejected", "wall_seconds"]].mean()
+    by_scale = {s: ablation_runs(SHARED, tuple(seeds), runtimes=s) for s in runtimes}
+    rows = run_study([run for runs in by_scale.values() for run in runs], workers)
+    rows["runtimes"] = [scale for scale, runs in by_scale.items() for _ in runs]
+    mean = rows.groupby(["runtimes", "gpus", "policy"], sort=False)[
+        ["dsr", "rejected", "wall_seconds"]
+    ].mean()
     records = []
-    for policy in ABLATION_POLICIES:
-        record: dict[str, object] = {"policy": policy}
-        for i, gpus in enumerate(ABLATION_GPUS):
-            record[f"{gpus} GPUs"] = float(mean.loc[(gpus, policy), "dsr"])
-            record[f"paper {gpus}"] = ABLATION_PAPER[policy][i]
-        record["seconds"] = float(mean.xs(policy, level="policy")["wall_seconds"].sum())
-        records.append(record)
+    for scale in runtimes:
+        for policy in ABLATION_POLICIES:
+            record: dict[str, object] = {"run times": scale, "policy": policy}
+            for i, gpus in enumerate(ABLATION_GPUS):
+                record[f"{gpus} GPUs"] = float(mean.loc[(scale, gpus, policy), "dsr"])
+                record[f"paper {gpus}"] = ABLATION_PAPER[policy][i]
+            seconds = mean.xs((scale, policy), level=("runtimes", "policy"))["wall_seconds"]
+            record["seconds"] = float(seconds.sum())
+            records.append(record)
     table = pd.DataFrame(records)
     rows.to_csv(out / "runs.csv", index=False)
     table.to_csv(out / "table.csv", index=False)
     (out / "table.md").write_text(markdown_table(table) + "\n")
+    groups = [(scale, gpus) for scale in runtimes for gpus in ABLATION_GPUS]
     grouped_bars(
         out / "dsr.png",
-        [f"{g} GPUs" for g in ABLATION_GPUS],
-        {p: [mean.loc[(g, p), "dsr"] for g in ABLATION_GPUS] for p in ABLATION_POLICIES},
+        [f"{gpus} GPUs, {scale}" for scale, gpus in groups],
+        {p: [mean.loc[(s, g, p), "dsr"] for s, g in groups] for p in ABLATION_POLICIES},
         f"ablation, 1,000 synthetic jobs, seeds {', '.join(map(str, seeds))}",
     )
     return table, rows, started

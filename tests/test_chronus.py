@@ -135,9 +135,30 @@ def plans(draw):
     return need, gpus, last, w
 
 
+def test_milp_plan_beats_the_greedy_plan_exactly() -> None:
+    # Three single-lease windows on 8 GPUs, jobs in deadline order, each needing 2 leases:
+    # A (8 GPUs) must use leases 0-1; B and C (4 GPUs) may use any two of 0-2. The greedy gives
+    # A leases 0-1, then B and C only lease 2 each: it meets A alone. The MILP meets B and C
+    # by running them side by side; the tie-breaker pulls their leases forward to 0-1.
+    need, gpus, last = np.array([2, 2, 2]), np.array([8, 4, 4]), np.array([1, 2, 2])
+    starts, lengths = windows(3, 2, 8)
+    usable = np.clip(last[:, None] - starts[None, :] + 1, 0, lengths[None, :])
+    greedy = greedy_plan(need, gpus, usable, 8 * lengths)
+    assert greedy.tolist() == [[1, 1, 0], [0, 0, 0], [0, 0, 0]]
+    y, sat, how = solve_plan(need, gpus, usable, lengths, starts, 8, np.ones(3), 5.0)
+    assert how == "milp"
+    assert sat.tolist() == [False, True, True]
+    assert y.tolist() == [[0, 0, 0], [1, 1, 0], [1, 1, 0]]
+    # With A admitted earlier (weight newcomers + 1 = 3), admission control keeps A instead.
+    y, sat, how = solve_plan(need, gpus, usable, lengths, starts, 8, np.array([3.0, 1, 1]), 5.0)
+    assert how == "milp"
+    assert sat.tolist() == [True, False, False]
+    assert y.tolist() == [[1, 1, 0], [0, 0, 0], [0, 0, 0]]
+
+
 @settings(max_examples=40, deadline=None)
 @given(case=plans())
-def test_milp_plan_is_feasible_and_no_worse_than_greedy(case) -> None:
+def test_milp_plan_is_feasible(case) -> None:
     need, gpus, last, fine = case
     starts, lengths = windows(fine, int(last.max()), fine + 4)
     usable = np.clip(last[:, None] - starts[None, :] + 1, 0, lengths[None, :])
@@ -146,8 +167,7 @@ def test_milp_plan_is_feasible_and_no_worse_than_greedy(case) -> None:
     assert (y <= usable).all() and (y >= 0).all()
     assert ((gpus[:, None] * y).sum(axis=0) <= cap).all()
     assert (y.sum(axis=1)[sat] == need[sat]).all()
-    g = greedy_plan(need, gpus, usable, cap)
-    assert sat.sum() >= (g.sum(axis=1) >= need).sum()
+    assert (y[~sat] == 0).all()  # an unmet job's leases go to the fill-in, not to the plan
 
 
 @st.composite
@@ -206,6 +226,5 @@ def test_on_the_195_job_trace() -> None:
         parse_cluster_spec("16x8:A100"), jobs, policy, make_placement("bestfit"), perf
     ).run()
     met = int((rec.end_time <= rec.jobs.deadline).sum())
-    assert abs(met / len(jobs) - 0.410) <= 0.06
     assert met == 91
     assert int((rec.status == REJECTED).sum()) == 104

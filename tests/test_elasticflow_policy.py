@@ -9,9 +9,11 @@ import pytest
 
 from schedlab.engines.replay import ReplayEngine
 from schedlab.errors import InputError
+from schedlab.model.gpu_models import ANY_MODEL_MASK, spec_mask
 from schedlab.model.jobs import JobTable
 from schedlab.model.snapshot import DONE, REJECTED
 from schedlab.perf.models import ThroughputTable, read_throughput_dir
+from schedlab.policies.elastic.elasticflow import elasticflow_cap
 from schedlab.policies.registry import make_scheduler
 from schedlab.traces.cluster_spec import parse_cluster_spec
 from schedlab.traces.formats import read_jobs
@@ -73,15 +75,14 @@ def test_beats_the_edf_baseline_on_the_195_job_trace() -> None:
     perf = ThroughputTable(
         read_throughput_dir(SHARED / "traces" / "elasticflow-artifact" / "throughputs_A100")
     )
-    dsr = {}
+    met = {}
     for name in ("elasticflow", "edf-greedy"):
         policy, placement = make_scheduler(name, slot=240.0)
         rec = ReplayEngine(parse_cluster_spec("16x8:A100"), jobs, policy, placement, perf).run()
-        met = rec.end_time <= rec.jobs.deadline
-        dsr[name] = float(met.mean())
-    assert dsr["edf-greedy"] == pytest.approx(17 / 195)
-    # The artifact's simulator meets 146 (0.749); ours must be within ±0.03 of it.
-    assert dsr["elasticflow"] == pytest.approx(0.749, abs=0.03)
+        met[name] = int((rec.end_time <= rec.jobs.deadline).sum())
+    # The artifact's simulator meets 17 and 146; these runs are deterministic, so the counts are
+    # pinned exactly (tests/fidelity pins every policy of the study).
+    assert met == {"edf-greedy": 17, "elasticflow": 150}
 
 
 def test_without_hand_out_a_job_runs_at_its_minimum_share() -> None:
@@ -133,3 +134,51 @@ def test_blame_new_forgives_an_admitted_job_that_was_already_late() -> None:
     assert strict.status.tolist()[1] == REJECTED
     assert lenient.status.tolist() == [DONE, DONE]
     assert lenient.end_time[1] <= 1000
+
+
+def _bert_levels(cluster: str, mask: int = ANY_MODEL_MASK) -> list[int]:
+    # One bert job at global batch 64 whose table scales linearly to 64 GPUs: only
+    # ElasticFlow's cap stops it.
+    table = ThroughputTable({("bert", 64): {n: float(n) for n in (1, 2, 4, 8, 16, 32, 64)}})
+    jobs = JobTable.from_columns(
+        job_id=["a"],
+        submit_time=[0.0],
+        num_gpus=[1],
+        iterations=[1_000.0],
+        model_name=["bert"],
+        batch_size=[64],
+        deadline=[10_000.0],
+        duration=[np.nan],
+        gpu_model_mask=[mask],
+    )
+    policy, placement = make_scheduler("elasticflow", slot=60.0)
+    ReplayEngine(parse_cluster_spec(cluster), jobs, policy, placement, table).run()
+    return policy.levels[0]
+
+
+def test_gpu_caps_follow_the_gpu_model() -> None:
+    # The artifact's tables: bert/64 is capped at 8 A100s but 16 T4s; a model neither lists
+    # (V100) caps at min(batch, 64).
+    assert _bert_levels("8x8:A100") == [1, 2, 4, 8]
+    assert _bert_levels("8x8:T4") == [1, 2, 4, 8, 16]
+    assert _bert_levels("8x8:V100") == [1, 2, 4, 8, 16, 32, 64]
+    # On a mixed cluster: the largest cap of the models the job may use.
+    assert _bert_levels("4x8:A100+4x8:T4") == [1, 2, 4, 8, 16]
+    assert _bert_levels("4x8:A100+4x8:T4", spec_mask(["A100"])) == [1, 2, 4, 8]
+
+
+@pytest.mark.parametrize(
+    ("gpu", "model", "batch", "cap"),
+    [
+        ("A100", "gpt2", 256, 32),
+        ("A100", "deepspeech2", 32, 32),  # not listed: its batch size
+        ("T4", "cifar10", 4096, 16),
+        ("T4", "deepspeech2", 320, 32),
+        ("T4", "deepspeech2", 640, 64),
+        ("T4", "yolov3", 64, 4),
+        ("T4", "ncf", 32768, 1),
+        ("T4", "imagenet", 3200, 64),
+    ],
+)
+def test_caps_of_the_artifacts_tables(gpu: str, model: str, batch: int, cap: int) -> None:
+    assert elasticflow_cap(gpu, model, batch) == cap

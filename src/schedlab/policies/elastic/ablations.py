@@ -1,11 +1,13 @@
 """The ElasticFlow paper's ablations, each one part of ElasticFlow on top of plain EDF.
 
 - ``edf-ac``: EDF with admission control. Arrivals are admitted exactly as ElasticFlow admits them
-  (every admitted deadline must still hold at minimum satisfactory shares), but admitted jobs are
-  then sized the EDF way — earliest deadline first, each up to its table cap — with no plan and no
-  hand-out. It pays no per-round overhead, like the artifact's EDF.
-- ``edf-elastic``: EDF with elastic scaling — ElasticFlow's minimum satisfactory shares and
-  hand-out of idle GPUs, without admission control.
+  (every admitted deadline must still hold at minimum satisfactory shares, planned within
+  ElasticFlow's per-model caps), but admitted jobs are then sized the EDF way — earliest deadline
+  first, each up to EDF's cap min(64, batch size, cluster) — with no hand-out. It pays no
+  per-round overhead by default, like the artifact's EDF.
+- ``edf-elastic``: EDF with elastic scaling — ElasticFlow's minimum satisfactory shares, caps and
+  hand-out of idle GPUs (``rule``, default ``gpu-time``), without admission control: every
+  arrival is admitted. It pays ElasticFlow's per-round overhead (``round_overhead``, ``auto``).
 
 The plain ``edf-greedy`` (EDF with greedy GPU counts) completes the paper's set.
 """

@@ -1,10 +1,13 @@
 """``edf-greedy``: earliest deadline first with greedy GPU counts, no admission control.
 
-Every decision re-sizes all active jobs from scratch in deadline order (jobs without a deadline
-last): each gets its maximum GPU count if that many are free, otherwise the largest power-of-two
-level that is free, otherwise nothing. The maximum is, as in the ElasticFlow artifact's EDF,
-min(64, batch size, cluster) — even past the point where more GPUs stop helping — or, with
-``cap="peak"``, the count where the job's throughput peaks. This is the EDF baseline of the
+Once per slot (every event without ``--slot``), and only when a job arrived or finished since the
+last decision, all active jobs are re-sized from scratch in deadline order (ties by submit time;
+jobs without a deadline last): each gets its maximum GPU count if that many are free, otherwise
+the largest power-of-two level that is free, otherwise nothing — a running job left with nothing
+is preempted. The maximum is, as in the ElasticFlow artifact's EDF, the largest power of two
+≤ min(64, batch size, cluster) — even past the point where more GPUs stop helping — or, with
+``cap="peak"``, no more than where the job's throughput peaks. No job is rejected and no
+per-round overhead is charged (the artifact's EDF pays none). This is the EDF baseline of the
 ElasticFlow (ASPLOS '23) artifact: early-deadline jobs take large shares and later ones miss (on
 its 195-job testbed trace it meets 17 deadlines).
 """

@@ -1,15 +1,34 @@
 """``elasticflow``: deadline-aware elastic scheduling with admission control (ASPLOS '23).
 
-Once per slot: arrivals go through admission control (:mod:`.admission`: every admitted deadline
-must still hold with the newcomers planned in deadline order at their minimum satisfactory shares,
-or the newcomers with deadlines are rejected); every admitted job then runs at its plan's GPU count
-for now; GPUs left idle are handed out one level at a time — jobs with no GPUs first, then the job
-with the largest throughput gain per added GPU (the ``marginal`` rule; ``"deadline"`` gives them to
-the earliest deadline instead). Jobs never exceed the GPU count where their throughput peaks.
+Once per slot (a round where nothing arrived, no job finished and no plan changes its GPU count
+is skipped: every plan still holds):
 
-Simplifications against the public artifact, which its sensitivity study shows to be small: the
-hand-out scores throughput gain rather than re-planned GPU-time, and the per-round
-reconfiguration overhead is the replay's ``--resize-overhead``, charged only when a job is resized.
+1. *Admission control* (:mod:`.admission`): every admitted job and every arrival is planned in
+   deadline order at its minimum satisfactory share on an empty free-GPU timeline. With
+   ``blame="any"`` (the artifact) any infeasible plan — even an admitted job's that fell behind —
+   rejects every arrival of the round that has a deadline; with ``blame="new"`` arrivals are
+   judged one by one in deadline order and only a plan they make infeasible counts against them.
+   Best-effort arrivals are never rejected. ``admission=false`` admits everything.
+2. *Hand-out* (:mod:`.handout`, unless ``handout=false``): GPUs still idle now are given away one
+   level at a time, jobs holding no GPUs first, then by ``rule``: ``gpu-time`` (the default, the
+   artifact's) re-plans the job at its next level and scores the change in its plan's GPU-seconds
+   per added GPU; ``throughput`` scores the throughput gain per added GPU; ``deadline`` gives to
+   the earliest deadline. Ties keep deadline order.
+3. Every admitted job runs at its plan's GPU count for now, resized, started or preempted to get
+   there.
+4. *Overhead*: every job holding GPUs after the round loses ``round_overhead`` seconds of
+   progress while its workers re-form — the artifact's base charge, 2 s, or 7 s on clusters of
+   256+ GPUs (``auto``) — whether or not it was resized.
+
+GPU counts are the levels of the job's throughput table (1, 2, 4, …, 64) up to a cap that the
+artifact fixes per GPU model, job model and global batch (:data:`ELASTICFLOW_CAPS`: its A100 and
+T4 tables); a job not listed there is capped at min(batch, 64), and one without a batch size
+where its throughput peaks. On a cluster of several GPU models a job takes the largest cap of the
+models it may run on.
+
+Simplifications against the public artifact: its extra overhead when a job lands on GPUs it did
+not use before is not charged (only the per-round base), and the hand-out re-scores only the
+granted job after each grant (the same grants; see :func:`.handout.hand_out`).
 """
 
 from __future__ import annotations
@@ -18,6 +37,8 @@ import math
 
 import numpy as np
 
+from schedlab.model.cluster import Cluster
+from schedlab.model.gpu_models import GPU_MODELS
 from schedlab.model.snapshot import Decision, Overhead, Reject, Snapshot
 from schedlab.perf.models import ThroughputTable
 from schedlab.policies.elastic.admission import Admission, PlanRequest, admit, plan_all
@@ -29,18 +50,44 @@ from schedlab.policies.scheduler import ReplayContext, between_rounds
 #: GPU counts ElasticFlow considers (those of its throughput tables).
 LEVELS = (1, 2, 4, 8, 16, 32, 64)
 
-#: Where ElasticFlow caps each (model, global batch) on A100s: the count where the table's
-#: throughput stops paying off (a fact of the public artifact's model table).
-A100_CAPS: dict[tuple[str, int], int] = {
-    ("bert", 64): 8,
-    ("bert", 128): 16,
-    ("gpt2", 128): 16,
-    ("gpt2", 256): 32,
-    ("inception3", 64): 16,
-    ("inception3", 128): 32,
-    ("resnet50", 64): 32,
-    ("vgg16", 64): 32,
+#: Where ElasticFlow caps each job, per GPU model: (model, global batch) → GPUs, a batch of None
+#: standing for every batch of the model — where the artifact's throughput tables stop paying off
+#: (its ``get_max_gpu``). Jobs not listed are capped at min(batch, 64).
+ELASTICFLOW_CAPS: dict[str, dict[tuple[str, int | None], int]] = {
+    "A100": {
+        ("bert", 64): 8,
+        ("bert", 128): 16,
+        ("gpt2", 128): 16,
+        ("gpt2", 256): 32,
+        ("inception3", 64): 16,
+        ("inception3", 128): 32,
+        ("resnet50", 64): 32,
+        ("vgg16", 64): 32,
+    },
+    "T4": {
+        ("bert", None): 16,
+        ("cifar10", None): 16,
+        ("deepspeech2", 320): 32,
+        ("yolov3", None): 4,
+        ("ncf", None): 1,
+    },
 }
+
+#: The cap of a job ElasticFlow's tables do not list (its batch size bounds it too).
+DEFAULT_CAP = 64
+
+
+def elasticflow_cap(gpu_model: str, model: str, batch: int) -> int:
+    """ElasticFlow's cap for a job of ``model`` at global ``batch`` on ``gpu_model`` GPUs."""
+    table = ELASTICFLOW_CAPS.get(gpu_model, {})
+    cap = table.get((model, batch), table.get((model, None)))
+    return cap if cap is not None else min(batch, DEFAULT_CAP)
+
+
+def job_gpu_models(cluster: Cluster, mask: int) -> list[str]:
+    """The GPU models of ``cluster`` a job with model ``mask`` may run on."""
+    present = sorted({int(m) for m in cluster.model if m >= 0})
+    return [GPU_MODELS[m] for m in present if (mask >> m) & 1]
 
 
 class ElasticFlow(ElasticEdf):
@@ -89,14 +136,18 @@ class ElasticFlow(ElasticEdf):
         jobs = ctx.jobs
         self.levels: list[list[int]] = []
         self.curves: list[dict[int, float]] = []
+        models_of: dict[int, list[str]] = {}
         for j in range(len(jobs)):
-            cap = A100_CAPS.get((str(jobs.model_name[j]), int(jobs.batch_size[j])))
-            if cap is None:
-                cap = (
-                    int(self.cap[j])
-                    if jobs.batch_size[j] <= 0
-                    else min(int(jobs.batch_size[j]), 64)
-                )
+            batch = int(jobs.batch_size[j])
+            mask = int(jobs.gpu_model_mask[j])
+            if mask not in models_of:
+                models_of[mask] = job_gpu_models(ctx.cluster, mask)
+            if batch <= 0:
+                cap = int(self.cap[j])
+            else:
+                name = str(jobs.model_name[j])
+                caps = [elasticflow_cap(m, name, batch) for m in models_of[mask]]
+                cap = max(caps, default=min(batch, DEFAULT_CAP))
             curve = ctx.perf.curve(jobs, j) if isinstance(ctx.perf, ThroughputTable) else None
             if curve:
                 points = {n: float(r) for n, r in curve.items() if n <= cap and r > 0}

@@ -38,8 +38,9 @@ make a plan finish earlier, so the plan stays valid), then to best-effort jobs i
 up, or when a planned job could not be placed. Before calling HiGHS an EDF greedy on the same
 windows is tried (each window in turn, jobs by deadline, as many leases as fit; jobs it cannot
 finish are dropped from the greedy and it is redone); if it satisfies every job it is optimal and
-the MILP is skipped. HiGHS gets ``time_limit`` seconds; if it returns no solution, the greedy's
-plan is used.
+the MILP is skipped. HiGHS gets ``time_limit`` seconds; if it returns no solution, or (stopped by
+the time limit) one that meets fewer weighted deadlines than the greedy's, the greedy's plan is
+used.
 
 Not modelled: Chronus's lease renewal protocol, its placement-aware (consolidation) rules and
 its best-effort scheduler's own priority; "on time" is the replay's exact end.

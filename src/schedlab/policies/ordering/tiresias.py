@@ -7,6 +7,11 @@ job preempt them. The starvation guard promotes a job back to queue 0 once it ha
 ``starvation`` times as long as it has run; a promoted job's service is counted afresh from the
 promotion, so it keeps queue 0 for a whole first quantum instead of being demoted (and preempted)
 again at the next decision.
+
+Under deadlines (the ElasticFlow study) Tiresias ignores them: every job runs at its requested GPU
+count in queue order, none is rejected for its deadline, and a job past it still runs to the end (it
+counts as a miss). The study runs it with the artifact's settings, ``thresholds=3250,7200`` and
+``starvation=0`` (no promotion).
 """
 
 from __future__ import annotations
