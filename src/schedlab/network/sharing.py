@@ -276,33 +276,24 @@ class _Problem:
             others |= solver.link_jobs.get(link, set())
         b_keys = keys + sorted(others - in_a, key=repr)
         b_jobs = [solver.jobs[k] for k in b_keys]
-        inc_job, inc_link, inc_load = [], [], []
-        for i, j in enumerate(b_jobs):
-            pos = np.searchsorted(links, j.links)
-            ok = (pos < len(links)) & (links[np.minimum(pos, len(links) - 1)] == j.links)
-            inc_job.append(np.full(int(ok.sum()), i))
-            inc_link.append(pos[ok])
-            inc_load.append(j.load[ok])
-        ij = np.concatenate(inc_job).astype(np.int64)
-        il = np.concatenate(inc_link).astype(np.int64)
-        iw = np.concatenate(inc_load)
-        order = np.lexsort((il, ij))  # by job, then link
-        ij, il, iw = ij[order], il[order], iw[order]
+        # Each job's links are ascending, so the incidence comes out sorted by (job, link).
+        b_links = np.concatenate([j.links for j in b_jobs])
+        b_load = np.concatenate([j.load for j in b_jobs])
+        b_owner = np.repeat(np.arange(len(b_jobs)), [len(j.links) for j in b_jobs])
+        pos = np.searchsorted(links, b_links)
+        ok = (pos < len(links)) & (links[np.minimum(pos, max(len(links) - 1, 0))] == b_links)
+        ij, il, iw = b_owner[ok].astype(np.int64), pos[ok].astype(np.int64), b_load[ok]
         inc_key = ij * len(links) + il
-        e_link, e_sec, e_job, starts, pjob = [], [], [], [], []
-        offset = 0
+        sizes = np.array([len(j.fp.links) for j in a_jobs], dtype=np.int64)
+        offsets = np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(np.int64)
+        el = np.searchsorted(links, np.concatenate([j.fp.links for j in a_jobs])).astype(np.int64)
+        ej = np.repeat(np.arange(len(a_jobs)), sizes).astype(np.int64)
+        starts, pjob = [], []
         for i, j in enumerate(a_jobs):
-            fp = j.fp
-            e_link.append(np.searchsorted(links, fp.links))
-            e_sec.append(fp.seconds)
-            e_job.append(np.full(len(fp.links), i))
-            sizes = np.diff(fp.phase_ptr)
-            nonempty = np.flatnonzero(sizes > 0)
-            starts.append(offset + fp.phase_ptr[nonempty])
+            ptr = j.fp.phase_ptr
+            nonempty = np.flatnonzero(np.diff(ptr) > 0)
+            starts.append(offsets[i] + ptr[nonempty])
             pjob.append(np.full(len(nonempty), i))
-            offset += len(fp.links)
-        el = np.concatenate(e_link).astype(np.int64)
-        ej = np.concatenate(e_job).astype(np.int64)
         e_inc = np.searchsorted(inc_key, ej * len(links) + el)
         levels = np.array([j.spec.priority for j in b_jobs])
         uniq, level_idx = np.unique(levels, return_inverse=True)
@@ -318,7 +309,7 @@ class _Problem:
             level=level_idx.astype(np.int64),
             num_levels=len(uniq),
             e_link=el,
-            e_sec=np.concatenate(e_sec),
+            e_sec=np.concatenate([j.fp.seconds for j in a_jobs]),
             e_inc=e_inc.astype(np.int64),
             e_job=ej,
             phase_start=np.concatenate(starts).astype(np.int64),
