@@ -182,20 +182,19 @@ def test_in_network_aggregation_at_the_tors() -> None:
 
 def test_source_routing_stays_on_reserved_links() -> None:
     topo = two_by_two()
-    s1 = topo.switch_names.index("S1")
-    reserved = frozenset(
-        int(x)
-        for x in np.flatnonzero((topo.fabric_src == s1) | (topo.fabric_dst == s1))
-        + topo.fabric_base
-    )
-    fp = footprint(
-        CommSpec("ring", 400 * MB),
-        whole_hosts([0, 2], 4),
-        topo,
-        Routing("source", reserved=reserved),
-    )
+    reserved = topo.links_between([topo.switch("L0"), topo.switch("L1")], [topo.switch("S1")])
+    assert len(reserved) == 4
+    routing = Routing("source", reserved=reserved)
+    fp = footprint(CommSpec("ring", 400 * MB), whole_hosts([0, 2], 4), topo, routing)
     fabric = {topo.describe_link(int(x)) for x in fp.links if topo.link_tier[x] == TIER_LEAF_SPINE}
     assert fabric == {"L0->S1#2", "S1->L1#7", "L1->S1#6", "S1->L0#3"}
+    with pytest.raises(InputError, match="no switch 'S9'"):
+        topo.switch("S9")
+    only_up = frozenset(x for x in reserved if topo.describe_link(x).startswith("L0"))
+    with pytest.raises(InputError, match="reserved links give no path from S1 toward L1"):
+        footprint(
+            CommSpec("ring", MB), whole_hosts([0, 2], 4), topo, Routing("source", reserved=only_up)
+        )
 
 
 def test_policy_paths_override_ecmp_per_aggregate() -> None:

@@ -268,6 +268,20 @@ class Topology:
         """Destination switch of a fabric link id."""
         return int(self.fabric_dst[link - self.fabric_base])
 
+    def links_between(self, group_a: list[int], group_b: list[int]) -> frozenset[int]:
+        """Fabric link ids joining any switch of one group to any of the other, both ways: the
+        links a vClos-style reservation of leaves × spines owns."""
+        a, b = np.isin(self.fabric_src, group_a), np.isin(self.fabric_dst, group_b)
+        c, d = np.isin(self.fabric_src, group_b), np.isin(self.fabric_dst, group_a)
+        return frozenset((np.flatnonzero((a & b) | (c & d)) + self.fabric_base).tolist())
+
+    def switch(self, name: str) -> int:
+        """Switch id by name; InputError naming the value when there is none."""
+        try:
+            return self.switch_names.index(name)
+        except ValueError:
+            raise InputError(f"no switch {name!r} in topology {self.name!r}") from None
+
     def reachable(self, a: int, b: int) -> bool:
         return bool(self.hop_distance[a, b] < 1e9)
 
