@@ -5,7 +5,7 @@ Random mixes of jobs (2…32 GPUs, ring / halving-doubling / all-to-all / parame
 iteration time under every rule, and whether the oracle lies between the ``interleaved`` and
 ``worst-case`` values. Prints median and p95 of |error| per rule and the bracket violations.
 
-    python benchmarks/network_oracle.py [--mixes 100] [--seed 1]
+    python benchmarks/network_oracle.py [--mixes 100] [--seed 1] [--fairness flow|job]
 """
 
 from __future__ import annotations
@@ -33,6 +33,12 @@ def main() -> None:
     parser.add_argument("--mixes", type=int, default=100)
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--iterations", type=int, default=8)
+    parser.add_argument(
+        "--fairness",
+        choices=("flow", "job"),
+        default="flow",
+        help="max-min between flows (default) or weighted so each job gets one share",
+    )
     args = parser.parse_args()
     topo = study_topology()
     routing = Routing("ecmp", seed=args.seed)
@@ -45,7 +51,13 @@ def main() -> None:
     for _ in range(args.mixes):
         mix = random_mix(topo, rng, routing, DEFAULT_ALPHA)
         oracle = simulate(
-            topo, mix.jobs, mix.offsets, DEFAULT_ALPHA, routing, iterations=args.iterations
+            topo,
+            mix.jobs,
+            mix.offsets,
+            DEFAULT_ALPHA,
+            routing,
+            iterations=args.iterations,
+            fairness=args.fairness,
         )
         model = model_times(mix, DEFAULT_ALPHA)
         for rule, t in model.items():
@@ -59,7 +71,7 @@ def main() -> None:
         worst_above = max(worst_above, float(((oracle - hi) / oracle).max()))
         jobs += len(oracle)
     wall = time.perf_counter() - started
-    print(f"{args.mixes} mixes, {jobs} jobs, oracle + model in {wall:.1f} s")
+    print(f"{args.mixes} mixes, {jobs} jobs, {args.fairness}-fair oracle + model in {wall:.1f} s")
     shared = np.asarray(contended)
     for title, sel in (("all jobs", np.ones_like(shared)), ("jobs sharing a link", shared)):
         print(f"{title} ({int(sel.sum())}):")

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from netcases import two_by_two, whole_hosts
-from oracle.flowsim import collective_rounds, maxmin_rates, simulate
+from oracle.flowsim import Flow, collective_rounds, job_fair_weights, maxmin_rates, simulate
 from oracle.mixes import model_times, random_mix, study_topology
 from schedlab.network.collectives import CommSpec
 from schedlab.network.footprint import footprint
@@ -22,6 +22,18 @@ def test_water_filling_by_hand() -> None:
     cap = np.array([1.0, 3.0])
     paths = [np.array([0]), np.array([0, 1]), np.array([1]), np.array([1])]
     assert maxmin_rates(paths, cap) == pytest.approx([0.5, 0.5, 1.25, 1.25])
+
+
+def test_weighted_water_filling_gives_each_job_one_share() -> None:
+    """Job 0 has two flows on link 0, job 1 one: per flow 2/3 vs 1/3, per job 1/2 vs 1/2."""
+    cap = np.array([1.0])
+    flows = [Flow(0, np.array([0]), 1.0, 1.0), Flow(0, np.array([0]), 1.0, 1.0)]
+    flows.append(Flow(1, np.array([0]), 1.0, 1.0))
+    paths = [f.links for f in flows]
+    assert maxmin_rates(paths, cap) == pytest.approx([1 / 3] * 3)
+    weights = job_fair_weights(flows)
+    assert weights.tolist() == [0.5, 0.5, 1.0]
+    assert maxmin_rates(paths, cap, weights) == pytest.approx([0.25, 0.25, 0.5])
 
 
 @pytest.mark.parametrize("collective", ["ring", "hd", "ps", "a2a"])

@@ -124,12 +124,16 @@ def _flows_of_round(
     return flows
 
 
-def maxmin_rates(paths: list[np.ndarray], capacity: np.ndarray) -> np.ndarray:
-    """Max-min fair rates (bytes/s) of flows over directed links, by water-filling."""
+def maxmin_rates(
+    paths: list[np.ndarray], capacity: np.ndarray, weights: np.ndarray | None = None
+) -> np.ndarray:
+    """Weighted max-min fair rates (bytes/s) of flows over directed links, by water-filling:
+    every unfrozen flow grows at ``weight`` × the common level until a link fills."""
     n = len(paths)
     rate = np.zeros(n)
     if n == 0:
         return rate
+    w = np.ones(n) if weights is None else np.asarray(weights, dtype=np.float64)
     owner = np.concatenate([np.full(len(p), i) for i, p in enumerate(paths)])
     link = np.concatenate(paths)
     links, inv = np.unique(link, return_inverse=True)
@@ -137,18 +141,28 @@ def maxmin_rates(paths: list[np.ndarray], capacity: np.ndarray) -> np.ndarray:
     frozen = np.zeros(n, dtype=bool)
     while not frozen.all():
         live = ~frozen[owner]
-        count = np.bincount(inv[live], minlength=len(links))
+        demand = np.bincount(inv[live], w[owner[live]], minlength=len(links))
         with np.errstate(divide="ignore", invalid="ignore"):
-            share = np.where(count > 0, room / count, np.inf)
+            share = np.where(demand > 0, room / demand, np.inf)
         delta = float(share.min())
-        rate[~frozen] += delta
-        room -= delta * count
+        rate[~frozen] += delta * w[~frozen]
+        room -= delta * demand
         full = np.zeros(len(links), dtype=bool)
         full[share <= delta * (1 + 1e-9)] = True
         hit = np.zeros(n, dtype=bool)
         hit[owner[live & full[inv]]] = True
         frozen |= hit
     return rate
+
+
+def job_fair_weights(flows: list[Flow]) -> np.ndarray:
+    """Weights that make sharing fair per job rather than per flow: a flow of job j gets 1/k,
+    k = the most flows j has on any one link right now."""
+    most: dict[int, int] = {}
+    for job in {f.job for f in flows}:
+        links = np.concatenate([f.links for f in flows if f.job == job])
+        most[job] = int(np.unique(links, return_counts=True)[1].max())
+    return np.array([1.0 / most[f.job] for f in flows])
 
 
 def simulate(
@@ -159,9 +173,11 @@ def simulate(
     routing: Routing,
     iterations: int = 8,
     max_events: int = 2_000_000,
+    fairness: str = "flow",
 ) -> np.ndarray:
     """Mean iteration time of every job over its iterations that start once all jobs run, until
-    each has ``iterations`` of them."""
+    each has ``iterations`` of them. ``fairness='job'`` weights flows so that each job, not each
+    flow, gets an equal share of a link (the premise of the ``worst-case`` rule)."""
     capacity = topo.link_bytes_per_s
     states = []
     for j, (spec, placement) in enumerate(jobs):
@@ -206,7 +222,8 @@ def simulate(
             while st.timer <= now + 1e-15:
                 changed |= _step(st, j, now, flows)
         if changed:
-            rates = maxmin_rates([f.links for f in flows], capacity)
+            weights = job_fair_weights(flows) if fairness == "job" else None
+            rates = maxmin_rates([f.links for f in flows], capacity, weights)
     else:
         raise RuntimeError("oracle did not converge within its event budget")
     out = []
