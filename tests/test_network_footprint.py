@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from netcases import two_by_two, whole_hosts
 from schedlab.errors import InputError
@@ -235,3 +237,31 @@ def test_bad_inputs() -> None:
 def test_single_gpu_job_has_no_traffic() -> None:
     fp = footprint(CommSpec("ring", 400 * MB), ((0, (2,)),), two_by_two(), Routing())
     assert len(fp.links) == 0 and fp.comm_time(1e-5) == 0.0 and fp.gpus == 1
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    st.sampled_from(["ring", "hd", "a2a", "ps"]),
+    st.permutations([(h, g) for h in range(4) for g in range(4)]),
+    st.integers(2, 16),
+    st.sampled_from(["ecmp", "spray"]),
+    st.integers(1, 2),
+    st.integers(1, 2),
+)
+def test_bytes_are_conserved(collective, slots, n, mode, nics, directions) -> None:
+    """Whatever the placement: every cross-host byte leaves one NIC and enters one NIC, every
+    cross-leaf byte climbs one leaf uplink and descends one, and the rest stays on intra links."""
+    topo = two_by_two(g=4, m=nics)
+    place = tuple((h, (g,)) for h, g in slots[:n])
+    spec = CommSpec(collective, 64 * MB, ring_directions=directions)
+    fp = footprint(spec, place, topo, Routing(mode, seed=n))
+    tier = topo.link_tier[fp.links]
+    up = fp.links < topo.num_nics
+    assert fp.nbytes[(tier == TIER_HOST) & up].sum() == pytest.approx(fp.cross_host_bytes)
+    assert fp.nbytes[(tier == TIER_HOST) & ~up].sum() == pytest.approx(fp.cross_host_bytes)
+    fabric = fp.links[tier == TIER_LEAF_SPINE]
+    fabric_bytes = fp.nbytes[tier == TIER_LEAF_SPINE]
+    leaf_up = topo.switch_level[topo.fabric_src[fabric - topo.fabric_base]] == 1
+    assert fabric_bytes[leaf_up].sum() == pytest.approx(fp.cross_leaf_bytes)
+    assert fabric_bytes[~leaf_up].sum() == pytest.approx(fp.cross_leaf_bytes)
+    assert np.all(fp.nbytes > 0) and fp.gpus == n
