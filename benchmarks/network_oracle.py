@@ -5,7 +5,7 @@ Random mixes of jobs (2…32 GPUs, ring / halving-doubling / all-to-all / parame
 iteration time under every rule, and whether the oracle lies between the ``interleaved`` and
 ``worst-case`` values. Prints median and p95 of |error| per rule and the bracket violations.
 
-    python benchmarks/network_oracle.py [--mixes 100] [--seed 1] [--fairness flow|job]
+    python benchmarks/network_oracle.py [--mixes 100] [--seed 1] [--fairness flow|job] [--alpha S]
 """
 
 from __future__ import annotations
@@ -33,6 +33,7 @@ def main() -> None:
     parser.add_argument("--mixes", type=int, default=100)
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--iterations", type=int, default=8)
+    parser.add_argument("--alpha", type=float, default=DEFAULT_ALPHA, help="per-step latency, s")
     parser.add_argument(
         "--fairness",
         choices=("flow", "job"),
@@ -49,17 +50,17 @@ def main() -> None:
     worst_below = worst_above = 0.0
     started = time.perf_counter()
     for _ in range(args.mixes):
-        mix = random_mix(topo, rng, routing, DEFAULT_ALPHA)
+        mix = random_mix(topo, rng, routing, args.alpha)
         oracle = simulate(
             topo,
             mix.jobs,
             mix.offsets,
-            DEFAULT_ALPHA,
+            args.alpha,
             routing,
             iterations=args.iterations,
             fairness=args.fairness,
         )
-        model = model_times(mix, DEFAULT_ALPHA)
+        model = model_times(mix, args.alpha)
         for rule, t in model.items():
             errors.setdefault(rule, []).extend(((t - oracle) / oracle).tolist())
         contended.extend((model["worst-case"] > model["isolated"] * (1 + 1e-9)).tolist())

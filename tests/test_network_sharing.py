@@ -58,6 +58,16 @@ def test_priority_serves_the_higher_level_first() -> None:
     assert pair_times("priority", (2, 2)) == pytest.approx([RANDOM_PHASE] * 2, rel=1e-6)
 
 
+def test_set_priority_re_solves_both_jobs() -> None:
+    topo, places, spec = shared_link_pair()
+    solver = SharingSolver("priority", alpha=0.0)
+    for i, place in enumerate(places):
+        solver.add(i, footprint(spec, place, topo, Routing(), job=i), spec)
+    solver.solve()
+    solver.set_priority(1, 5)
+    assert solver.solve() == pytest.approx({0: 0.303125, 1: 0.275})
+
+
 def test_overlap_and_penalty_enter_as_the_formula_says() -> None:
     topo, places, spec = shared_link_pair()
     fp = footprint(spec, places[0], topo, Routing())

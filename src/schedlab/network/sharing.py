@@ -14,7 +14,7 @@ of links solve in milliseconds per round.
 from __future__ import annotations
 
 from collections.abc import Hashable, Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -120,7 +120,7 @@ class SharingSolver:
 
     def set_priority(self, key: Hashable, level: int) -> None:
         job = self.jobs[key]
-        job.spec = CommSpec(**{**job.spec.__dict__, "priority": level})
+        job.spec = replace(job.spec, priority=level)
         self.pending |= self.neighbours(key)
 
     def neighbours(self, key: Hashable) -> set[Hashable]:
