@@ -7,6 +7,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from conftest import SHARED_DIR, make_cluster
 from netcases import two_by_two
@@ -85,6 +87,7 @@ def test_fattree_paths_cross_pods_through_cores() -> None:
         ("vclos:leaves=x", "field 'leaves', value 'x'"),
         ("vclos:leaves=0", "field 'leaves', value '0'"),
         ("vclos:nic_gbps=-5", "field 'nic_gbps', value '-5'"),
+        ("vclos:nic_gbps=inf", "field 'nic_gbps', value 'inf'"),
         ("vclos:model=Z80", "field 'model', value 'Z80'"),
         ("vclos:foo=1", "no parameter 'foo'"),
         ("vclos:leaves", "expected key=value"),
@@ -221,3 +224,25 @@ def test_lingjun_bad_rows(tmp_path: Path) -> None:
     path.write_text("ip,DSW,PSW,ASW\na,G6,P1,S1\na,G6,P1,S1\n")
     with pytest.raises(InputError, match=r"already on line 2"):
         parse_topology(f"lingjun:{path},g=4")
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    st.sampled_from(["leafspine", "vclos", "ocs", "fattree", "titan", "crux-clos", "x"]),
+    st.lists(
+        st.tuples(
+            st.sampled_from(["leaves", "spines", "k", "g", "m", "nic_gbps", "oversub", "model"]),
+            st.sampled_from(["0", "-1", "1", "2", "3", "x", "", "1e400", "nan", "V100"]),
+        ),
+        max_size=3,
+    ),
+)
+def test_any_spec_builds_or_says_why(name: str, pairs: list[tuple[str, str]]) -> None:
+    """Bad values end in an InputError, never another exception."""
+    spec = name + ":" + ",".join(f"{k}={v}" for k, v in pairs)
+    try:
+        topo = parse_topology(spec)
+    except InputError as exc:
+        assert str(exc)
+        return
+    assert topo.num_hosts > 0 and np.all(topo.link_gbps > 0) and np.all(np.isfinite(topo.link_gbps))

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+import math
 import tomllib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -322,7 +323,7 @@ def _convert(field: str, value: object, where: str) -> object:
             ok = number >= 1
         else:
             number = float(str(value)) if not isinstance(value, (int, float)) else float(value)
-            ok = number > 0 or (field == "ina_gbps" and number >= 0)
+            ok = math.isfinite(number) and (number > 0 or (field == "ina_gbps" and number == 0))
     except ValueError:
         raise InputError(f"bad number in {where}: field '{field}', value {value!r}") from None
     if not ok or isinstance(value, bool):
