@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 from netcases import two_by_two, whole_hosts
 from schedlab.errors import InputError
 from schedlab.network.collectives import CommSpec, gradient_bytes, halving_doubling
-from schedlab.network.footprint import Footprint, footprint
+from schedlab.network.footprint import Footprint, bytes_for_comm_time, footprint
 from schedlab.network.generators import leafspine
 from schedlab.network.routing import Routing, mix
 from schedlab.network.topology import TIER_AGG, TIER_HOST, TIER_LEAF_SPINE, Topology
@@ -265,3 +265,19 @@ def test_bytes_are_conserved(collective, slots, n, mode, nics, directions) -> No
     assert fabric_bytes[leaf_up].sum() == pytest.approx(fp.cross_leaf_bytes)
     assert fabric_bytes[~leaf_up].sum() == pytest.approx(fp.cross_leaf_bytes)
     assert np.all(fp.nbytes > 0) and fp.gpus == n
+
+
+def test_bytes_for_a_communication_share() -> None:
+    """Ring on the worked example: D⁰ = 2·15/16·S / 12.5 GB/s + 30 α; 60 ms + 30 α needs 400 MB."""
+    topo = two_by_two()
+    place = whole_hosts([0, 1, 2, 3], 4)
+    s = bytes_for_comm_time(CommSpec("ring"), place, topo, Routing("spray"), 0.060 + 30e-5, 1e-5)
+    assert s == pytest.approx(400 * MB)
+    hd = bytes_for_comm_time(CommSpec("hd"), place, topo, Routing("spray"), 0.0528, 0.0)
+    assert hd == pytest.approx(400 * MB)
+    with pytest.raises(InputError, match=r"no gradient size gives 0\.0001 s"):
+        bytes_for_comm_time(CommSpec("ring"), place, topo, Routing(), 1e-4, 1e-5)
+    with pytest.raises(InputError, match="no gradient size"):
+        bytes_for_comm_time(CommSpec("ring"), ((0, (1,)),), topo, Routing(), 1.0, 1e-5)
+    with pytest.raises(InputError, match="'ina'"):
+        bytes_for_comm_time(CommSpec("ina"), place, topo, Routing(), 1.0, 1e-5)

@@ -9,7 +9,7 @@ Typical use (what the replay engine does on every start, move or route change)::
 """
 
 from schedlab.network.collectives import COLLECTIVES, GRADIENT_BYTES, CommSpec, gradient_bytes
-from schedlab.network.footprint import Footprint, footprint
+from schedlab.network.footprint import Footprint, bytes_for_comm_time, footprint
 from schedlab.network.generators import GENERATORS, parse_topology
 from schedlab.network.routing import Routing
 from schedlab.network.sharing import (
@@ -33,6 +33,7 @@ __all__ = [
     "Routing",
     "SharingSolver",
     "Topology",
+    "bytes_for_comm_time",
     "check_cluster",
     "cluster_for",
     "footprint",

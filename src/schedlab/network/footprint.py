@@ -8,7 +8,7 @@ depends on other jobs.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -190,3 +190,32 @@ def footprint(
         leaves=len(np.unique(topo.host_leaf[host])) if n else 0,
         gpus=n,
     )
+
+
+def bytes_for_comm_time(
+    spec: CommSpec,
+    placement: Allocation,
+    topo: Topology,
+    routing: Routing,
+    target: float,
+    alpha: float,
+    job: int = 0,
+) -> float:
+    """Gradient bytes S that make D⁰ on ``placement`` equal ``target`` seconds.
+
+    For calibrating from a communication share s (RapidNetSim's ``gradient=share``): with a
+    reference iteration time T^ref, C = (1 − s)·T^ref and S = this(target = s·T^ref). D⁰ is
+    linear in S apart from α per step, so one footprint of one byte suffices. ``ina`` is not
+    linear (its aggregation points depend on S) and is refused.
+    """
+    if spec.collective == "ina":
+        raise InputError("cannot calibrate the bytes of an 'ina' job from a time")
+    unit = footprint(replace(spec, gradient_bytes=1.0), placement, topo, routing, job)
+    per_byte = unit.comm_time(0.0)
+    latency = alpha * unit.steps
+    if per_byte <= 0 or target <= latency:
+        raise InputError(
+            f"no gradient size gives {target:g} s of communication on this placement "
+            f"({unit.gpus} GPUs, latency alone {latency:g} s)"
+        )
+    return (target - latency) / per_byte
