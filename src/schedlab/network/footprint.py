@@ -1,0 +1,221 @@
+"""A job's per-link bytes per iteration, phase by phase: computed once per (re)start or re-route.
+
+``footprint(spec, placement, topology, routing, job)`` turns the collective's rank-level transfers
+into flow aggregates (phase, src host, NIC, dst host, NIC), routes each aggregate once and sums
+bytes per (phase, link). The result is what the sharing solver and the metrics read; nothing here
+depends on other jobs.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+import numpy as np
+
+from schedlab.errors import InputError
+from schedlab.model.snapshot import Allocation
+from schedlab.network.collectives import CommSpec, Transfers, transfers
+from schedlab.network.routing import Routing
+from schedlab.network.topology import Topology
+
+
+@dataclass(frozen=True)
+class Footprint:
+    """Bytes b_{t,l} of one job per iteration: phase t's entries are ``[phase_ptr[t],
+    phase_ptr[t+1])`` of ``links``/``nbytes``/``seconds`` (seconds = bytes / capacity)."""
+
+    collective: str
+    phase_ptr: np.ndarray
+    links: np.ndarray
+    nbytes: np.ndarray
+    seconds: np.ndarray
+    steps: int
+    cross_host_bytes: float
+    cross_leaf_bytes: float
+    hosts: int
+    leaves: int
+    gpus: int
+
+    @property
+    def num_phases(self) -> int:
+        return len(self.phase_ptr) - 1
+
+    def phase_times(self) -> np.ndarray:
+        """τ_t = max_l b_{t,l}/c_l of every phase, alone on the network."""
+        if not len(self.links):
+            return np.zeros(self.num_phases)
+        out = np.maximum.reduceat(self.seconds, self.phase_ptr[:-1])
+        out[np.diff(self.phase_ptr) == 0] = 0.0
+        return out
+
+    def comm_time(self, alpha: float) -> float:
+        """D⁰ = Σ_t τ_t + α·steps: the collective's time alone on the network."""
+        return float(self.phase_times().sum()) + alpha * self.steps
+
+    def link_totals(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(links, bytes, seconds) summed over phases, links ascending."""
+        links, inv = np.unique(self.links, return_inverse=True)
+        return (
+            links,
+            np.bincount(inv, self.nbytes, len(links)),
+            np.bincount(inv, self.seconds, len(links)),
+        )
+
+
+def ranks_of(placement: Allocation, topo: Topology) -> tuple[np.ndarray, np.ndarray]:
+    """(host, GPU slot) of every rank, in allocation order; InputError for a GPU the topology
+    lacks."""
+    hosts, gpus = [], []
+    for node, slots in placement:
+        if not 0 <= node < topo.num_hosts:
+            raise InputError(f"placement names host {node}; the topology has {topo.num_hosts}")
+        for g in slots:
+            if not 0 <= g < topo.host_gpus[node]:
+                raise InputError(
+                    f"placement names GPU {g} of host {node}, which has {topo.host_gpus[node]}"
+                )
+            hosts.append(node)
+            gpus.append(g)
+    return np.asarray(hosts, dtype=np.int64), np.asarray(gpus, dtype=np.int64)
+
+
+def channels_of(hosts: np.ndarray, topo: Topology) -> int:
+    """Parallel rings: one per NIC, as many as the job's poorest host has."""
+    return int(topo.host_nics[np.unique(hosts)].min()) if len(hosts) else 1
+
+
+class _Entries:
+    """(phase, link, bytes) triples, summed at the end."""
+
+    def __init__(self) -> None:
+        self.phase: list[np.ndarray] = []
+        self.link: list[np.ndarray] = []
+        self.nbytes: list[np.ndarray] = []
+
+    def add(self, phase: np.ndarray | int, link: np.ndarray | int, nbytes: np.ndarray | float):
+        link = np.atleast_1d(np.asarray(link, dtype=np.int64))
+        self.phase.append(np.broadcast_to(np.asarray(phase, dtype=np.int64), link.shape))
+        self.link.append(link)
+        self.nbytes.append(np.broadcast_to(np.asarray(nbytes, dtype=np.float64), link.shape))
+
+    def freeze(self, num_phases: int, topo: Topology) -> tuple[np.ndarray, ...]:
+        if not self.link:
+            empty = np.zeros(0, np.int64)
+            return np.zeros(num_phases + 1, np.int64), empty, np.zeros(0), np.zeros(0)
+        phase = np.concatenate(self.phase)
+        link = np.concatenate(self.link)
+        nbytes = np.concatenate(self.nbytes)
+        key = phase * topo.num_links + link
+        uniq, inv = np.unique(key, return_inverse=True)
+        total = np.bincount(inv, nbytes, len(uniq))
+        keep = total > 0
+        uniq, total = uniq[keep], total[keep]
+        ph, ln = uniq // topo.num_links, uniq % topo.num_links
+        ptr = np.searchsorted(ph, np.arange(num_phases + 1)).astype(np.int64)
+        return ptr, ln.astype(np.int64), total, total / topo.link_bytes_per_s[ln]
+
+
+def _route_transfers(
+    tr: Transfers,
+    host: np.ndarray,
+    gpu: np.ndarray,
+    topo: Topology,
+    routing: Routing,
+    job: int,
+    entries: _Entries,
+) -> tuple[float, float]:
+    """Add every transfer's links to ``entries``; returns (cross-host, cross-leaf) bytes."""
+    sh, dh = host[tr.src], host[tr.dst]
+    sg, dg = gpu[tr.src], gpu[tr.dst]
+    local = sh == dh
+    if local.any():
+        entries.add(tr.phase[local], topo.intra_base[sh[local]] + sg[local], tr.nbytes[local])
+    far = ~local
+    if not far.any():
+        return 0.0, 0.0
+    ph, sh, dh, sg, dg = tr.phase[far], sh[far], dh[far], sg[far], dg[far]
+    nbytes, chan = tr.nbytes[far], tr.channel[far]
+    ring = chan >= 0
+    snic = np.where(ring, chan % topo.host_nics[sh], sg * topo.host_nics[sh] // topo.host_gpus[sh])
+    dnic = np.where(ring, chan % topo.host_nics[dh], dg * topo.host_nics[dh] // topo.host_gpus[dh])
+    entries.add(ph, topo.nic_base[sh] + snic, nbytes)
+    entries.add(ph, topo.num_nics + topo.nic_base[dh] + dnic, nbytes)
+    leaf = topo.host_leaf
+    cross_leaf = leaf[sh] != leaf[dh]
+    if cross_leaf.any():
+        # Aggregate by (phase, src, NIC, dst, NIC) before routing: one route per aggregate.
+        idx = np.flatnonzero(cross_leaf)
+        keys = np.stack([ph[idx], sh[idx], snic[idx], dh[idx], dnic[idx]], axis=1)
+        uniq, inv = np.unique(keys, axis=0, return_inverse=True)
+        agg = np.bincount(inv.ravel(), nbytes[idx], len(uniq))
+        for (p, s, sn, d, _dn), b in zip(uniq.tolist(), agg.tolist(), strict=True):
+            for link, share in routing.fabric_shares(topo, job, s, d, sn):
+                entries.add(p, link, b * share)
+    return float(nbytes.sum()), float(nbytes[cross_leaf].sum())
+
+
+def footprint(
+    spec: CommSpec,
+    placement: Allocation,
+    topo: Topology,
+    routing: Routing,
+    job: int = 0,
+    ina_background: np.ndarray | None = None,
+) -> Footprint:
+    """The per-phase, per-link bytes of ``spec``'s collective on ``placement``.
+
+    ``job`` is the job's index (ECMP hashes it). For the ``ina`` collective, aggregation points
+    are chosen as in :mod:`schedlab.network.ina`, against ``ina_background`` link duties.
+    """
+    host, gpu = ranks_of(placement, topo)
+    n = len(host)
+    entries = _Entries()
+    if spec.collective == "ina" and n > 1 and spec.gradient_bytes > 0:
+        from schedlab.network.ina import ina_footprint
+
+        return ina_footprint(spec, host, gpu, topo, routing, job, ina_background)
+    tr = transfers(spec, n, channels_of(host, topo))
+    cross_host, cross_leaf = _route_transfers(tr, host, gpu, topo, routing, job, entries)
+    ptr, links, nbytes, seconds = entries.freeze(tr.num_phases, topo)
+    return Footprint(
+        collective=spec.collective,
+        phase_ptr=ptr,
+        links=links,
+        nbytes=nbytes,
+        seconds=seconds,
+        steps=tr.steps,
+        cross_host_bytes=cross_host,
+        cross_leaf_bytes=cross_leaf,
+        hosts=len(np.unique(host)),
+        leaves=len(np.unique(topo.host_leaf[host])) if n else 0,
+        gpus=n,
+    )
+
+
+def bytes_for_comm_time(
+    spec: CommSpec,
+    placement: Allocation,
+    topo: Topology,
+    routing: Routing,
+    target: float,
+    alpha: float,
+    job: int = 0,
+) -> float:
+    """Gradient bytes S that make D⁰ on ``placement`` equal ``target`` seconds.
+
+    For calibrating from a communication share s (RapidNetSim's ``gradient=share``): with a
+    reference iteration time T^ref, C = (1 − s)·T^ref and S = this(target = s·T^ref). D⁰ is
+    linear in S apart from α per step, so one footprint of one byte suffices. ``ina`` is not
+    linear (its aggregation points depend on S) and is refused.
+    """
+    if spec.collective == "ina":
+        raise InputError("cannot calibrate the bytes of an 'ina' job from a time")
+    unit = footprint(replace(spec, gradient_bytes=1.0), placement, topo, routing, job)
+    per_byte = unit.comm_time(0.0)
+    latency = alpha * unit.steps
+    if per_byte <= 0 or target <= latency:
+        raise InputError(
+            f"no gradient size gives {target:g} s of communication on this placement "
+            f"({unit.gpus} GPUs, latency alone {latency:g} s)"
+        )
+    return (target - latency) / per_byte

@@ -1,0 +1,150 @@
+"""Topology TOML files: either a generator with parameters, or explicit hosts, switches and links.
+
+Generator form::
+
+    generator = "leafspine"
+    [params]
+    leaves = 2
+    spines = 2
+    hosts_per_leaf = 2
+    g = 4
+    m = 1
+    nic_gbps = 100
+
+Explicit form (links are bidirectional; ``count`` parallel links)::
+
+    intra_gbps = 1000          # optional
+    model = "A100"             # optional GPU model of the hosts
+    [[switches]]
+    name = "L0"
+    tier = "leaf"              # leaf | spine | core
+    ina_gbps = 0               # optional
+    [[hosts]]
+    leaf = "L0"
+    count = 2
+    gpus = 4
+    nics = 1
+    nic_gbps = 100
+    [[links]]
+    a = "L0"
+    b = "S0"
+    gbps = 100
+    count = 1                  # optional
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from schedlab.errors import InputError
+from schedlab.model.gpu_models import is_known_model
+from schedlab.network.generators import load_toml_table, make_topology
+from schedlab.network.topology import CORE, DEFAULT_INTRA_GBPS, LEAF, SPINE, Topology
+
+_LEVELS = {"leaf": LEAF, "spine": SPINE, "core": CORE}
+
+
+def _number(table: dict[str, Any], key: str, where: str, default: float | None = None) -> float:
+    value = table.get(key, default)
+    if value is None:
+        raise InputError(f"missing field '{key}' in {where}")
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
+        raise InputError(f"bad value in {where}: field '{key}', value {value!r}")
+    return float(value)
+
+
+def _count(table: dict[str, Any], key: str, where: str, default: int | None = None) -> int:
+    value = _number(table, key, where, default)
+    if value < 1 or value != int(value):
+        raise InputError(f"bad value in {where}: field '{key}', value {table.get(key)!r}")
+    return int(value)
+
+
+def read_topology_toml(path: Path) -> Topology:
+    """Read a topology TOML file (see the module docstring)."""
+    doc = load_toml_table(path)
+    where = str(path)
+    if "generator" in doc:
+        params = doc.get("params", {})
+        if not isinstance(params, dict):
+            raise InputError(f"field 'params' must be a table in {where}")
+        topo = make_topology(str(doc["generator"]), params, where)
+        object.__setattr__(topo, "source", where)
+        return topo
+    model = str(doc.get("model", "GPU"))
+    if not is_known_model(model):
+        raise InputError(f"unknown GPU model in {where}: field 'model', value {model!r}")
+    switches = doc.get("switches", [])
+    names: list[str] = []
+    levels: list[int] = []
+    ina: list[float] = []
+    index: dict[str, int] = {}
+    for i, sw in enumerate(switches):
+        w = f"{where} [[switches]] #{i + 1}"
+        name = str(sw.get("name", ""))
+        if not name or name in index:
+            raise InputError(
+                f"missing or repeated switch name in {w}: field 'name', value {name!r}"
+            )
+        tier = str(sw.get("tier", ""))
+        if tier not in _LEVELS:
+            raise InputError(f"bad value in {w}: field 'tier', value {tier!r} (leaf|spine|core)")
+        index[name] = len(names)
+        names.append(name)
+        levels.append(_LEVELS[tier])
+        ina.append(_number(sw, "ina_gbps", w, 0.0))
+
+    def switch(table: dict[str, Any], key: str, w: str) -> int:
+        name = str(table.get(key, ""))
+        if name not in index:
+            raise InputError(f"unknown switch in {w}: field '{key}', value {name!r}")
+        return index[name]
+
+    gpus: list[int] = []
+    nics: list[int] = []
+    rate: list[float] = []
+    leaf: list[int] = []
+    for i, h in enumerate(doc.get("hosts", [])):
+        w = f"{where} [[hosts]] #{i + 1}"
+        s = switch(h, "leaf", w)
+        if levels[s] != LEAF:
+            raise InputError(f"hosts must hang off a leaf in {w}: field 'leaf', value {names[s]!r}")
+        n = _count(h, "count", w, 1)
+        gpus += [_count(h, "gpus", w)] * n
+        nics += [_count(h, "nics", w, 1)] * n
+        rate += [_number(h, "nic_gbps", w)] * n
+        leaf += [s] * n
+    if not gpus:
+        raise InputError(f"no hosts in {where}: add [[hosts]] tables or a 'generator'")
+    src: list[int] = []
+    dst: list[int] = []
+    cap: list[float] = []
+    for i, ln in enumerate(doc.get("links", [])):
+        w = f"{where} [[links]] #{i + 1}"
+        a, b = switch(ln, "a", w), switch(ln, "b", w)
+        gbps = _number(ln, "gbps", w)
+        if gbps <= 0:
+            raise InputError(f"bad value in {w}: field 'gbps', value {ln.get('gbps')!r}")
+        for _ in range(_count(ln, "count", w, 1)):
+            src += [a, b]
+            dst += [b, a]
+            cap += [gbps, gbps]
+    return Topology(
+        name=path.stem,
+        host_gpus=np.asarray(gpus, dtype=np.int64),
+        host_nics=np.asarray(nics, dtype=np.int64),
+        host_nic_gbps=np.asarray(rate, dtype=np.float64),
+        host_leaf=np.asarray(leaf, dtype=np.int64),
+        switch_names=tuple(names),
+        switch_level=np.asarray(levels, dtype=np.int64),
+        fabric_src=np.asarray(src, dtype=np.int64),
+        fabric_dst=np.asarray(dst, dtype=np.int64),
+        fabric_gbps=np.asarray(cap, dtype=np.float64),
+        intra_gbps=_number(doc, "intra_gbps", where, DEFAULT_INTRA_GBPS),
+        ina_gbps=np.asarray(ina, dtype=np.float64),
+        gpu_model=model,
+        source=where,
+    )
