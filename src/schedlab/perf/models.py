@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 from abc import ABC, abstractmethod
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -48,6 +48,20 @@ class PerfModel(ABC):
                 best, best_rate = n, r
             n *= 2
         return best
+
+
+def allocation_rate(
+    perf: PerfModel, jobs: JobTable, job: int, size: int, gpu_models: Iterable[int]
+) -> float:
+    """Work units per second of ``job`` on ``size`` GPUs spread over ``gpu_models``.
+
+    A gang spanning GPU models runs at the pace of its slowest GPUs (every worker waits for the
+    slowest at each step). The engine charges progress at this rate, and policies that predict
+    when a job ends (backfill reservations) must use the same one, or their plans drift from what
+    happens.
+    """
+    models = set(gpu_models)
+    return min(perf.rate(jobs, job, size, m) for m in models) if models else 0.0
 
 
 def _speed_of(speed: Mapping[int, float], gpu_model: int) -> float:

@@ -27,6 +27,7 @@ from schedlab.model.snapshot import (
     Start,
     allocation_size,
 )
+from schedlab.perf.models import allocation_rate
 from schedlab.policies.ordering.base import Ordering
 from schedlab.policies.scheduler import (
     ReplayContext,
@@ -104,6 +105,14 @@ class QueueScheduler(SchedulingPolicy):
             int(j.gpu_model_mask[job]),
             state,
         )
+
+    def _end_on(self, snap: Snapshot, job: int, allocation: Allocation) -> float:
+        """When ``job`` would finish if started now on ``allocation``: its work left at the rate
+        of the GPUs actually given (a slower model stretches it), as the engine will charge it."""
+        models = (int(self.ctx.cluster.model[node]) for node, _ in allocation)
+        rate = allocation_rate(self.ctx.perf, self.jobs, job, allocation_size(allocation), models)
+        left = float(snap.remaining_work(np.asarray([job]))[0])
+        return snap.now + left / rate if rate > 0 else np.inf
 
     def _ranked(self, snap: Snapshot, idx: np.ndarray) -> np.ndarray:
         keys = self.ordering.keys(snap, idx)
@@ -195,8 +204,7 @@ class QueueScheduler(SchedulingPolicy):
                     )
                 decisions.append(Start(job, alloc))
                 free -= n
-                est = snap.now + float(snap.total_seconds(np.asarray([job]))[0])
-                started.append((est, job, alloc))
+                started.append((self._end_on(snap, job, alloc), job, alloc))
                 continue
             if self.backfill:
                 decisions += self._backfill(
@@ -231,14 +239,14 @@ class QueueScheduler(SchedulingPolicy):
         free: int,
         scratch: ClusterState,
         started: list[tuple[float, int, Allocation]],
-    ) -> tuple[float, int]:
-        """When the blocked ``head`` could start, and how many GPUs beyond its need are free then.
+    ) -> tuple[float, ClusterState | None]:
+        """When the blocked ``head`` could start, and the cluster as it will find it then.
 
         Running jobs are released in order of their estimated end on a copy of the cluster
         state, and the head is placed after each release once enough GPUs are free in number:
         the first time it fits is its reservation. Counting GPUs alone would reserve "now" for a
         head that is blocked by where the free GPUs are (fragmentation, GPU models), and then
-        nothing could backfill.
+        nothing could backfill. The state is None when the head never fits (reservation inf).
         """
         need = int(self.num_gpus[head])
         running = snap.running()
@@ -254,8 +262,8 @@ class QueueScheduler(SchedulingPolicy):
             give_back(future, alloc, int(self.jobs.cpu_milli[job]), int(self.jobs.memory_mib[job]))
             avail += allocation_size(alloc)
             if avail >= need and self._place(head, future) is not None:
-                return end, avail - need
-        return np.inf, free  # the head cannot run on this cluster as it stands
+                return end, future
+        return np.inf, None  # the head cannot run on this cluster as it stands
 
     def _backfill(
         self,
@@ -267,8 +275,15 @@ class QueueScheduler(SchedulingPolicy):
         started: list[tuple[float, int, Allocation]],
     ) -> list[Decision]:
         """EASY backfill behind a blocked ``head``: later jobs start now if they fit and either
-        finish before the head's reservation or use GPUs the head will not need then."""
-        shadow, extra = self._reservation(snap, head, free, scratch, started)
+        finish before the head's reservation or leave the head room to start at it.
+
+        A candidate's end is judged on the allocation it would get, at the speed of those GPUs:
+        a job that is short on the reference GPU may run much longer on slower ones, and would
+        then hold the head past its reservation. One still running at the reservation is kept
+        only if the head can still be placed on the cluster as it will be then, with the
+        candidate's GPUs taken (GPU counts alone miss where the head must go: models, nodes).
+        """
+        shadow, future = self._reservation(snap, head, free, scratch, started)
         out: list[Decision] = []
         for job in rest:
             if free == 0:
@@ -276,17 +291,18 @@ class QueueScheduler(SchedulingPolicy):
             n = int(self.num_gpus[job])
             if n > free:
                 continue
-            finishes_in_time = snap.now + float(snap.total_seconds(np.asarray([job]))[0]) <= shadow
-            if not finishes_in_time and n > extra:
-                continue
             alloc = self._place(job, scratch)
             if alloc is None:
                 continue
-            take(scratch, alloc, int(self.jobs.cpu_milli[job]), int(self.jobs.memory_mib[job]))
+            cpu, mem = int(self.jobs.cpu_milli[job]), int(self.jobs.memory_mib[job])
+            if future is not None and self._end_on(snap, job, alloc) > shadow:
+                take(future, alloc, cpu, mem)
+                if self._place(head, future) is None:
+                    give_back(future, alloc, cpu, mem)
+                    continue
+            take(scratch, alloc, cpu, mem)
             out.append(Start(job, alloc))
             free -= n
-            if not finishes_in_time:
-                extra -= n
         return out
 
     def _plan(
