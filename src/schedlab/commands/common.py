@@ -43,6 +43,18 @@ def check_inflate(value: float) -> float:
     return value
 
 
+#: Shortest ``--slot``: a round below a millisecond is finer than any scheduler decides, and a
+#: blocked queue would wake the replay once per round, billions of times.
+MIN_SLOT = 0.001
+
+
+def check_seconds(option: str, value: float, minimum: float = 0.0) -> float:
+    """A time option: finite (``inf`` would never come round) and at least ``minimum``."""
+    if not (math.isfinite(value) and value >= minimum):
+        raise InputError(f"'{option}' must be ≥ {minimum:g} seconds and finite (got {value})")
+    return value
+
+
 def check_out_dir(path: Path) -> Path:
     if path.exists() and not path.is_dir():
         raise InputError(f"'--out' must be a folder, but {str(path)!r} is a file")

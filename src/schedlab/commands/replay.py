@@ -5,9 +5,9 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from schedlab.commands.common import check_out_dir, console, stdout
+from schedlab.commands.common import MIN_SLOT, check_out_dir, check_seconds, console, stdout
 from schedlab.errors import InputError
-from schedlab.experiments.replay_run import ReplaySpec, run_replay, write_run
+from schedlab.experiments.replay_run import FALLBACKS, ReplaySpec, run_replay, write_run
 from schedlab.perf.models import parse_speed_factors
 from schedlab.policies.registry import ordering_names, placement_names
 
@@ -62,6 +62,14 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         "size), or 'builtin' for schedlab's own scaling model",
     )
     p.add_argument(
+        "--throughputs-fallback",
+        choices=FALLBACKS,
+        default=None,
+        help="run jobs the throughput tables do not cover (unknown model, missing batch size, "
+        "blank cell) on linear scaling of their trace duration, with a warning, instead of "
+        "refusing the run",
+    )
+    p.add_argument(
         "--speed", default="", help="GPU speed factors vs the reference, e.g. V100=1,T4=0.4"
     )
     p.add_argument(
@@ -98,11 +106,13 @@ def parse_params(items: list[str]) -> dict[str, str]:
 
 def spec_from_args(args: argparse.Namespace) -> ReplaySpec:
     for name in ("restart_overhead", "resize_overhead"):
-        value = getattr(args, name)
-        if not value >= 0:
-            raise InputError(f"'--{name.replace('_', '-')}' must be ≥ 0 (got {value})")
+        check_seconds(f"--{name.replace('_', '-')}", getattr(args, name))
+    if args.slot is not None:
+        check_seconds("--slot", args.slot, MIN_SLOT)
     if args.seed < 0:
         raise InputError(f"'--seed' must be ≥ 0 (got {args.seed})")
+    if args.throughputs_fallback is not None and not args.throughputs:
+        raise InputError("'--throughputs-fallback' needs '--throughputs'")
     return ReplaySpec(
         cluster=args.cluster,
         trace=args.trace,
@@ -117,6 +127,7 @@ def spec_from_args(args: argparse.Namespace) -> ReplaySpec:
         restart_overhead=args.restart_overhead,
         resize_overhead=args.resize_overhead,
         slot=args.slot,
+        throughputs_fallback=args.throughputs_fallback,
     )
 
 

@@ -13,6 +13,7 @@ from pathlib import Path
 from schedlab.commands.common import (
     check_inflate,
     check_out_dir,
+    check_seconds,
     check_workers,
     console,
     parse_seeds,
@@ -148,8 +149,7 @@ def _run_replay(args: argparse.Namespace) -> int:
     seeds = parse_seeds("0" if args.seeds is None else args.seeds)
     workers = check_workers(args.workers)
     out = check_out_dir(args.out)
-    if not args.restart_overhead >= 0:
-        raise InputError(f"'--restart-overhead' must be ≥ 0 (got {args.restart_overhead})")
+    check_seconds("--restart-overhead", args.restart_overhead)
     orders = [split_backfill(n) for n in dict.fromkeys(args.policies or DEFAULT_REPLAY_POLICIES)]
     for name, _ in orders:
         make_ordering(name)

@@ -168,4 +168,6 @@ def read_cluster_toml(path: Path) -> Cluster:
                 "prefix": str(entry.get("name_prefix", f"{model_name.lower()}-")),
             }
         )
+    if not any(g["gpus"] for g in groups):
+        raise InputError("no node has a GPU (every [[nodes]] table has gpus = 0)", path=str(path))
     return _groups_to_cluster(groups, rack_size, str(path))

@@ -54,6 +54,7 @@ def read_text_table(
     if header is None:
         raise InputError("file is empty (expected a header row)", path=str(path))
     header = [c.strip() for c in header]
+    check_unique_header(header, path)
     missing = [c for c in required if c not in header]
     if missing:
         raise InputError(
@@ -78,6 +79,23 @@ def read_text_table(
     )
     frame.attrs[LINE_ATTR] = np.asarray(lines, dtype=np.int64)
     return frame
+
+
+def check_unique_header(header: Sequence[str], path: str | Path) -> None:
+    """A column named twice is refused: which of the two a reader took would be a silent guess
+    (and a merge of two exports, the usual cause, rarely agrees on both)."""
+    seen: dict[str, int] = {}
+    for k, name in enumerate(header, start=1):
+        if not name:
+            continue
+        if name in seen:
+            raise InputError(
+                f"column {name!r} appears twice in the header (fields {seen[name]} and {k})",
+                path=str(path),
+                row=1,
+                column=name,
+            )
+        seen[name] = k
 
 
 def fail_at_first(
