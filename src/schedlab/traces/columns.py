@@ -26,12 +26,17 @@ def line_of(frame: pd.DataFrame, index: int) -> int:
 
 
 def read_text_table(
-    path: str | Path, required: list[str], optional: Sequence[str] = ()
+    path: str | Path,
+    required: list[str],
+    optional: Sequence[str] = (),
+    *,
+    allow_empty: bool = False,
 ) -> pd.DataFrame:
     """Read a CSV file with every cell as text; check that the required columns are present.
 
     Each data row remembers the line it came from (``frame.attrs["source_lines"]``), so errors
-    point at the right line even when the file has blank lines.
+    point at the right line even when the file has blank lines. A header without data rows is an
+    error unless ``allow_empty`` (a result file of a run with nothing in it).
     """
     path = Path(path)
     if not path.is_file():
@@ -63,7 +68,7 @@ def read_text_table(
             path=str(path),
             row=1,
         )
-    if not rows:
+    if not rows and not allow_empty:
         raise InputError("file has a header but no data rows", path=str(path))
     for row, line in zip(rows, lines, strict=True):
         if len(row) != len(header):
