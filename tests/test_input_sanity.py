@@ -134,6 +134,28 @@ def test_cluster_file_whose_gpus_sum_to_zero(
     refused(replay_argv(tmp_path, trace, cluster=str(toml)), capsys, "no node has a GPU", str(toml))
 
 
+@pytest.mark.parametrize(
+    ("body", "needle"),
+    [
+        ("[[nodes]]\ncount = 1\ngpus = 8\ncpu_cores = inf\n", "'cpu_cores' in [[nodes]] #1"),
+        ("[[nodes]]\ncount = 1\ngpus = 8\nmemory_gib = nan\n", "'memory_gib' in [[nodes]] #1"),
+        ("[[nodes]]\ncount = 1\ngpus = 8\ncpu_cores = 1e-300\n", "must be a number in 0.001.."),
+        ("[[nodes]]\ncount = 1\ngpus = 1000000000\n", "'gpus' in [[nodes]] #1 must be"),
+        ("[[nodes]]\ncount = 2000000\ngpus = 8\n", "'count' in [[nodes]] #1 must be"),
+        ("nodes = [1, 2]\n", "[[nodes]] #1 must be a table (got 1)"),
+        ("nodes_per_rack = true\n[[nodes]]\ncount = 1\ngpus = 8\n", "'nodes_per_rack'"),
+        ("[[nodes]]\ncount = 1\ngpus = 8\nmodel = 3\n", "'model' in [[nodes]] #1 must be a"),
+        ("[[nodes]]\ncount = 1\ngpus = 8\n\udcff", "not a UTF-8 text file"),
+    ],
+)
+def test_cluster_file_values_out_of_range(
+    body: str, needle: str, trace: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    toml = tmp_path / "cluster.toml"
+    toml.write_bytes(body.encode("utf-8", "surrogateescape"))
+    refused(replay_argv(tmp_path, trace, cluster=str(toml)), capsys, needle, str(toml))
+
+
 # -- times in every job-trace reader ---------------------------------------------------------------
 #: Cells set beyond a century, by format: (line, column); date-time columns get a date.
 CENTURY_CELLS = {
@@ -317,3 +339,16 @@ def test_iterations_only_job_off_the_tables_cannot_fall_back(
     assert err[1].startswith("schedlab: error: job 'c' has no duration to replay")
     assert len(err) == 2
     assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("date", ["1677-09-21 00:12:43", "0001-01-01 00:00:00", "9999-12-31"])
+@pytest.mark.parametrize(("fmt", "column"), [("philly", "timestamp"), ("helios", "submit_time")])
+def test_dates_far_from_now_are_refused_not_crashed_on(
+    fmt: str, column: str, date: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Dates the parser takes (years 1..9999) but nanosecond arithmetic cannot hold: seconds
+    # since the epoch are still computed, and a trace spanning them is beyond a century.
+    path = tmp_path / f"{fmt}.csv"
+    path.write_text(with_cell(SAMPLES[fmt].text, 2, column, date))
+    argv = ["trace", "validate", str(path), "--trace-format", fmt]
+    refused(argv, capsys, BEYOND, f"column '{column}'")

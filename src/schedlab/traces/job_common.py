@@ -20,8 +20,6 @@ from schedlab.model.gpu_models import GPU_MODELS, is_known_model, parse_gpu_spec
 from schedlab.model.jobs import JobTable
 from schedlab.traces.columns import fail_at_first, line_of
 
-_EPOCH = pd.Timestamp(0, tz="UTC")
-
 #: More GPUs than any job in any public trace asks for: a larger count is a unit mix-up.
 MAX_GPUS_PER_JOB = 65_536
 
@@ -75,7 +73,11 @@ def datetime_seconds(
     text = frame[column].astype(str).str.strip()
     blank = (text == "").to_numpy()
     parsed = pd.to_datetime(text, format="ISO8601", errors="coerce", utc=True)
-    seconds = (parsed - _EPOCH).dt.total_seconds().to_numpy(dtype=np.float64, na_value=np.nan)
+    # Whole seconds since the epoch without subtracting a nanosecond timestamp, which overflows
+    # for dates the parser accepts (years 1 to 9999) outside 1677..2262.
+    whole = parsed.dt.tz_localize(None).to_numpy(dtype="datetime64[s]").astype(np.int64)
+    fraction = parsed.dt.microsecond.to_numpy(dtype=np.float64, na_value=0.0) / 1e6
+    seconds = np.where(parsed.isna().to_numpy(), np.nan, whole + fraction)
     bad = np.isnan(seconds) & ~(blank & allow_blank)
     fail_at_first(
         frame,
