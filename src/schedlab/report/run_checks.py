@@ -36,6 +36,7 @@ def check_jobs_csv(path: Path) -> pd.DataFrame:
     """Every row of ``jobs.csv`` whole and sane; returns it as text (one row a job)."""
     required = [c for c in JOB_COLUMNS if c != "deadline"]
     frame = read_text_table(path, required, ["deadline", *DERIVED], allow_empty=True)
+    values: dict[str, np.ndarray] = {}
     for column in frame.columns:
         if column in ("job_id", "user", "status"):
             continue
@@ -43,7 +44,7 @@ def check_jobs_csv(path: Path) -> pd.DataFrame:
             int_column(frame, column, path, low=0)
         else:
             blank_ok = column in BLANK_OK or column in DERIVED
-            float_column(frame, column, path, low=0.0, allow_blank=blank_ok)
+            values[column] = float_column(frame, column, path, low=0.0, allow_blank=blank_ok)
     status = frame["status"].str.strip()
     fail_at_first(
         frame,
@@ -52,9 +53,7 @@ def check_jobs_csv(path: Path) -> pd.DataFrame:
         "status",
         lambda i: f"unknown status {status.iat[i]!r} (allowed: {', '.join(STATUSES)})",
     )
-    submit = float_column(frame, "submit_time", path)
-    start = float_column(frame, "start_time", path, allow_blank=True)
-    end = float_column(frame, "end_time", path, allow_blank=True)
+    submit, start, end = values["submit_time"], values["start_time"], values["end_time"]
     fail_at_first(
         frame,
         (status == "completed").to_numpy() & np.isnan(end),

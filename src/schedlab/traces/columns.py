@@ -48,7 +48,7 @@ def read_text_table(
             rows: list[list[str]] = []
             lines: list[int] = []
             for row in reader:
-                if not row or all(not cell.strip() for cell in row):
+                if not "".join(row).strip():  # blank line, or only blank cells
                     continue
                 rows.append(row)
                 lines.append(reader.line_num)
