@@ -15,10 +15,12 @@ that times candidates on the reference GPU breaks the guarantee.
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from schedlab.engines.replay import ReplayConfig, ReplayEngine
+from schedlab.model.gpu_models import ANY_MODEL_MASK, model_index
 from schedlab.model.jobs import JobTable
 from schedlab.perf.models import TraceDuration
 from schedlab.policies.registry import make_scheduler
@@ -83,3 +85,25 @@ def test_the_reproduction_is_caught() -> None:
     reserved, starts = first_reservations(Case("1x4:V100+1x2:T4", jobs, 0.0, 0))
     assert reserved == {1: 100.0, 2: 120.0}
     assert starts == {0: 0.0, 1: 100.0, 2: 120.0}
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_backfill_keeps_the_node_the_head_is_reserved_on(seed: int) -> None:
+    # Two V100 nodes and a T4 node of 4 GPUs. b fills one V100 node and c (T4 only) half the
+    # T4 node for 1000 s; a holds half the other V100 node until 100. h (4 V100s) is the head,
+    # reserved at 100 on a's node; six GPUs are free in number then, two beyond its need. x (2
+    # GPUs, any model, 500 s) fits now on a's node or on the T4 node (a tie the seed breaks):
+    # counting GPUs would let it onto a's node and hold h until 502; it may only take the T4s
+    # (start at 2) or wait until h has started (100).
+    v100, t4 = 1 << model_index("V100"), 1 << model_index("T4")
+    jobs = JobTable.from_columns(
+        job_id=["b", "a", "c", "h", "x"],
+        submit_time=[0, 0, 0, 1, 2],
+        num_gpus=[4, 2, 2, 4, 2],
+        duration=[1000.0, 100.0, 1000.0, 50.0, 500.0],
+        gpu_model_mask=[v100, v100, t4, v100, ANY_MODEL_MASK],
+    )
+    reserved, starts = first_reservations(Case("2x4:V100+1x4:T4", jobs, 0.0, seed))
+    assert reserved[3] == 100.0
+    assert starts[3] == 100.0
+    assert starts[4] in (2.0, 100.0)

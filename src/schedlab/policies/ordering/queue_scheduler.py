@@ -87,6 +87,7 @@ class QueueScheduler(SchedulingPolicy):
         self.ordering.reset(len(ctx.jobs))
         self._capacity_by_mask: dict[int, int] = {}
         self._rejected: set[int] = set()
+        self._models: list[int] | None = None  # GPU models of the cluster, for _earliest_end
 
     def next_wakeup(self, snap: Snapshot) -> float:
         wake = self.ordering.next_wakeup(snap)
@@ -106,13 +107,27 @@ class QueueScheduler(SchedulingPolicy):
             state,
         )
 
+    def _earliest_end(self, snap: Snapshot, job: int) -> float:
+        """When pending ``job`` would finish if started now on the fastest GPUs of the cluster:
+        a bound that rules a backfill candidate out before it is placed."""
+        if self._models is None:
+            cluster = self.ctx.cluster
+            self._models = sorted(set(cluster.model[cluster.num_gpus > 0].tolist()))
+        n = int(self.num_gpus[job])
+        rate = max((self.ctx.perf.rate(self.jobs, job, n, m) for m in self._models), default=0.0)
+        return self._end_at(snap, job, rate)
+
     def _end_on(self, snap: Snapshot, job: int, allocation: Allocation) -> float:
-        """When ``job`` would finish if started now on ``allocation``: its work left at the rate
-        of the GPUs actually given (a slower model stretches it), as the engine will charge it."""
+        """When pending ``job`` would finish if started now on ``allocation``: its work at the
+        rate of the GPUs actually given (a slower model stretches it), as the engine charges it."""
         models = (int(self.ctx.cluster.model[node]) for node, _ in allocation)
         rate = allocation_rate(self.ctx.perf, self.jobs, job, allocation_size(allocation), models)
-        left = float(snap.remaining_work(np.asarray([job]))[0])
-        return snap.now + left / rate if rate > 0 else np.inf
+        return self._end_at(snap, job, rate)
+
+    @staticmethod
+    def _end_at(snap: Snapshot, job: int, rate: float) -> float:
+        # A pending job's work left is as banked: nothing progresses while it waits.
+        return snap.now + float(snap.runtime.remaining[job]) / rate if rate > 0 else np.inf
 
     def _ranked(self, snap: Snapshot, idx: np.ndarray) -> np.ndarray:
         keys = self.ordering.keys(snap, idx)
@@ -239,8 +254,9 @@ class QueueScheduler(SchedulingPolicy):
         free: int,
         scratch: ClusterState,
         started: list[tuple[float, int, Allocation]],
-    ) -> tuple[float, ClusterState | None]:
-        """When the blocked ``head`` could start, and the cluster as it will find it then.
+    ) -> tuple[float, ClusterState | None, int, set[int]]:
+        """When the blocked ``head`` could start, the cluster as it will find it then, how many
+        GPUs beyond its need are free then, and the nodes it would be placed on.
 
         Running jobs are released in order of their estimated end on a copy of the cluster
         state, and the head is placed after each release once enough GPUs are free in number:
@@ -261,9 +277,9 @@ class QueueScheduler(SchedulingPolicy):
         for end, job, alloc in ends:
             give_back(future, alloc, int(self.jobs.cpu_milli[job]), int(self.jobs.memory_mib[job]))
             avail += allocation_size(alloc)
-            if avail >= need and self._place(head, future) is not None:
-                return end, future
-        return np.inf, None  # the head cannot run on this cluster as it stands
+            if avail >= need and (at := self._place(head, future)) is not None:
+                return end, future, avail - need, {node for node, _ in at}
+        return np.inf, None, free, set()  # the head cannot run on this cluster as it stands
 
     def _backfill(
         self,
@@ -283,23 +299,29 @@ class QueueScheduler(SchedulingPolicy):
         only if the head can still be placed on the cluster as it will be then, with the
         candidate's GPUs taken (GPU counts alone miss where the head must go: models, nodes).
         """
-        shadow, future = self._reservation(snap, head, free, scratch, started)
+        shadow, future, extra, head_nodes = self._reservation(snap, head, free, scratch, started)
         out: list[Decision] = []
         for job in rest:
             if free == 0:
                 break
             n = int(self.num_gpus[job])
-            if n > free:
-                continue
+            if n > free or (n > extra and self._earliest_end(snap, job) > shadow):
+                continue  # no room now, or certain to hold GPUs the head needs at its time
             alloc = self._place(job, scratch)
             if alloc is None:
                 continue
             cpu, mem = int(self.jobs.cpu_milli[job]), int(self.jobs.memory_mib[job])
             if future is not None and self._end_on(snap, job, alloc) > shadow:
-                take(future, alloc, cpu, mem)
-                if self._place(head, future) is None:
-                    give_back(future, alloc, cpu, mem)
+                if n > extra:
                     continue
+                take(future, alloc, cpu, mem)
+                if any(node in head_nodes for node, _ in alloc):  # else the head's spot is kept
+                    again = self._place(head, future)
+                    if again is None:
+                        give_back(future, alloc, cpu, mem)
+                        continue
+                    head_nodes = {node for node, _ in again}
+                extra -= n
             take(scratch, alloc, cpu, mem)
             out.append(Start(job, alloc))
             free -= n
