@@ -90,6 +90,24 @@ def test_replay_options_that_make_no_sense(
     assert not (tmp_path / "out").exists()
 
 
+def test_speed_for_a_model_the_cluster_lacks_is_a_warning(
+    trace: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Harmless but most likely a slip (a typo'd cluster, a factor meant for another run): the
+    # run goes on and says so in one line; a factor the cluster uses says nothing.
+    argv = replay_argv(tmp_path, trace, "--speed", "T4=0.5,V100=1", cluster="1x4:V100+1x4:A100")
+    assert main(argv) == 0
+    err = capsys.readouterr().err.splitlines()
+    warnings = [line for line in err if line.startswith("schedlab: warning: ")]
+    assert warnings == [
+        "schedlab: warning: '--speed' names T4, which the cluster '1x4:V100+1x4:A100' has none of"
+    ]
+    assert (tmp_path / "out" / "summary.json").is_file()
+    argv = replay_argv(tmp_path / "again", trace, "--speed", "A100=2", cluster="1x4:V100+1x4:A100")
+    assert main(argv) == 0
+    assert "warning" not in capsys.readouterr().err
+
+
 def test_sweep_restart_overhead_must_be_finite(
     trace: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

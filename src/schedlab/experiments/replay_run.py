@@ -16,6 +16,7 @@ from schedlab.engines.replay import ReplayConfig, ReplayEngine, ReplayRecord
 from schedlab.errors import InputError
 from schedlab.metrics.replay_metrics import job_metrics, json_ready, summarize
 from schedlab.model.cluster import Cluster
+from schedlab.model.gpu_models import GPU_MODELS
 from schedlab.model.jobs import JobTable
 from schedlab.model.snapshot import DONE, REJECTED
 from schedlab.perf.models import (
@@ -122,6 +123,19 @@ def check_runnable(jobs: JobTable, perf: PerfModel, source: str) -> None:
         raise InputError(f"job {jobs.job_id[i]!r} has no duration to replay{hint}", path=source)
 
 
+def check_speed_models(
+    spec: ReplaySpec, cluster: Cluster, notify: Callable[[str], None] = warn
+) -> None:
+    """A speed factor for a GPU model the cluster does not have changes nothing: most likely a
+    typo or the wrong cluster, so say so (the run itself is still what was asked)."""
+    present = set(cluster.model[cluster.num_gpus > 0].tolist())
+    unused = [GPU_MODELS[m] for m in spec.speed if m not in present]
+    if unused:
+        notify(
+            f"'--speed' names {', '.join(unused)}, which the cluster {spec.cluster!r} has none of"
+        )
+
+
 def run_replay(
     spec: ReplaySpec, cluster: Cluster | None = None, jobs: JobTable | None = None
 ) -> ReplayRecord:
@@ -130,6 +144,7 @@ def run_replay(
     if jobs is None:
         jobs = read_jobs(spec.trace, spec.trace_format).jobs
     perf = load_perf(spec)
+    check_speed_models(spec, cluster)
     check_table_coverage(jobs, perf, spec)
     check_runnable(jobs, perf, spec.trace)
     policy, placement = make_scheduler(
