@@ -11,6 +11,7 @@ spliced, lines doubled). Sane means: no negative or non-finite times, GPU counts
 
 from __future__ import annotations
 
+import math
 import tempfile
 from pathlib import Path
 
@@ -21,6 +22,7 @@ from hypothesis import strategies as st
 from schedlab.errors import InputError
 from schedlab.model.cluster import Cluster
 from schedlab.model.pods import PodTable
+from schedlab.perf.models import read_throughput_files
 from schedlab.traces.cluster_spec import parse_cluster_spec, parse_compact
 from schedlab.traces.job_common import MAX_SECONDS, ReadResult
 from trace_samples import SAMPLES
@@ -275,3 +277,36 @@ def test_cluster_toml_files(text: str) -> None:
 @given(st.binary(max_size=200))
 def test_random_bytes_as_a_cluster_file(data: bytes) -> None:
     read_toml(data)
+
+
+# -- throughput tables -----------------------------------------------------------------------------
+TABLE_SAMPLE = "global_batch_size,1,2,4,8\n64,10.5,18,30,\n128,6,12,nan,0\n"
+TABLE_CELLS = ("", "0", "-1", "1", "3.5", "nan", "inf", "1e400", "x", "01", "٣", "64", "1e3", "-0")
+
+
+@st.composite
+def table_text(draw: st.DrawFn) -> str:
+    rows = [line.split(",") for line in TABLE_SAMPLE.splitlines()]
+    for _ in range(draw(st.integers(1, 4))):
+        r = draw(st.integers(0, len(rows) - 1))
+        rows[r][draw(st.integers(0, len(rows[r]) - 1))] = draw(st.sampled_from(TABLE_CELLS))
+    text = "\n".join(",".join(row) for row in rows) + "\n"
+    if draw(st.integers(0, 3)) == 0:
+        at = draw(st.integers(0, len(text)))
+        text = text[:at] + draw(st.text(max_size=4)) + text[at:]
+    return text
+
+
+@FUZZ
+@given(st.one_of(table_text().map(str.encode), st.binary(max_size=120)))
+def test_throughput_tables(data: bytes) -> None:
+    with tempfile.TemporaryDirectory() as folder:
+        (Path(folder) / "bert.csv").write_bytes(data)
+        try:
+            table, measured = read_throughput_files(folder)
+        except InputError:
+            return
+    for (model, batch), curve in table.items():
+        assert model == "bert" and isinstance(batch, int)
+        assert all(n > 0 and n in measured["bert"] for n in curve)
+        assert all(math.isfinite(v) and v > 0 for v in curve.values())

@@ -267,14 +267,33 @@ def test_node_and_pod_lists_with_a_column_twice(
     refused([*argv, str(tmp_path / "b")], capsys, "column 'num_gpu' appears twice", f"{pods}:1")
 
 
-def test_throughput_table_with_a_column_twice(
-    trace: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+@pytest.mark.parametrize(
+    ("table", "needle", "line"),
+    [
+        (b"global_batch_size,1,2,2\n64,10,18,19\n", "column '2' appears twice", 1),
+        (b"global_batch_size,1,2,02\n64,10,18,19\n", "GPU-count column '02' repeats '2'", 1),
+        (b"global_batch_size,1,\xd9\xa3\n64,10,18\n", "is not a positive whole number", 1),
+        (b"global_batch_size,1,2\n64,10,18\n64,11,19\n", "batch size 64 has a row already", 3),
+        (b"global_batch_size,1,2\n0,10,18\n", "'global_batch_size' must be ≥ 1 (got 0)", 2),
+        (b"global_batch_size,1,2\n1e400,10,18\n", "'global_batch_size' must be a whole", 2),
+        (b"\x80global_batch_size,1\n64,1\n", "not a UTF-8 text file", None),
+    ],
+)
+def test_throughput_table_that_makes_no_sense(
+    table: bytes,
+    needle: str,
+    line: int | None,
+    trace: Path,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
 ) -> None:
     tables = tmp_path / "tables"
     tables.mkdir()
-    (tables / "bert.csv").write_text("global_batch_size,1,2,2\n64,10,18,19\n")
+    (tables / "bert.csv").write_bytes(table)
     argv = replay_argv(tmp_path, trace, "--throughputs", str(tables))
-    refused(argv, capsys, "column '2' appears twice", f"{tables / 'bert.csv'}:1")
+    where = str(tables / "bert.csv") + ("" if line is None else f":{line}")
+    refused(argv, capsys, needle, where)
+    assert not (tmp_path / "out").exists()
 
 
 # -- throughput tables never fall back silently ----------------------------------------------------

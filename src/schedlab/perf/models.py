@@ -164,7 +164,7 @@ def read_throughput_files(
     """:func:`read_throughput_dir`, and the GPU counts each file has columns for: a count with a
     column but no value in a job's row is a hole in the measurements, not a count between two
     measured ones, and :func:`table_gaps` tells the two apart with it."""
-    from schedlab.traces.columns import read_text_table  # readers live in traces/
+    from schedlab.traces.columns import int_column, read_text_table  # readers live in traces/
 
     folder = Path(path)
     if not folder.is_dir():
@@ -174,30 +174,40 @@ def read_throughput_files(
         raise InputError("no <model>.csv throughput tables in the folder", path=str(folder))
     table: dict[tuple[str, int], dict[int, float]] = {}
     columns: dict[str, frozenset[int]] = {}
+    seen_rows: dict[tuple[str, int], int] = {}
     for file in files:
         full = read_text_table(file, ["global_batch_size"], _header(file))
         counts = [c for c in full.columns if c != "global_batch_size"]
+        seen: dict[int, str] = {}
         for c in counts:
-            if not c.isdigit() or int(c) <= 0:
+            if not (c.isascii() and c.isdigit()) or int(c) <= 0:
                 raise InputError(
                     f"GPU-count column {c!r} is not a positive whole number",
                     path=str(file),
                     row=1,
                     column=c,
                 )
+            if int(c) in seen:  # "1" and "01": which would count?
+                raise InputError(
+                    f"GPU-count column {c!r} repeats {seen[int(c)]!r}",
+                    path=str(file),
+                    row=1,
+                    column=c,
+                )
+            seen[int(c)] = c
         columns[file.stem] = frozenset(int(c) for c in counts)
         lines = full.attrs["source_lines"]
+        batches = int_column(full, "global_batch_size", file, low=1)
         for i in range(len(full)):
-            try:
-                batch = int(full["global_batch_size"].iat[i])
-            except ValueError:
+            batch = int(batches[i])
+            if (file.stem, batch) in seen_rows:  # a second row would silently replace the first
                 raise InputError(
-                    f"'global_batch_size' must be a whole number "
-                    f"(got {full['global_batch_size'].iat[i]!r})",
+                    f"batch size {batch} has a row already (line {seen_rows[(file.stem, batch)]})",
                     path=str(file),
                     row=int(lines[i]),
                     column="global_batch_size",
-                ) from None
+                )
+            seen_rows[(file.stem, batch)] = int(lines[i])
             curve: dict[int, float] = {}
             for c in counts:
                 cell = full[c].iat[i].strip()
@@ -260,8 +270,11 @@ def table_gaps(
 
 
 def _header(file: Path) -> list[str]:
-    with open(file, encoding="utf-8-sig") as fh:
-        return [c.strip() for c in fh.readline().strip().split(",") if c.strip()]
+    try:
+        with open(file, encoding="utf-8-sig") as fh:
+            return [c.strip() for c in fh.readline().strip().split(",") if c.strip()]
+    except UnicodeDecodeError:
+        raise InputError("not a UTF-8 text file", path=str(file)) from None
 
 
 def parse_speed_factors(text: str) -> dict[int, float]:
