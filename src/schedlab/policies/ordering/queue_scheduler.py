@@ -219,7 +219,9 @@ class QueueScheduler(SchedulingPolicy):
                     )
                 decisions.append(Start(job, alloc))
                 free -= n
-                started.append((self._end_on(snap, job, alloc), job, alloc))
+                # The estimated end matters only to a backfill reservation behind a later head.
+                end = self._end_on(snap, job, alloc) if self.backfill else np.inf
+                started.append((end, job, alloc))
                 continue
             if self.backfill:
                 decisions += self._backfill(
