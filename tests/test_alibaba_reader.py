@@ -248,11 +248,13 @@ def test_missing_file(tmp_path):
         read_node_list(tmp_path / "nope.csv")
 
 
-def test_node_list_without_gpu_nodes_when_gpu_only(tmp_path):
-    path = write(tmp_path, "nodes.csv", NODE_HEADER, "n0,64000,1024,0,")
-    assert read_node_list(path).size == 1
-    with pytest.raises(InputError, match="no nodes with GPUs"):
-        read_node_list(path, gpu_only=True)
+@pytest.mark.parametrize("gpu_only", [False, True])
+def test_node_list_without_gpu_nodes_is_refused(tmp_path, gpu_only):
+    # A cluster with no GPU at all has nothing to place on: every pod or job would fail.
+    path = write(tmp_path, "nodes.csv", NODE_HEADER, "n0,64000,1024,0,", "n1,64000,1024,0,")
+    with pytest.raises(InputError, match="no node has a GPU") as info:
+        read_node_list(path, gpu_only=gpu_only)
+    assert_input_error(info.value, path, None, "gpu")
 
 
 def test_reported_line_counts_blank_lines(tmp_path):

@@ -234,6 +234,23 @@ def test_backfill_and_placement_flags(trace: Path, tmp_path: Path) -> None:
     assert summary["placement"] == "consolidate"
 
 
+def test_backfill_on_slower_gpus_does_not_delay_the_head(tmp_path: Path) -> None:
+    # 4 V100 + 2 T4 at half speed. a (4 GPUs, 100 s) takes the V100s 0 → 100; b (6 GPUs) is the
+    # blocked head, reserved at 100 when a frees its 4 GPUs. c (2 GPUs, 80 s) would end at 82 on
+    # the reference GPU, but the only free GPUs are the T4s, where it needs 160 s: 2 → 162, past
+    # b's reservation, so it must wait. b runs 100 → 120 (10 s at half speed on the mixed gang),
+    # then c starts where bestfit puts it, the T4s again: 120 → 280.
+    trace = tmp_path / "t.csv"
+    trace.write_text("job_id,submit_time,num_gpus,duration\na,0,4,100\nb,1,6,10\nc,2,2,80\n")
+    spec = "1x4:V100+1x2:T4"
+    plain, backfill = tmp_path / "plain", tmp_path / "bf"
+    assert replay(trace, plain, "fifo", spec, "--speed", "T4=0.5") == 0
+    assert replay(trace, backfill, "fifo", spec, "--speed", "T4=0.5", "--backfill") == 0
+    expected = {"a": (0, 100), "b": (100, 120), "c": (120, 280)}
+    assert times(read_rows(backfill / "jobs.csv")[1]) == expected
+    assert times(read_rows(plain / "jobs.csv")[1]) == expected
+
+
 # -- bad inputs ------------------------------------------------------------------------------------
 @pytest.mark.parametrize(
     ("extra", "message"),

@@ -81,6 +81,18 @@ def read_config(path: Path, keys: Mapping[str, type]) -> dict[str, object]:
     return data
 
 
+#: Shortest ``--slot``: a round below a millisecond is finer than any scheduler decides, and a
+#: blocked queue would wake the replay once per round, billions of times.
+MIN_SLOT = 0.001
+
+
+def check_seconds(option: str, value: float, minimum: float = 0.0) -> float:
+    """A time option: finite (``inf`` would never come round) and at least ``minimum``."""
+    if not (math.isfinite(value) and value >= minimum):
+        raise InputError(f"'{option}' must be ≥ {minimum:g} seconds and finite (got {value})")
+    return value
+
+
 def check_workers(value: int) -> int:
     if value < 1:
         raise InputError(f"'--workers' must be ≥ 1 (got {value})")

@@ -7,13 +7,15 @@ from pathlib import Path
 from typing import Any
 
 from schedlab.commands.common import (
+    MIN_SLOT,
     add_plugin_option,
+    check_seconds,
     console,
     read_config,
     stdout,
 )
 from schedlab.errors import InputError
-from schedlab.experiments.replay_run import ReplaySpec, run_replay, write_run
+from schedlab.experiments.replay_run import FALLBACKS, ReplaySpec, run_replay, write_run
 from schedlab.output_dir import staged_dir
 from schedlab.perf.models import parse_speed_factors
 from schedlab.policies.api import REPLAY
@@ -66,6 +68,14 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         help="folder of <model>.csv throughput tables (iterations/s by GPU count per batch "
         "size), or 'builtin' for schedlab's own scaling model",
     )
+    p.add_argument(
+        "--throughputs-fallback",
+        choices=FALLBACKS,
+        default=None,
+        help="run jobs the throughput tables do not cover (unknown model, missing batch size, "
+        "blank cell) on linear scaling of their trace duration, with a warning, instead of "
+        "refusing the run",
+    )
     p.add_argument("--speed", help="GPU speed factors vs the reference, e.g. V100=1,T4=0.4")
     p.add_argument(
         "--restart-overhead",
@@ -107,6 +117,7 @@ CONFIG_KEYS: dict[str, type] = {
     "resize_overhead": float,
     "slot": float,
     "plugin": list,
+    "throughputs_fallback": str,
 }
 
 
@@ -136,12 +147,16 @@ def spec_from_args(args: argparse.Namespace) -> ReplaySpec:
             f"missing {', '.join(missing)} (give it on the command line or in --config)"
         )
     for name in ("restart_overhead", "resize_overhead"):
-        value = pick(name, 0.0)
-        if not value >= 0:
-            raise InputError(f"'--{name.replace('_', '-')}' must be ≥ 0 (got {value})")
+        check_seconds(f"--{name.replace('_', '-')}", pick(name, 0.0))
+    slot = pick("slot")
+    if slot is not None:
+        check_seconds("--slot", slot, MIN_SLOT)
     seed = pick("seed", 0)
     if seed < 0:
         raise InputError(f"'--seed' must be ≥ 0 (got {seed})")
+    fallback = pick("throughputs_fallback")
+    if fallback is not None and not pick("throughputs"):
+        raise InputError("'--throughputs-fallback' needs '--throughputs'")
     spec = ReplaySpec(
         cluster=pick("cluster"),
         trace=pick("trace"),
@@ -155,8 +170,9 @@ def spec_from_args(args: argparse.Namespace) -> ReplaySpec:
         params={**parse_params(list(cfg.get("params", []))), **parse_params(args.param)},  # type: ignore[call-overload]
         restart_overhead=pick("restart_overhead", 0.0),
         resize_overhead=pick("resize_overhead", 0.0),
-        slot=pick("slot"),
+        slot=slot,
         plugins=tuple(dict.fromkeys([*cfg.get("plugin", []), *args.plugin])),  # type: ignore[misc]
+        throughputs_fallback=fallback,
     )
     build(REPLAY, spec.choice)  # every refusal before any work
     return spec

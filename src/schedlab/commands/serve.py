@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import math
 import sys
 from pathlib import Path
 
@@ -96,8 +97,8 @@ def _usage(p: argparse.ArgumentParser) -> int:
 def config_from_args(args: argparse.Namespace) -> ServeConfig:
     if args.seed < 0:
         raise InputError(f"'--seed' must be ≥ 0 (got {args.seed})")
-    if not args.interval > 0:
-        raise InputError(f"'--interval' must be > 0 seconds (got {args.interval})")
+    if not (args.interval > 0 and math.isfinite(args.interval)):
+        raise InputError(f"'--interval' must be > 0 seconds and finite (got {args.interval})")
     config = ServeConfig(
         policy=args.policy,
         placement=args.placement,

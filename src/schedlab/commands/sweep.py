@@ -13,6 +13,7 @@ from pathlib import Path
 from schedlab.commands.common import (
     add_plugin_option,
     check_inflate,
+    check_seconds,
     check_workers,
     console,
     parse_seeds,
@@ -152,8 +153,7 @@ def _run_replay(args: argparse.Namespace) -> int:
         raise InputError("a replay grid needs both --cluster and --traces")
     seeds = parse_seeds("0" if args.seeds is None else args.seeds)
     workers = check_workers(args.workers)
-    if not args.restart_overhead >= 0:
-        raise InputError(f"'--restart-overhead' must be ≥ 0 (got {args.restart_overhead})")
+    check_seconds("--restart-overhead", args.restart_overhead)
     orders = [split_backfill(n) for n in dict.fromkeys(args.policies or DEFAULT_REPLAY_POLICIES)]
     placements = list(dict.fromkeys(args.placements))
     plugins = tuple(args.plugin)

@@ -40,7 +40,7 @@ from schedlab.model.snapshot import (
     Start,
     allocation_size,
 )
-from schedlab.perf.models import PerfModel
+from schedlab.perf.models import PerfModel, allocation_rate
 from schedlab.policies.api import REPLAY
 from schedlab.policies.placement.base import PlacementPolicy
 from schedlab.policies.scheduler import SchedulingPolicy
@@ -176,10 +176,8 @@ class _Run:
         heapq.heappush(self.heap, (finish, self.seq, job, int(self.version[job])))
 
     def rate_on(self, job: int, allocation: Allocation) -> float:
-        # A job spanning GPU models runs at the pace of its slowest GPUs.
-        models = {int(self.cluster.model[node]) for node, _ in allocation}
-        size = allocation_size(allocation)
-        return min(self.e.perf.rate(self.jobs, job, size, m) for m in models) if models else 0.0
+        models = (int(self.cluster.model[node]) for node, _ in allocation)
+        return allocation_rate(self.e.perf, self.jobs, job, allocation_size(allocation), models)
 
     def set_rate(self, job: int, allocation: Allocation) -> None:
         """The job's rate on ``allocation``, and its share of the cluster's efficiency."""

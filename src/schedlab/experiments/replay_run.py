@@ -3,6 +3,8 @@ per-job table, the time series and the summary that metrics and reports read."""
 
 from __future__ import annotations
 
+import sys
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -17,7 +19,13 @@ from schedlab.model.cluster import Cluster
 from schedlab.model.gpu_models import GPU_MODELS
 from schedlab.model.jobs import JobTable
 from schedlab.model.snapshot import DONE, REJECTED
-from schedlab.perf.models import PerfModel, ThroughputTable, TraceDuration, read_throughput_dir
+from schedlab.perf.models import (
+    PerfModel,
+    ThroughputTable,
+    TraceDuration,
+    read_throughput_files,
+    table_gaps,
+)
 from schedlab.perf.scaling import throughput_table
 from schedlab.policies.api import REPLAY
 from schedlab.policies.wiring import PolicyChoice, build
@@ -45,6 +53,9 @@ class ReplaySpec:
     slot: float | None = None
     #: ``module:Class`` plugins to load before the policy is looked up.
     plugins: tuple[str, ...] = ()
+    #: What to do with jobs the throughput tables do not cover: None refuses the run, "linear"
+    #: runs them on their trace duration with linear scaling after a one-line warning.
+    throughputs_fallback: str | None = None
 
     @property
     def label(self) -> str:
@@ -59,14 +70,52 @@ class ReplaySpec:
 
 #: ``--throughputs builtin``: the analytic scaling model instead of measured tables.
 BUILTIN_THROUGHPUTS = "builtin"
+#: ``--throughputs-fallback`` values.
+FALLBACKS = ("linear",)
 
 
 def load_perf(spec: ReplaySpec) -> PerfModel:
     if spec.throughputs == BUILTIN_THROUGHPUTS:
         return ThroughputTable(throughput_table(), spec.speed)
     if spec.throughputs:
-        return ThroughputTable(read_throughput_dir(spec.throughputs), spec.speed)
+        table, measured = read_throughput_files(spec.throughputs)
+        return ThroughputTable(table, spec.speed, measured)
     return TraceDuration(spec.speed)
+
+
+def warn(message: str) -> None:
+    """One line on stderr: the run goes on, but the user should know."""
+    print(f"schedlab: warning: {message}", file=sys.stderr)
+
+
+def check_table_coverage(
+    jobs: JobTable, perf: PerfModel, spec: ReplaySpec, notify: Callable[[str], None] = warn
+) -> None:
+    """Jobs the throughput tables do not cover would run on linear scaling of their trace
+    duration: an error naming the first of them, or with ``throughputs_fallback="linear"`` one
+    warning that counts them."""
+    if spec.throughputs_fallback not in (None, *FALLBACKS):
+        raise InputError(
+            f"'--throughputs-fallback' must be one of {', '.join(FALLBACKS)} "
+            f"(got {spec.throughputs_fallback!r})"
+        )
+    if not isinstance(perf, ThroughputTable):
+        return
+    gaps = table_gaps(jobs, perf.table, perf.measured)
+    if not gaps:
+        return
+    job, reason = gaps[0]
+    what = (
+        f"{len(gaps)} of {len(jobs)} jobs are not covered by the throughput tables "
+        f"(first: job {jobs.job_id[job]!r}, which {reason})"
+    )
+    if spec.throughputs_fallback is None:
+        raise InputError(
+            f"{what}; pass --throughputs-fallback linear to run them on linear scaling of their "
+            f"trace duration",
+            path=spec.trace,
+        )
+    notify(f"{what}; they run on linear scaling of their trace duration")
 
 
 def check_runnable(jobs: JobTable, perf: PerfModel, source: str) -> None:
@@ -83,6 +132,19 @@ def check_runnable(jobs: JobTable, perf: PerfModel, source: str) -> None:
         raise InputError(f"job {jobs.job_id[i]!r} has no duration to replay{hint}", path=source)
 
 
+def check_speed_models(
+    spec: ReplaySpec, cluster: Cluster, notify: Callable[[str], None] = warn
+) -> None:
+    """A speed factor for a GPU model the cluster does not have changes nothing: most likely a
+    typo or the wrong cluster, so say so (the run itself is still what was asked)."""
+    present = set(cluster.model[cluster.num_gpus > 0].tolist())
+    unused = [GPU_MODELS[m] for m in spec.speed if m not in present]
+    if unused:
+        notify(
+            f"'--speed' names {', '.join(unused)}, which the cluster {spec.cluster!r} has none of"
+        )
+
+
 def run_replay(
     spec: ReplaySpec, cluster: Cluster | None = None, jobs: JobTable | None = None
 ) -> ReplayRecord:
@@ -91,6 +153,8 @@ def run_replay(
     if jobs is None:
         jobs = read_jobs(spec.trace, spec.trace_format).jobs
     perf = load_perf(spec)
+    check_speed_models(spec, cluster)
+    check_table_coverage(jobs, perf, spec)
     check_runnable(jobs, perf, spec.trace)
     policies = build(REPLAY, spec.choice)
     assert policies.scheduler is not None
@@ -198,6 +262,7 @@ def write_run(out: Path, spec: ReplaySpec, record: ReplayRecord) -> dict[str, ob
         "restart_overhead": spec.restart_overhead,
         "resize_overhead": spec.resize_overhead,
         "slot": spec.slot if spec.slot is not None else 0.0,
+        "throughputs_fallback": spec.throughputs_fallback or "",
         **({"plugin": list(spec.plugins)} if spec.plugins else {}),
     }
     write_config(

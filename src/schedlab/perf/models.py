@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 from abc import ABC, abstractmethod
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -20,6 +20,9 @@ from schedlab.errors import InputError
 from schedlab.input_files import check_input_file, reading
 from schedlab.model.gpu_models import GPU_MODELS, is_known_model, model_index
 from schedlab.model.jobs import JobTable
+
+#: GPU counts each model's table has a column for (its file's header), by model name.
+MeasuredCounts = Mapping[str, frozenset[int]]
 
 
 class PerfModel(ABC):
@@ -49,6 +52,20 @@ class PerfModel(ABC):
                 best, best_rate = n, r
             n *= 2
         return best
+
+
+def allocation_rate(
+    perf: PerfModel, jobs: JobTable, job: int, size: int, gpu_models: Iterable[int]
+) -> float:
+    """Work units per second of ``job`` on ``size`` GPUs spread over ``gpu_models``.
+
+    A gang spanning GPU models runs at the pace of its slowest GPUs (every worker waits for the
+    slowest at each step). The engine charges progress at this rate, and policies that predict
+    when a job ends (backfill reservations) must use the same one, or their plans drift from what
+    happens.
+    """
+    models = set(gpu_models)
+    return min(perf.rate(jobs, job, size, m) for m in models) if models else 0.0
 
 
 def _speed_of(speed: Mapping[int, float], gpu_model: int) -> float:
@@ -82,11 +99,14 @@ class ThroughputTable(PerfModel):
     ``table[(model, batch)]`` maps a GPU count to iterations/s; counts between measured ones are
     interpolated linearly; counts beyond the largest measured one get its rate (no further gain).
     Jobs without iterations, or whose (model, batch) is not in the table, fall back to their trace
-    duration with linear scaling, so mixed traces still run.
+    duration with linear scaling, so mixed traces still run (:func:`table_gaps` lists them, so a
+    run can refuse or announce it). ``measured``: the GPU counts each model's file has columns
+    for, when the table was read from files.
     """
 
     table: Mapping[tuple[str, int], Mapping[int, float]]
     speed: Mapping[int, float] = field(default_factory=dict)
+    measured: MeasuredCounts | None = None
 
     def curve(self, jobs: JobTable, job: int) -> Mapping[int, float] | None:
         """The measured iterations/s by GPU count for this job, or None if it has none."""
@@ -95,7 +115,13 @@ class ThroughputTable(PerfModel):
     def _curve(self, jobs: JobTable, job: int) -> Mapping[int, float] | None:
         if not math.isfinite(jobs.iterations[job]):
             return None
-        return self.table.get((str(jobs.model_name[job]), int(jobs.batch_size[job])))
+        model = str(jobs.model_name[job])
+        curve = self.table.get((model, int(jobs.batch_size[job])))
+        n = int(jobs.num_gpus[job])
+        if curve is not None and self.measured and n in self.measured.get(model, ()):
+            # A blank cell where the job asks to run: no measurement to count iterations with.
+            return curve if n in curve else None
+        return curve
 
     def work(self, jobs: JobTable) -> np.ndarray:
         out = jobs.duration.astype(np.float64).copy()
@@ -130,7 +156,16 @@ def interpolate(curve: Mapping[int, float], num_gpus: int) -> float:
 def read_throughput_dir(path: str | Path) -> dict[tuple[str, int], dict[int, float]]:
     """Read a folder of ``<model>.csv`` tables: ``global_batch_size,1,2,4,...`` header, one row per
     batch size, iterations/s per GPU count (blank, ``nan`` or 0 = not runnable there)."""
-    from schedlab.traces.columns import read_text_table  # readers live in traces/
+    return read_throughput_files(path)[0]
+
+
+def read_throughput_files(
+    path: str | Path,
+) -> tuple[dict[tuple[str, int], dict[int, float]], MeasuredCounts]:
+    """:func:`read_throughput_dir`, and the GPU counts each file has columns for: a count with a
+    column but no value in a job's row is a hole in the measurements, not a count between two
+    measured ones, and :func:`table_gaps` tells the two apart with it."""
+    from schedlab.traces.columns import int_column, read_text_table  # readers live in traces/
 
     folder = Path(path)
     if not folder.is_dir():
@@ -139,29 +174,41 @@ def read_throughput_dir(path: str | Path) -> dict[tuple[str, int], dict[int, flo
     if not files:
         raise InputError("no <model>.csv throughput tables in the folder", path=str(folder))
     table: dict[tuple[str, int], dict[int, float]] = {}
+    columns: dict[str, frozenset[int]] = {}
+    seen_rows: dict[tuple[str, int], int] = {}
     for file in files:
         full = read_text_table(file, ["global_batch_size"], _header(file))
         counts = [c for c in full.columns if c != "global_batch_size"]
+        seen: dict[int, str] = {}
         for c in counts:
-            if not c.isdigit() or int(c) <= 0:
+            if not (c.isascii() and c.isdigit()) or int(c) <= 0:
                 raise InputError(
                     f"GPU-count column {c!r} is not a positive whole number",
                     path=str(file),
                     row=1,
                     column=c,
                 )
-        lines = full.attrs["source_lines"]
-        for i in range(len(full)):
-            try:
-                batch = int(full["global_batch_size"].iat[i])
-            except ValueError:
+            if int(c) in seen:  # "1" and "01": which would count?
                 raise InputError(
-                    f"'global_batch_size' must be a whole number "
-                    f"(got {full['global_batch_size'].iat[i]!r})",
+                    f"GPU-count column {c!r} repeats {seen[int(c)]!r}",
+                    path=str(file),
+                    row=1,
+                    column=c,
+                )
+            seen[int(c)] = c
+        columns[file.stem] = frozenset(int(c) for c in counts)
+        lines = full.attrs["source_lines"]
+        batches = int_column(full, "global_batch_size", file, low=1)
+        for i in range(len(full)):
+            batch = int(batches[i])
+            if (file.stem, batch) in seen_rows:  # a second row would silently replace the first
+                raise InputError(
+                    f"batch size {batch} has a row already (line {seen_rows[(file.stem, batch)]})",
                     path=str(file),
                     row=int(lines[i]),
                     column="global_batch_size",
-                ) from None
+                )
+            seen_rows[(file.stem, batch)] = int(lines[i])
             curve: dict[int, float] = {}
             for c in counts:
                 cell = full[c].iat[i].strip()
@@ -185,7 +232,42 @@ def read_throughput_dir(path: str | Path) -> dict[tuple[str, int], dict[int, flo
                     curve[int(c)] = value
             if curve:
                 table[(file.stem, batch)] = curve
-    return table
+    return table, columns
+
+
+def table_gaps(
+    jobs: JobTable,
+    table: Mapping[tuple[str, int], Mapping[int, float]],
+    measured: MeasuredCounts | None = None,
+) -> list[tuple[int, str]]:
+    """Jobs a throughput table does not cover, each with the reason: ``(job index, reason)``.
+
+    :class:`ThroughputTable` runs such jobs on their trace duration with linear scaling; a run
+    that was given tables should not do that without saying so. A job is not covered when it
+    names no model, when its model is not in the tables, when its batch size has no row, or when
+    its row leaves the cell of its requested GPU count blank (``measured``: the counts each
+    model's file has columns for; None skips that last check), or when it gives no iterations for
+    the table to count (only a duration).
+    """
+    models = {m for m, _ in table}
+    gaps: list[tuple[int, str]] = []
+    for j in range(len(jobs)):
+        model, batch, n = str(jobs.model_name[j]), int(jobs.batch_size[j]), int(jobs.num_gpus[j])
+        curve = table.get((model, batch))
+        if not model:
+            reason = "names no model_name"
+        elif model not in models:
+            reason = f"model {model!r} is not in the tables"
+        elif curve is None:
+            reason = f"batch size {batch} has no row in the table of {model!r}"
+        elif measured is not None and n in measured.get(model, ()) and n not in curve:
+            reason = f"the table of {model!r} has no value for batch {batch} on {n} GPUs"
+        elif not math.isfinite(jobs.iterations[j]):
+            reason = "gives a duration but no iterations"
+        else:
+            continue
+        gaps.append((j, reason))
+    return gaps
 
 
 def _header(file: Path) -> list[str]:
@@ -209,5 +291,7 @@ def parse_speed_factors(text: str) -> dict[int, float]:
             raise InputError(f"speed factor for {name} must be a number (got {value!r})") from None
         if not math.isfinite(factor) or factor <= 0:
             raise InputError(f"speed factor for {name} must be > 0 (got {value})")
+        if model_index(name) in out:
+            raise InputError(f"speed factor for {name} is given twice (in {text!r})")
         out[model_index(name)] = factor
     return out

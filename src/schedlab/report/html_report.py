@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import html
 import io
-import json
 import math
 import re
 from collections.abc import Callable, Sequence
@@ -40,6 +39,7 @@ from schedlab.metrics.replay_metrics import (
     utilization_series,
 )
 from schedlab.report.pack_figures import PALETTE  # also sets the Agg backend and svg.hashsalt
+from schedlab.report.run_checks import check_run
 from schedlab.results import atomic_write
 
 #: Points per run and per time-series figure; keeps a month-long trace's page to a few MB.
@@ -91,15 +91,7 @@ def _read_run(folder: Path) -> tuple[dict[str, Any], pd.DataFrame, pd.DataFrame 
     for name in ("jobs.csv", "summary.json"):
         if not (folder / name).is_file():
             raise InputError(f"run folder has no {name}", path=str(folder))
-    summary_path = folder / "summary.json"
-    try:
-        summary = json.loads(summary_path.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise InputError(f"cannot read the file: {exc.strerror}", path=str(summary_path)) from None
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise InputError(f"not valid JSON ({exc})", path=str(summary_path)) from None
-    if not isinstance(summary, dict):
-        raise InputError("summary must be a JSON object", path=str(summary_path))
+    summary = check_run(folder)  # every row and field, with its file and line
     jobs_path = folder / "jobs.csv"
     jobs = _read_csv(jobs_path, dtype={"job_id": "str", "user": "str", "status": "str"})
     jobs = _at(jobs_path, lambda: job_metrics(jobs))

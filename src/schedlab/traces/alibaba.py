@@ -71,9 +71,10 @@ def read_node_list(path: str | Path, *, gpu_only: bool = False) -> Cluster:
         if not is_known_model(raw):
             raise _unknown_model(frame, raw, path, i, "model")
         model[i] = model_index(raw)
+    if not gpus.any():
+        # Nothing to place on or schedule: every pod or job would fail, quietly.
+        raise InputError("no node has a GPU (every 'gpu' is 0)", path=str(path), column="gpu")
     keep = gpus > 0 if gpu_only else np.ones(len(frame), dtype=bool)
-    if not keep.any():
-        raise InputError("no nodes with GPUs", path=str(path))
     return Cluster(
         names=names[keep],
         cpu_milli=cpu[keep],

@@ -78,7 +78,7 @@ def read_alibaba_jobs(
     return finish(
         path,
         FORMAT,
-        len(frame),
+        frame,
         {
             "job_id": pods.name,
             "submit_time": created,
@@ -92,4 +92,5 @@ def read_alibaba_jobs(
         min_duration=min_duration,
         drops=drops,
         drop_zero_gpus=False,  # num_gpu 0 means CPU-only here: keep_cpu_only decides
+        sources={"submit_time": "creation_time", "duration": "deletion_time"},
     )

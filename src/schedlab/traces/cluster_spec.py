@@ -36,6 +36,9 @@ MEMORY_GIB_PER_GPU = 64
 DEFAULT_MODEL = "GPU"
 MAX_NODES = 1_000_000
 MAX_GPUS_PER_NODE = 64
+#: Per node; beyond these a value is a unit mix-up (milli-cores, MiB) and would overflow int64.
+MAX_CPU_CORES = 1_000_000
+MAX_MEMORY_GIB = 1_000_000_000
 
 _PART = re.compile(r"(\d+)x(\d+)(?::([A-Za-z0-9_.\-]+))?")
 
@@ -128,34 +131,57 @@ def read_cluster_toml(path: Path) -> Cluster:
     if not isinstance(entries, list) or not entries:
         raise InputError("needs at least one [[nodes]] table", path=str(path))
     rack_size = data.get("nodes_per_rack")
-    if rack_size is not None and (not isinstance(rack_size, int) or rack_size < 1):
+    if rack_size is not None and (
+        not isinstance(rack_size, int) or isinstance(rack_size, bool) or rack_size < 1
+    ):
         raise InputError(
             f"'nodes_per_rack' must be a whole number ≥ 1 (got {rack_size!r})", path=str(path)
         )
     allowed = {"count", "gpus", "model", "cpu_cores", "memory_gib", "name_prefix"}
     groups = []
+    nodes = 0
     for k, entry in enumerate(entries, start=1):
         where = f"[[nodes]] #{k}"
+        if not isinstance(entry, dict):
+            raise InputError(f"{where} must be a table (got {entry!r})", path=str(path))
         for key in entry:
             if key not in allowed:
                 raise InputError(
                     f"unknown key {key!r} in {where} (allowed: {', '.join(sorted(allowed))})",
                     path=str(path),
                 )
-        for key in ("count", "gpus"):
+        for key, low, high in (("count", 1, MAX_NODES), ("gpus", 0, MAX_GPUS_PER_NODE)):
             value = entry.get(key)
-            if not isinstance(value, int) or isinstance(value, bool) or value < (key == "count"):
+            if not isinstance(value, int) or isinstance(value, bool) or not low <= value <= high:
                 raise InputError(
-                    f"'{key}' in {where} must be a whole number "
-                    f"{'≥ 1' if key == 'count' else '≥ 0'} (got {value!r})",
+                    f"'{key}' in {where} must be a whole number in {low}..{high} (got {value!r})",
                     path=str(path),
                 )
+        nodes += entry["count"]
+        if nodes > MAX_NODES:
+            raise InputError(f"more than {MAX_NODES} nodes in all", path=str(path))
         per_node = entry["gpus"]
         cores = entry.get("cpu_cores", max(per_node, 1) * CPU_CORES_PER_GPU)
         gib = entry.get("memory_gib", max(per_node, 1) * MEMORY_GIB_PER_GPU)
-        for key, value in (("cpu_cores", cores), ("memory_gib", gib)):
-            if not isinstance(value, int | float) or isinstance(value, bool) or value <= 0:
-                raise InputError(f"'{key}' in {where} must be > 0 (got {value!r})", path=str(path))
+        for key, value, unit, high in (
+            ("cpu_cores", cores, 1000, MAX_CPU_CORES),
+            ("memory_gib", gib, 1024, MAX_MEMORY_GIB),
+        ):
+            if (
+                not isinstance(value, int | float)
+                or isinstance(value, bool)
+                or not value * unit >= 1  # also refuses NaN
+                or not value <= high
+            ):
+                raise InputError(
+                    f"'{key}' in {where} must be a number in {1 / unit:g}..{high} (got {value!r})",
+                    path=str(path),
+                )
+        for key in ("model", "name_prefix"):
+            if not isinstance(entry.get(key, ""), str):
+                raise InputError(
+                    f"'{key}' in {where} must be a string (got {entry[key]!r})", path=str(path)
+                )
         model_name = str(entry.get("model", DEFAULT_MODEL))
         groups.append(
             {
@@ -167,4 +193,6 @@ def read_cluster_toml(path: Path) -> Cluster:
                 "prefix": str(entry.get("name_prefix", f"{model_name.lower()}-")),
             }
         )
+    if not any(g["gpus"] for g in groups):
+        raise InputError("no node has a GPU (every [[nodes]] table has gpus = 0)", path=str(path))
     return _groups_to_cluster(groups, rack_size, str(path))

@@ -27,12 +27,17 @@ def line_of(frame: pd.DataFrame, index: int) -> int:
 
 
 def read_text_table(
-    path: str | Path, required: list[str], optional: Sequence[str] = ()
+    path: str | Path,
+    required: list[str],
+    optional: Sequence[str] = (),
+    *,
+    allow_empty: bool = False,
 ) -> pd.DataFrame:
     """Read a CSV file with every cell as text; check that the required columns are present.
 
     Each data row remembers the line it came from (``frame.attrs["source_lines"]``), so errors
-    point at the right line even when the file has blank lines.
+    point at the right line even when the file has blank lines. A header without data rows is an
+    error unless ``allow_empty`` (a result file of a run with nothing in it).
     """
     path = check_input_file(path)
     try:
@@ -42,7 +47,7 @@ def read_text_table(
             rows: list[list[str]] = []
             lines: list[int] = []
             for row in reader:
-                if not row or all(not cell.strip() for cell in row):
+                if not "".join(row).strip():  # blank line, or only blank cells
                     continue
                 rows.append(row)
                 lines.append(reader.line_num)
@@ -55,6 +60,7 @@ def read_text_table(
     if header is None:
         raise InputError("file is empty (expected a header row)", path=str(path))
     header = [c.strip() for c in header]
+    check_unique_header(header, path)
     missing = [c for c in required if c not in header]
     if missing:
         raise InputError(
@@ -63,7 +69,7 @@ def read_text_table(
             path=str(path),
             row=1,
         )
-    if not rows:
+    if not rows and not allow_empty:
         raise InputError("file has a header but no data rows", path=str(path))
     for row, line in zip(rows, lines, strict=True):
         if len(row) != len(header):
@@ -79,6 +85,23 @@ def read_text_table(
     )
     frame.attrs[LINE_ATTR] = np.asarray(lines, dtype=np.int64)
     return frame
+
+
+def check_unique_header(header: Sequence[str], path: str | Path) -> None:
+    """A column named twice is refused: which of the two a reader took would be a silent guess
+    (and a merge of two exports, the usual cause, rarely agrees on both)."""
+    seen: dict[str, int] = {}
+    for k, name in enumerate(header, start=1):
+        if not name:
+            continue
+        if name in seen:
+            raise InputError(
+                f"column {name!r} appears twice in the header (fields {seen[name]} and {k})",
+                path=str(path),
+                row=1,
+                column=name,
+            )
+        seen[name] = k
 
 
 def fail_at_first(

@@ -109,8 +109,15 @@ def read_elasticflow_itp(
         deadline_col="deadline",
         deadline=_optional_float(frame, "deadline", path),
     )
+    sources = {"submit_time": "submission_time"}
     return finish(
-        path, ITP_FORMAT, len(frame), cols, drop_zero=drop_zero, min_duration=min_duration
+        path,
+        ITP_FORMAT,
+        frame,
+        cols,
+        drop_zero=drop_zero,
+        min_duration=min_duration,
+        sources=sources,
     )
 
 
@@ -152,6 +159,14 @@ def read_elasticflow(
         deadline_col="ddl",
         deadline=deadline,
     )
+    used = f"{first}duration" if values[f"{first}duration"] is not None else f"{second}duration"
+    sources = {"duration": used, "deadline": "ddl"}
     return finish(
-        path, ARTIFACT_FORMAT, len(frame), cols, drop_zero=drop_zero, min_duration=min_duration
+        path,
+        ARTIFACT_FORMAT,
+        frame,
+        cols,
+        drop_zero=drop_zero,
+        min_duration=min_duration,
+        sources=sources,
     )

@@ -160,4 +160,4 @@ def read_generic(
     }
     if "gpu_model" in frame.columns:
         cols["gpu_model_mask"] = gpu_model_masks(frame, "gpu_model", path)
-    return finish(path, FORMAT, len(frame), cols, drop_zero=drop_zero, min_duration=min_duration)
+    return finish(path, FORMAT, frame, cols, drop_zero=drop_zero, min_duration=min_duration)

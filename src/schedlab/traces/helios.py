@@ -118,12 +118,14 @@ def read_helios(
             )
         state = frame["state"].astype(str).str.strip().str.upper()
         drops["state"] = ~state.isin(wanted).to_numpy()
+    sources = {"duration": "end_time" if has_times else "duration"}
     return finish(
         path,
         FORMAT,
-        len(frame),
+        frame,
         cols,
         drop_zero=drop_zero,
         min_duration=min_duration,
         drops=drops,
+        sources=sources,
     )

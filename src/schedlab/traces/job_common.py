@@ -8,6 +8,7 @@ so a user always sees how many jobs an option took away instead of a silently sh
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -19,10 +20,15 @@ from schedlab.model.gpu_models import GPU_MODELS, is_known_model, parse_gpu_spec
 from schedlab.model.jobs import JobTable
 from schedlab.traces.columns import fail_at_first, line_of
 
-_EPOCH = pd.Timestamp(0, tz="UTC")
-
 #: More GPUs than any job in any public trace asks for: a larger count is a unit mix-up.
 MAX_GPUS_PER_JOB = 65_536
+
+#: No trace spans, and no job runs, a century: a larger time is a unit mix-up (milliseconds or
+#: microseconds read as seconds). Unix-epoch seconds (about 56 years today) still pass.
+MAX_SECONDS = 100 * 365.25 * 86_400.0
+
+#: The job-table columns given in seconds, which :func:`check_times` bounds.
+TIME_COLUMNS = ("submit_time", "duration", "deadline")
 
 
 @dataclass(frozen=True)
@@ -67,7 +73,11 @@ def datetime_seconds(
     text = frame[column].astype(str).str.strip()
     blank = (text == "").to_numpy()
     parsed = pd.to_datetime(text, format="ISO8601", errors="coerce", utc=True)
-    seconds = (parsed - _EPOCH).dt.total_seconds().to_numpy(dtype=np.float64, na_value=np.nan)
+    # Whole seconds since the epoch without subtracting a nanosecond timestamp, which overflows
+    # for dates the parser accepts (years 1 to 9999) outside 1677..2262.
+    whole = parsed.dt.tz_localize(None).to_numpy(dtype="datetime64[s]").astype(np.int64)
+    fraction = parsed.dt.microsecond.to_numpy(dtype=np.float64, na_value=0.0) / 1e6
+    seconds = np.where(parsed.isna().to_numpy(), np.nan, whole + fraction)
     bad = np.isnan(seconds) & ~(blank & allow_blank)
     fail_at_first(
         frame,
@@ -100,6 +110,37 @@ def check_not_before(
         column,
         lambda i: f"{message} (got {later[i]:g} < {earlier[i]:g})",
     )
+
+
+def check_times(
+    frame: pd.DataFrame,
+    columns: Mapping[str, object],
+    path: str | Path,
+    sources: Mapping[str, str] | None = None,
+) -> None:
+    """Raise at the first row whose submit time, run time or deadline is negative, infinite or
+    beyond :data:`MAX_SECONDS`, naming the file column it came from (``sources``: job-table
+    column → file column; the same name when absent). NaN passes: a missing duration or deadline
+    is the reader's to judge.
+
+    Readers derive some of these (a run time from two date-times, a submit time relative to the
+    earliest one), so the check runs on the values the job table gets, not on the cells.
+    """
+    for name in TIME_COLUMNS:
+        if columns.get(name) is None:
+            continue
+        values = np.asarray(columns[name], dtype=np.float64)
+        column = (sources or {}).get(name, name)
+        fail_at_first(
+            frame,
+            (values < 0) | (values > MAX_SECONDS),
+            path,
+            column,
+            lambda i, v=values, n=name: (
+                f"{n.replace('_', ' ')} of {v[i]:g} s is "
+                + ("negative" if v[i] < 0 else "beyond 100 years (a time unit mix-up?)")
+            ),
+        )
 
 
 def gpu_model_masks(frame: pd.DataFrame, column: str, path: str | Path) -> np.ndarray:
@@ -146,13 +187,14 @@ def text_column(frame: pd.DataFrame, column: str) -> np.ndarray | None:
 def finish(
     path: str | Path,
     fmt: str,
-    rows: int,
+    frame: pd.DataFrame,
     columns: dict[str, object],
     *,
     drop_zero: bool,
     min_duration: float,
     drops: dict[str, np.ndarray] | None = None,
     drop_zero_gpus: bool | None = None,
+    sources: Mapping[str, str] | None = None,
 ) -> ReadResult:
     """Apply the filters and build the table.
 
@@ -161,8 +203,13 @@ def finish(
     when ``drop_zero``, then ``below_min_duration`` when ``min_duration`` > 0. Jobs given only as
     iterations have no run time to compare and pass ``min_duration``. ``drop_zero_gpus``
     (default: ``drop_zero``) lets a reader with its own CPU-only filter switch that part off.
+    ``frame`` is the file as read (one row a job); times are checked first
+    (:func:`check_times`, ``sources`` naming the file columns they came from), before any
+    filter, like every other value.
     """
     min_duration = check_min_duration(min_duration)
+    check_times(frame, columns, path, sources)
+    rows = len(frame)
     num_gpus = np.asarray(columns["num_gpus"])
     duration = np.asarray(columns.get("duration", np.full(rows, np.nan)), dtype=np.float64)
     iterations = columns.get("iterations")

@@ -42,7 +42,7 @@ def read_philly(
     return finish(
         path,
         FORMAT,
-        n,
+        frame,
         {
             "job_id": np.arange(n).astype(str).astype(object),
             "submit_time": submit - submit.min(),
@@ -52,4 +52,5 @@ def read_philly(
         },
         drop_zero=drop_zero,
         min_duration=min_duration,
+        sources={"submit_time": "timestamp"},
     )

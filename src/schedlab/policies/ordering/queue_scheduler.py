@@ -28,6 +28,7 @@ from schedlab.model.snapshot import (
     Start,
     allocation_size,
 )
+from schedlab.perf.models import allocation_rate
 from schedlab.policies.api import never_fits
 from schedlab.policies.ordering.base import Ordering
 from schedlab.policies.scheduler import (
@@ -92,6 +93,7 @@ class QueueScheduler(SchedulingPolicy):
         self.ordering.reset(ctx)
         self._never: dict[tuple[int, int], str | None] = {}
         self._rejected: set[int] = set()
+        self._models: list[int] | None = None  # GPU models of the cluster, for _earliest_end
 
     def export_state(self) -> dict[str, Any]:
         """The ordering's state; the queue itself is rebuilt from a snapshot listing every
@@ -120,6 +122,28 @@ class QueueScheduler(SchedulingPolicy):
             int(j.gpu_model_mask[job]),
             state,
         )
+
+    def _earliest_end(self, snap: Snapshot, job: int) -> float:
+        """When pending ``job`` would finish if started now on the fastest GPUs of the cluster:
+        a bound that rules a backfill candidate out before it is placed."""
+        if self._models is None:
+            cluster = self.ctx.cluster
+            self._models = sorted(set(cluster.model[cluster.num_gpus > 0].tolist()))
+        n = int(self.num_gpus[job])
+        rate = max((self.ctx.perf.rate(self.jobs, job, n, m) for m in self._models), default=0.0)
+        return self._end_at(snap, job, rate)
+
+    def _end_on(self, snap: Snapshot, job: int, allocation: Allocation) -> float:
+        """When pending ``job`` would finish if started now on ``allocation``: its work at the
+        rate of the GPUs actually given (a slower model stretches it), as the engine charges it."""
+        models = (int(self.ctx.cluster.model[node]) for node, _ in allocation)
+        rate = allocation_rate(self.ctx.perf, self.jobs, job, allocation_size(allocation), models)
+        return self._end_at(snap, job, rate)
+
+    @staticmethod
+    def _end_at(snap: Snapshot, job: int, rate: float) -> float:
+        # A pending job's work left is as banked: nothing progresses while it waits.
+        return snap.now + float(snap.runtime.remaining[job]) / rate if rate > 0 else np.inf
 
     def _ranked(self, snap: Snapshot, idx: np.ndarray) -> np.ndarray:
         keys = self.ordering.keys(snap, idx)
@@ -201,8 +225,9 @@ class QueueScheduler(SchedulingPolicy):
                     )
                 decisions.append(Start(job, alloc))
                 free -= n
-                est = snap.now + float(snap.total_seconds(np.asarray([job]))[0])
-                started.append((est, job, alloc))
+                # The estimated end matters only to a backfill reservation behind a later head.
+                end = self._end_on(snap, job, alloc) if self.backfill else np.inf
+                started.append((end, job, alloc))
                 continue
             if self.backfill:
                 decisions += self._backfill(
@@ -237,14 +262,15 @@ class QueueScheduler(SchedulingPolicy):
         free: int,
         scratch: ClusterState,
         started: list[tuple[float, int, Allocation]],
-    ) -> tuple[float, int]:
-        """When the blocked ``head`` could start, and how many GPUs beyond its need are free then.
+    ) -> tuple[float, ClusterState | None, int, set[int]]:
+        """When the blocked ``head`` could start, the cluster as it will find it then, how many
+        GPUs beyond its need are free then, and the nodes it would be placed on.
 
         Running jobs are released in order of their estimated end on a copy of the cluster
         state, and the head is placed after each release once enough GPUs are free in number:
         the first time it fits is its reservation. Counting GPUs alone would reserve "now" for a
         head that is blocked by where the free GPUs are (fragmentation, GPU models), and then
-        nothing could backfill.
+        nothing could backfill. The state is None when the head never fits (reservation inf).
         """
         need = int(self.num_gpus[head])
         running = snap.running()
@@ -259,9 +285,9 @@ class QueueScheduler(SchedulingPolicy):
         for end, job, alloc in ends:
             give_back(future, alloc, int(self.jobs.cpu_milli[job]), int(self.jobs.memory_mib[job]))
             avail += allocation_size(alloc)
-            if avail >= need and self._place(head, future) is not None:
-                return end, avail - need
-        return np.inf, free  # the head cannot run on this cluster as it stands
+            if avail >= need and (at := self._place(head, future)) is not None:
+                return end, future, avail - need, {node for node, _ in at}
+        return np.inf, None, free, set()  # the head cannot run on this cluster as it stands
 
     def _backfill(
         self,
@@ -273,26 +299,40 @@ class QueueScheduler(SchedulingPolicy):
         started: list[tuple[float, int, Allocation]],
     ) -> list[Decision]:
         """EASY backfill behind a blocked ``head``: later jobs start now if they fit and either
-        finish before the head's reservation or use GPUs the head will not need then."""
-        shadow, extra = self._reservation(snap, head, free, scratch, started)
+        finish before the head's reservation or leave the head room to start at it.
+
+        A candidate's end is judged on the allocation it would get, at the speed of those GPUs:
+        a job that is short on the reference GPU may run much longer on slower ones, and would
+        then hold the head past its reservation. One still running at the reservation is kept
+        only if the head can still be placed on the cluster as it will be then, with the
+        candidate's GPUs taken (GPU counts alone miss where the head must go: models, nodes).
+        """
+        shadow, future, extra, head_nodes = self._reservation(snap, head, free, scratch, started)
         out: list[Decision] = []
         for job in rest:
             if free == 0:
                 break
             n = int(self.num_gpus[job])
-            if n > free:
-                continue
-            finishes_in_time = snap.now + float(snap.total_seconds(np.asarray([job]))[0]) <= shadow
-            if not finishes_in_time and n > extra:
-                continue
+            if n > free or (n > extra and self._earliest_end(snap, job) > shadow):
+                continue  # no room now, or certain to hold GPUs the head needs at its time
             alloc = self._place(job, scratch)
             if alloc is None:
                 continue
-            take(scratch, alloc, int(self.jobs.cpu_milli[job]), int(self.jobs.memory_mib[job]))
+            cpu, mem = int(self.jobs.cpu_milli[job]), int(self.jobs.memory_mib[job])
+            if future is not None and self._end_on(snap, job, alloc) > shadow:
+                if n > extra:
+                    continue
+                take(future, alloc, cpu, mem)
+                if any(node in head_nodes for node, _ in alloc):  # else the head's spot is kept
+                    again = self._place(head, future)
+                    if again is None:
+                        give_back(future, alloc, cpu, mem)
+                        continue
+                    head_nodes = {node for node, _ in again}
+                extra -= n
+            take(scratch, alloc, cpu, mem)
             out.append(Start(job, alloc))
             free -= n
-            if not finishes_in_time:
-                extra -= n
         return out
 
     def _plan(
