@@ -426,3 +426,103 @@ def test_every_job_completes_exactly_its_work(
         assert np.allclose(slow, 1.0)
     elif rule != "priority":
         assert (slow >= 1.0 - 1e-9).all()
+
+
+# -- the fast paths replay relies on give the library's footprints -------------------------------
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    kind=st.sampled_from(
+        [
+            "leafspine:leaves=3,spines=2,hosts_per_leaf=3,g=4,m=2,nic_gbps=100",
+            "fattree:k=4,g=4,m=1,nic_gbps=100",
+            "vclos:leaves=4,spines=4,hosts_per_leaf=2,g=4,m=4,nic_gbps=100",
+        ]
+    ),
+    mode=st.sampled_from(["ecmp", "spray"]),
+    seed=st.integers(0, 2**32),
+    data=st.data(),
+)
+def test_all_to_all_shortcut_equals_routing_every_transfer(
+    kind: str, mode: str, seed: int, data: st.DataObject
+) -> None:
+    """The all-to-all footprint summed per (host, NIC) group equals routing its N² transfers."""
+    import sys
+
+    from schedlab.network import CommSpec, Routing, footprint, parse_topology
+    from schedlab.network.collectives import transfers
+
+    fp_module = sys.modules["schedlab.network.footprint"]
+    topo = parse_topology(kind)
+    hosts = data.draw(
+        st.lists(st.integers(0, topo.num_hosts - 1), min_size=1, max_size=6, unique=True)
+    )
+    place = tuple(
+        (
+            h,
+            tuple(
+                sorted(data.draw(st.sets(st.integers(0, int(topo.host_gpus[h]) - 1), min_size=1)))
+            ),
+        )
+        for h in hosts
+    )
+    spec = CommSpec("a2a", 4e8)
+    routing = Routing(mode, seed=seed)
+    fast = footprint(spec, place, topo, routing, job=5)
+    host, gpu = fp_module.ranks_of(place, topo)
+    entries = fp_module._Entries()
+    tr = transfers(spec, len(host), fp_module.channels_of(host, topo))
+    xh, xl = fp_module._route_transfers(tr, host, gpu, topo, routing, 5, entries)
+    ptr, links, nbytes, _ = entries.freeze(tr.num_phases, topo)
+    assert np.array_equal(links, fast.links) and np.array_equal(ptr, fast.phase_ptr)
+    assert np.allclose(nbytes, fast.nbytes, rtol=1e-12)
+    assert (xh, xl) == pytest.approx((fast.cross_host_bytes, fast.cross_leaf_bytes))
+    assert tr.steps == fast.steps
+
+
+def test_vectorised_ecmp_hash_equals_the_scalar_one() -> None:
+    from schedlab.network.routing import mix, mix_array
+
+    rng = np.random.default_rng(1)
+    values = [rng.integers(-5, 2**40, size=300) for _ in range(5)]
+    got = mix_array(7, *values)
+    assert [int(x) for x in got] == [mix(7, *(int(v[i]) for v in values)) for i in range(300)]
+
+
+# -- sweep and report ------------------------------------------------------------------------------
+
+
+def test_sweep_runs_every_replay_on_the_topology(tmp_path: Path) -> None:
+    out = tmp_path / "grid"
+    argv = ["sweep", "--cluster", "4x8:V100", "--traces", str(FIXTURE), "--policies", "fifo"]
+    argv += ["sjf", "--topology", SMALL, "--net-sharing", "worst-case", "--workers", "1"]
+    assert main([*argv, "--out", str(out)]) == 0
+    summaries = sorted(out.glob("runs/**/summary.json"))
+    assert len(summaries) == 2
+    for path in summaries:
+        assert json.loads(path.read_text())["network"]["sharing"] == "worst-case"
+    assert 'id="network"' in (out / "report-network_jobs.html").read_text()
+
+
+def test_sweep_refuses_a_topology_that_disagrees(tmp_path: Path, capsys) -> None:
+    argv = ["sweep", "--cluster", "3x8:V100", "--traces", str(FIXTURE), "--topology", SMALL]
+    assert main([*argv, "--workers", "1", "--out", str(tmp_path / "g")]) == 2
+    assert "has 4 hosts but the cluster 3x8:V100 has 3 nodes" in capsys.readouterr().err
+    assert not (tmp_path / "g").exists()
+
+
+def test_report_has_a_network_section_only_with_network_runs(tmp_path: Path) -> None:
+    _hand_run(tmp_path, "worst-case")
+    plain = tmp_path / "plain"
+    argv = ["replay", "--cluster", "4x1:V100", "--trace", str(tmp_path / "jobs.csv")]
+    assert main([*argv, "--policy", "fifo", "--out", str(plain)]) == 0
+    page = tmp_path / "net.html"
+    assert main(["report", str(tmp_path / "worst-case"), str(plain), "--out", str(page)]) == 0
+    text = page.read_text()
+    assert (
+        'id="network"' in text and "fig-comm-share" in text and "fig-link_util_leaf_spine" in text
+    )
+    only_plain = tmp_path / "plain.html"
+    assert main(["report", str(plain), "--out", str(only_plain)]) == 0
+    assert 'id="network"' not in only_plain.read_text()
