@@ -526,3 +526,19 @@ def test_report_has_a_network_section_only_with_network_runs(tmp_path: Path) -> 
     only_plain = tmp_path / "plain.html"
     assert main(["report", str(plain), "--out", str(only_plain)]) == 0
     assert 'id="network"' not in only_plain.read_text()
+
+
+def test_replay_help_explains_the_network_model(capsys: pytest.CaptureFixture) -> None:
+    with pytest.raises(SystemExit):
+        main(["replay", "--help"])
+    text = capsys.readouterr().out
+    for needle in (
+        "--topology",
+        "--net-sharing",
+        "--net-routing",
+        "T = C + max(0, D - overlap*C)",
+        "Not modelled",
+        "random-phase",
+        "lingjun:PATH",
+    ):
+        assert needle in text, needle

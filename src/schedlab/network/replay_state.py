@@ -100,7 +100,7 @@ class NetworkState:
         topo = model.topology
         self.topo = topo
         n = len(jobs)
-        self.solver = SharingSolver(model.rule, model.alpha)
+        self.solver = SharingSolver(model.rule, model.alpha, private=topo.link_tier == TIER_INTRA)
         self.active: dict[int, _Active] = {}
         self.changed: dict[int, None] = {}  # started jobs not in the solver, to report at settle
         # Per job, over all its runs.
