@@ -135,6 +135,9 @@ def test_hand_run_link_utilisation(tmp_path: Path) -> None:
     assert float(first["machines_used"]) == 4
     assert float(first["compute_util"]) == pytest.approx(C / T_WORST)
     summary = json.loads((tmp_path / "worst-case" / "summary.json").read_text())
+    # Arrival, b's completion, a's completion: the completions issued at the perf-model rate
+    # and re-issued when the network re-rated the jobs never became decision points.
+    assert summary["decision_points"] == 3
     net = summary["network"]
     # 4 hosts busy until b ends at 250.1 s, then a's 2 until 450.2 s.
     assert net["sharing"] == "worst-case"
