@@ -15,12 +15,36 @@ from schedlab.commands.common import (
     stdout,
 )
 from schedlab.errors import InputError
+from schedlab.experiments.replay_network import REPLAY_ROUTING, check_routing
 from schedlab.experiments.replay_run import FALLBACKS, ReplaySpec, run_replay, write_run
+from schedlab.network.sharing import DEFAULT_RULE, RULES, check_rule
 from schedlab.output_dir import staged_dir
 from schedlab.perf.models import parse_speed_factors
 from schedlab.policies.api import REPLAY
 from schedlab.policies.registry import DEFAULT_PLACEMENT, ordering_names, placement_names
 from schedlab.policies.wiring import build
+
+NETWORK_HELP = """\
+network model (--topology; without it nothing below applies and replay runs as before):
+  Every job is data-parallel. Per iteration it computes C seconds (from the scaling model's
+  per-model profile, or the trace's compute_time) and synchronises its gradient (per-model bytes,
+  or the trace's gradient_bytes) with a collective (ring by default; hd, a2a, ps, ina) over the
+  links its placement implies: NICs, leaf uplinks, spines, cores. Its iteration time is
+      T = C + max(0, D - overlap*C)
+  where D is the collective's time with the links it shares slowed by --net-sharing:
+  isolated (no contention), random-phase (default; others' duty cycles), worst-case (equal split
+  whenever shared), maxmin (progressive filling), interleaved (only excess demand hurts),
+  priority (strict between the trace's net_priority classes). Trace durations are taken as
+  compute time: a job runs at C/T of its trace speed (with --throughputs builtin, T replaces the
+  model's own all-reduce). Speeds change only when a job starts, stops or is resized.
+  Not modelled: packet-level effects (congestion control, incast, queueing delay), pipeline or
+  tensor-parallel traffic, storage and control traffic, link failures.
+examples:
+  schedlab replay --topology leafspine:leaves=2,spines=2,hosts_per_leaf=4,g=8,m=1,nic_gbps=100 \\
+      --trace jobs.csv --policy fifo --placement consolidate --out runs/net
+  schedlab replay --cluster 250x8:V100 --trace philly.csv --policy fifo \\
+      --topology leafspine:leaves=25,spines=8,hosts_per_leaf=10,g=8,m=1,nic_gbps=100 \\
+      --net-sharing worst-case --out runs/philly-net"""
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -40,7 +64,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
             "  schedlab replay --cluster cluster.toml --trace jobs.csv --trace-format generic "
             "--policy fifo --backfill --placement consolidate --out runs/fifo-bf\n\n"
             "--cluster takes a node-list CSV, a TOML cluster file, or NODESxGPUS[:MODEL] joined "
-            "by '+', e.g. 250x8:V100 or 16x8:A100+8x4:T4."
+            "by '+', e.g. 250x8:V100 or 16x8:A100+8x4:T4.\n\n" + NETWORK_HELP
         ),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
@@ -90,6 +114,23 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         type=float,
         help="decide once per round of this many seconds (default: at every event)",
     )
+    net = p.add_argument_group("network (see docs/network.md)")
+    net.add_argument(
+        "--topology",
+        help="a network under the cluster: a TOML file or NAME:key=value,... (leafspine, vclos, "
+        "ocs, fattree, titan, crux-clos, lingjun:PATH); --cluster may then be left out",
+    )
+    net.add_argument(
+        "--net-sharing",
+        choices=RULES,
+        help="how jobs sharing a link slow each other (default random-phase)",
+    )
+    net.add_argument(
+        "--net-routing",
+        choices=REPLAY_ROUTING,
+        help="ecmp: one hashed path per flow aggregate, seeded by --seed (default); "
+        "spray: bytes split evenly over all shortest paths",
+    )
     add_plugin_option(p)
     p.add_argument(
         "--config",
@@ -118,6 +159,9 @@ CONFIG_KEYS: dict[str, type] = {
     "slot": float,
     "plugin": list,
     "throughputs_fallback": str,
+    "topology": str,
+    "net_sharing": str,
+    "net_routing": str,
 }
 
 
@@ -141,7 +185,8 @@ def spec_from_args(args: argparse.Namespace) -> ReplaySpec:
         value = getattr(args, key)
         return value if value is not None else cfg.get(key, default)
 
-    missing = [f"--{k}" for k in ("cluster", "trace", "policy") if pick(k) is None]
+    required = ("trace", "policy") if pick("topology") else ("cluster", "trace", "policy")
+    missing = [f"--{k}" for k in required if pick(k) is None]
     if missing:
         raise InputError(
             f"missing {', '.join(missing)} (give it on the command line or in --config)"
@@ -158,7 +203,7 @@ def spec_from_args(args: argparse.Namespace) -> ReplaySpec:
     if fallback is not None and not pick("throughputs"):
         raise InputError("'--throughputs-fallback' needs '--throughputs'")
     spec = ReplaySpec(
-        cluster=pick("cluster"),
+        cluster=pick("cluster") or "",
         trace=pick("trace"),
         policy=pick("policy"),
         placement=pick("placement", DEFAULT_PLACEMENT),
@@ -173,6 +218,9 @@ def spec_from_args(args: argparse.Namespace) -> ReplaySpec:
         slot=slot,
         plugins=tuple(dict.fromkeys([*cfg.get("plugin", []), *args.plugin])),  # type: ignore[misc]
         throughputs_fallback=fallback,
+        topology=pick("topology") or None,
+        net_sharing=check_rule(pick("net_sharing", DEFAULT_RULE)),
+        net_routing=check_routing(pick("net_routing", "ecmp")),
     )
     build(REPLAY, spec.choice)  # every refusal before any work
     return spec

@@ -24,9 +24,11 @@ from schedlab.commands.pack_grid import print_aggregate, run_pack_grid, write_gr
 from schedlab.commands.replay_grid import print_replay_table, write_replay_grid
 from schedlab.errors import InputError
 from schedlab.experiments.pack_sweep import default_workers
+from schedlab.experiments.replay_network import topology_cluster
 from schedlab.experiments.replay_run import ReplaySpec
 from schedlab.experiments.replay_sweep import run_grid, staged_task
 from schedlab.experiments.workloads import FileWorkload
+from schedlab.network.sharing import DEFAULT_RULE, RULES
 from schedlab.output_dir import staged_dir
 from schedlab.policies.api import PACK, REPLAY
 from schedlab.policies.registry import pack_study_names
@@ -74,6 +76,12 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         type=float,
         default=0.0,
         help="seconds a preempted job needs to restart (default 0)",
+    )
+    replay.add_argument(
+        "--topology", help="a network under --cluster for every run (see 'replay --help')"
+    )
+    replay.add_argument(
+        "--net-sharing", choices=RULES, help="with --topology: sharing rule (default random-phase)"
     )
     p.add_argument(
         "--policies",
@@ -160,7 +168,12 @@ def _run_replay(args: argparse.Namespace) -> int:
     for name, backfill in orders:  # every refusal of every combination before any run
         for placement in placements:
             build(REPLAY, PolicyChoice(name, placement, backfill, plugins=plugins))
-    parse_cluster_spec(args.cluster)
+    cluster = parse_cluster_spec(args.cluster)
+    if args.topology is not None:
+        topology_cluster(args.topology, cluster)  # a topology that disagrees fails here
+    elif args.net_sharing is not None:
+        raise InputError("'--net-sharing' needs '--topology'")
+    net_sharing = args.net_sharing or DEFAULT_RULE
     labels = [Path(t).stem for t in args.traces]
     if len(set(labels)) != len(labels):
         raise InputError("two '--traces' files share a file name; results are keyed by it")
@@ -174,6 +187,11 @@ def _run_replay(args: argparse.Namespace) -> int:
         "seeds": seeds,
         "restart_overhead": args.restart_overhead,
         **({"plugin": list(plugins)} if plugins else {}),
+        **(
+            {"topology": args.topology, "net_sharing": net_sharing}
+            if args.topology is not None
+            else {}
+        ),
     }
     with staged_dir(args.out) as out:  # an unwritable --out fails here, before the runs
         tasks = []
@@ -191,6 +209,8 @@ def _run_replay(args: argparse.Namespace) -> int:
                             trace_format=args.trace_format,
                             restart_overhead=args.restart_overhead,
                             plugins=plugins,
+                            topology=args.topology,
+                            net_sharing=net_sharing,
                         )
                         tasks.append(staged_task(spec, out, args.out))
         started = time.perf_counter()

@@ -40,6 +40,7 @@ from schedlab.model.snapshot import (
     Start,
     allocation_size,
 )
+from schedlab.network.replay_state import NetworkModel, NetworkRecord
 from schedlab.perf.models import PerfModel, allocation_rate
 from schedlab.policies.api import REPLAY
 from schedlab.policies.placement.base import PlacementPolicy
@@ -90,6 +91,7 @@ class ReplayRecord:
     decision_points: int
     events: int
     wall_seconds: float
+    network: NetworkRecord | None = None  # only with a network model
 
 
 class ReplayEngine:
@@ -103,8 +105,11 @@ class ReplayEngine:
         placement_policy: PlacementPolicy,
         perf: PerfModel,
         config: ReplayConfig = ReplayConfig(),
+        network: NetworkModel | None = None,
     ) -> None:
         self.cluster = cluster
+        #: Optional rate model of the network (see :mod:`schedlab.network.replay_state`).
+        self.network = network
         self.jobs = jobs.sorted_by_submit()
         self.policy = policy
         self.perf = perf
@@ -151,6 +156,9 @@ class _Run:
         # the same model (= its GPU count under linear scaling, less where scaling flattens).
         self.speedup = np.zeros(n)
         self.speedup_sum = 0.0
+        # The network (if any) is told of every allocation taken and given up; at each decision
+        # point it returns the jobs whose speed changed (see settle_network).
+        self.net = engine.network.new_state(j) if engine.network is not None else None
 
     # -- job state changes -----------------------------------------------------------------
     def stop_progress(self, job: int, now: float) -> None:
@@ -218,6 +226,8 @@ class _Run:
         self.stop_progress(job, now)
         self.rt.remaining[job] = 0.0
         self.vacate(job)
+        if self.net is not None:
+            self.net.stop(job, now)
         self.rt.status[job] = DONE
         self.end_time[job] = now
         del self.running[job]
@@ -242,6 +252,8 @@ class _Run:
                 expect(d.job, RUNNING, "preempted")
                 self.stop_progress(d.job, now)
                 self.vacate(d.job)
+                if self.net is not None:
+                    self.net.stop(d.job, now)
                 rt.rate[d.job] = 0.0
                 rt.status[d.job] = PENDING
                 rt.queued_since[d.job] = now
@@ -256,9 +268,13 @@ class _Run:
             expect(d.job, RUNNING, "resized")
             self.stop_progress(d.job, now)
             self.vacate(d.job)
+            if self.net is not None:
+                self.net.stop(d.job, now)
         for d in resizes:
             self.occupy(d.job, d.allocation)
             self.set_rate(d.job, d.allocation)
+            if self.net is not None:
+                self.net.start(d.job, d.allocation, now)
             rt.progress_from[d.job] = now + self.cfg.resize_overhead
             rt.resizes[d.job] += 1
             self.schedule_completion(d.job)
@@ -267,6 +283,8 @@ class _Run:
                 expect(d.job, PENDING, "started")
                 self.occupy(d.job, d.allocation)
                 self.set_rate(d.job, d.allocation)
+                if self.net is not None:
+                    self.net.start(d.job, d.allocation, now)
                 rt.run_started[d.job] = now
                 restart = self.cfg.restart_overhead if self.ever_ran[d.job] else 0.0
                 rt.progress_from[d.job] = now + restart
@@ -286,6 +304,18 @@ class _Run:
                 self.stop_progress(d.job, now)
                 rt.progress_from[d.job] += d.seconds
                 self.schedule_completion(d.job)
+
+    def settle_network(self, now: float) -> None:
+        """Re-rate every job whose iteration time the network changed: bank its progress at the
+        old rate, take the new one and re-issue its completion (the old one becomes stale)."""
+        assert self.net is not None
+        rt = self.rt
+        for job, factor in self.net.settle(now):
+            if rt.status[job] != RUNNING:
+                continue
+            self.stop_progress(job, now)
+            rt.rate[job] = self.rate_on(job, rt.allocation[job]) * factor
+            self.schedule_completion(job)
 
     def snapshot(self, now: float, new_pending: list[int]) -> Snapshot:
         e = self.e
@@ -346,6 +376,8 @@ class _Run:
             decision_points += 1
             if decisions:
                 self.apply(decisions, now)
+            if self.net is not None:
+                self.settle_network(now)
             wakeup = self.policy.next_wakeup(self.snapshot(now, []))
             if wakeup <= now:
                 wakeup = INF  # a wake-up in the past would never let time advance
@@ -354,9 +386,12 @@ class _Run:
             ts_running.append(len(self.running))
             ts_busy.append(total_gpus - self.free_gpus)
             ts_efficiency.append(max(0.0, self.speedup_sum) / total_gpus if total_gpus else 0.0)
+            if self.net is not None:
+                self.net.record(now)
             if progress is not None and (decision_points & 4095) == 0:
                 progress(next_arrival, n)
         end = cfg.until if now > cfg.until else now
+        last = ts_time[-1] if ts_time else 0.0
         if math.isfinite(end):
             for job in list(self.running):
                 self.stop_progress(job, end)
@@ -383,4 +418,5 @@ class _Run:
             decision_points=decision_points,
             events=events,
             wall_seconds=time.perf_counter() - started,
+            network=self.net.finish(end if math.isfinite(end) else last) if self.net else None,
         )

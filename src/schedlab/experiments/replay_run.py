@@ -14,6 +14,14 @@ import pandas as pd
 from schedlab import __version__
 from schedlab.engines.replay import ReplayConfig, ReplayEngine, ReplayRecord
 from schedlab.errors import InputError
+from schedlab.experiments.replay_network import (
+    MEASURED_TABLES_WITH_TOPOLOGY,
+    add_job_columns,
+    add_series_columns,
+    network_block,
+    network_model,
+    topology_cluster,
+)
 from schedlab.metrics.replay_metrics import job_metrics, json_ready, summarize
 from schedlab.model.cluster import Cluster
 from schedlab.model.gpu_models import GPU_MODELS
@@ -56,6 +64,10 @@ class ReplaySpec:
     #: What to do with jobs the throughput tables do not cover: None refuses the run, "linear"
     #: runs them on their trace duration with linear scaling after a one-line warning.
     throughputs_fallback: str | None = None
+    #: ``--topology``: a network under the cluster (None: no network model, as before).
+    topology: str | None = None
+    net_sharing: str = "random-phase"
+    net_routing: str = "ecmp"
 
     @property
     def label(self) -> str:
@@ -149,19 +161,39 @@ def run_replay(
     spec: ReplaySpec, cluster: Cluster | None = None, jobs: JobTable | None = None
 ) -> ReplayRecord:
     """Run ``spec``; ``cluster``/``jobs`` may be passed in to skip loading (sweeps, demo)."""
-    cluster = cluster if cluster is not None else parse_cluster_spec(spec.cluster)
+    if cluster is None and (spec.cluster or spec.topology is None):
+        cluster = parse_cluster_spec(spec.cluster)
     if jobs is None:
         jobs = read_jobs(spec.trace, spec.trace_format).jobs
+    if spec.topology is not None and spec.throughputs not in (None, BUILTIN_THROUGHPUTS):
+        raise InputError(MEASURED_TABLES_WITH_TOPOLOGY)  # before the tables are judged
     perf = load_perf(spec)
-    check_speed_models(spec, cluster)
     check_table_coverage(jobs, perf, spec)
     check_runnable(jobs, perf, spec.trace)
+    network = None
+    if spec.topology is not None:
+        topo, cluster = topology_cluster(spec.topology, cluster)
+        network = network_model(
+            topo,
+            jobs.sorted_by_submit(),  # the engine's order
+            perf,
+            rule=spec.net_sharing,
+            routing=spec.net_routing,
+            seed=spec.seed,
+            trace=spec.trace,
+            fmt=spec.trace_format,
+            builtin=spec.throughputs == BUILTIN_THROUGHPUTS,
+        )
+    assert cluster is not None
+    check_speed_models(spec, cluster)
     policies = build(REPLAY, spec.choice)
     assert policies.scheduler is not None
     config = ReplayConfig(
         seed=spec.seed, restart_overhead=spec.restart_overhead, resize_overhead=spec.resize_overhead
     )
-    engine = ReplayEngine(cluster, jobs, policies.scheduler, policies.placement, perf, config)
+    engine = ReplayEngine(
+        cluster, jobs, policies.scheduler, policies.placement, perf, config, network
+    )
     return engine.run()
 
 
@@ -189,7 +221,7 @@ def jobs_frame(record: ReplayRecord) -> pd.DataFrame:
             "status": status,
         }
     )
-    return job_metrics(frame)
+    return add_job_columns(job_metrics(frame), record)
 
 
 def jobs_for_csv(jobs: pd.DataFrame) -> pd.DataFrame:
@@ -200,6 +232,10 @@ def jobs_for_csv(jobs: pd.DataFrame) -> pd.DataFrame:
 
 
 def timeseries_frame(record: ReplayRecord) -> pd.DataFrame:
+    return add_series_columns(_base_series(record), record)
+
+
+def _base_series(record: ReplayRecord) -> pd.DataFrame:
     return pd.DataFrame(
         {
             "time": record.ts_time,
@@ -222,7 +258,7 @@ def replay_summary(
             "placement": spec.placement,
             "trace": spec.label,
             "seed": spec.seed,
-            "cluster": spec.cluster if not Path(spec.cluster).exists() else Path(spec.cluster).name,
+            "cluster": Path(spec.cluster).name if _is_file(spec.cluster) else spec.cluster,
             "gpus": record.cluster.total_gpus,
             **summary,
             "decision_points": record.decision_points,
@@ -230,6 +266,7 @@ def replay_summary(
             "jobs_per_second": round(len(record.jobs) / record.wall_seconds, 1)
             if record.wall_seconds > 0
             else None,
+            **({"network": network_block(record, jobs, series)} if record.network else {}),
         }
     )
 
@@ -243,9 +280,7 @@ def write_run(out: Path, spec: ReplaySpec, record: ReplayRecord) -> dict[str, ob
     write_csv(out / "jobs.csv", jobs_for_csv(jobs))
     write_csv(out / "timeseries.csv", series)
     config = {
-        "cluster": spec.cluster
-        if not Path(spec.cluster).exists()
-        else str(Path(spec.cluster).resolve()),
+        "cluster": str(Path(spec.cluster).resolve()) if _is_file(spec.cluster) else spec.cluster,
         "trace": str(Path(spec.trace).resolve()) if Path(spec.trace).exists() else spec.trace,
         "trace_format": spec.trace_format or "",
         "policy": spec.policy,
@@ -264,6 +299,15 @@ def write_run(out: Path, spec: ReplaySpec, record: ReplayRecord) -> dict[str, ob
         "slot": spec.slot if spec.slot is not None else 0.0,
         "throughputs_fallback": spec.throughputs_fallback or "",
         **({"plugin": list(spec.plugins)} if spec.plugins else {}),
+        **(
+            {
+                "topology": _path_or_spec(spec.topology),
+                "net_sharing": spec.net_sharing,
+                "net_routing": spec.net_routing,
+            }
+            if spec.topology is not None
+            else {}
+        ),
     }
     write_config(
         out / "config.toml",
@@ -273,3 +317,13 @@ def write_run(out: Path, spec: ReplaySpec, record: ReplayRecord) -> dict[str, ob
     )
     write_json(out / "summary.json", summary)  # last: its presence marks a complete run
     return summary
+
+
+def _path_or_spec(topology: str) -> str:
+    """A TOML topology file as an absolute path (so the config repeats from anywhere)."""
+    return str(Path(topology).resolve()) if Path(topology).is_file() else topology
+
+
+def _is_file(spec: str) -> bool:
+    """A cluster given as a file (not a NODESxGPUS spec, and not left out for a topology)."""
+    return bool(spec) and Path(spec).exists()

@@ -18,6 +18,9 @@ from schedlab.network.collectives import CommSpec, Transfers, transfers
 from schedlab.network.routing import Routing
 from schedlab.network.topology import Topology
 
+#: Largest (phase, link) key space summed densely rather than by sorting.
+DENSE_KEYS = 1 << 23
+
 
 @dataclass(frozen=True)
 class Footprint:
@@ -106,10 +109,16 @@ class _Entries:
         link = np.concatenate(self.link)
         nbytes = np.concatenate(self.nbytes)
         key = phase * topo.num_links + link
-        uniq, inv = np.unique(key, return_inverse=True)
-        total = np.bincount(inv, nbytes, len(uniq))
-        keep = total > 0
-        uniq, total = uniq[keep], total[keep]
+        size = num_phases * topo.num_links
+        if size <= DENSE_KEYS:  # a bincount over every (phase, link) beats sorting the keys
+            dense = np.bincount(key, nbytes, size)
+            uniq = np.flatnonzero(dense > 0)
+            total = dense[uniq]
+        else:
+            uniq, inv = np.unique(key, return_inverse=True)
+            total = np.bincount(inv, nbytes, len(uniq))
+            keep = total > 0
+            uniq, total = uniq[keep], total[keep]
         ph, ln = uniq // topo.num_links, uniq % topo.num_links
         ptr = np.searchsorted(ph, np.arange(num_phases + 1)).astype(np.int64)
         return ptr, ln.astype(np.int64), total, total / topo.link_bytes_per_s[ln]
@@ -143,15 +152,44 @@ def _route_transfers(
     leaf = topo.host_leaf
     cross_leaf = leaf[sh] != leaf[dh]
     if cross_leaf.any():
-        # Aggregate by (phase, src, NIC, dst, NIC) before routing: one route per aggregate.
+        # Every transfer of a flow aggregate (src, NIC, dst, NIC) takes the aggregate's links
+        # (the ECMP hash and the split depend on nothing else), so transfers are routed as they
+        # are, with array operations, rather than grouped first.
         idx = np.flatnonzero(cross_leaf)
-        keys = np.stack([ph[idx], sh[idx], snic[idx], dh[idx], dnic[idx]], axis=1)
-        uniq, inv = np.unique(keys, axis=0, return_inverse=True)
-        agg = np.bincount(inv.ravel(), nbytes[idx], len(uniq))
-        for (p, s, sn, d, _dn), b in zip(uniq.tolist(), agg.tolist(), strict=True):
-            for link, share in routing.fabric_shares(topo, job, s, d, sn):
-                entries.add(p, link, b * share)
+        at, link, share = routing.many(topo, job, sh[idx], dh[idx], snic[idx])
+        entries.add(ph[idx[at]], link, nbytes[idx[at]] * share)
     return float(nbytes.sum()), float(nbytes[cross_leaf].sum())
+
+
+def _a2a_entries(
+    size: float, ranks: tuple[np.ndarray, np.ndarray], topo: Topology, routing: Routing, job: int
+) -> tuple[_Entries, float, float]:
+    """All-to-all without listing its N² transfers: the same entries :func:`_route_transfers`
+    adds for them, summed per sender GPU (NIC and intra-host links), per receiver GPU, and per
+    (src host, src NIC, dst host) for the fabric, the only fields a route depends on."""
+    host, gpu = ranks
+    entries = _Entries()
+    n = len(host)
+    per = size / n
+    nic = gpu * topo.host_nics[host] // topo.host_gpus[host]
+    hosts, host_of, on_host = np.unique(host, return_inverse=True, return_counts=True)
+    same = on_host[host_of]  # ranks on each rank's host, itself included
+    entries.add(0, topo.intra_base[host] + gpu, per * (same - 1))
+    entries.add(0, topo.nic_base[host] + nic, per * (n - same))
+    entries.add(0, topo.num_nics + topo.nic_base[host] + nic, per * (n - same))
+    cross_host = per * float((n - same).sum())
+    leaf = topo.host_leaf[hosts]
+    # Sender groups (host, NIC) × receiving hosts on another leaf.
+    groups, group_count = np.unique(host_of * int(topo.host_nics.max()) + nic, return_counts=True)
+    g_host, g_nic = np.divmod(groups, int(topo.host_nics.max()))
+    gi, hi = np.meshgrid(np.arange(len(groups)), np.arange(len(hosts)), indexing="ij")
+    gi, hi = gi.ravel(), hi.ravel()
+    far = leaf[g_host[gi]] != leaf[hi]
+    gi, hi = gi[far], hi[far]
+    nbytes = per * group_count[gi] * on_host[hi]
+    at, link, share = routing.many(topo, job, hosts[g_host[gi]], hosts[hi], g_nic[gi])
+    entries.add(0, link, nbytes[at] * share)
+    return entries, cross_host, float(nbytes.sum())
 
 
 def footprint(
@@ -174,16 +212,23 @@ def footprint(
         from schedlab.network.ina import ina_footprint
 
         return ina_footprint(spec, host, gpu, topo, routing, job, ina_background)
-    tr = transfers(spec, n, channels_of(host, topo))
-    cross_host, cross_leaf = _route_transfers(tr, host, gpu, topo, routing, job, entries)
-    ptr, links, nbytes, seconds = entries.freeze(tr.num_phases, topo)
+    if spec.collective == "a2a" and n > 1 and spec.gradient_bytes > 0 and routing.mode != "policy":
+        entries, cross_host, cross_leaf = _a2a_entries(
+            spec.gradient_bytes, (host, gpu), topo, routing, job
+        )
+        num_phases, steps = 1, n - 1
+    else:
+        tr = transfers(spec, n, channels_of(host, topo))
+        cross_host, cross_leaf = _route_transfers(tr, host, gpu, topo, routing, job, entries)
+        num_phases, steps = tr.num_phases, tr.steps
+    ptr, links, nbytes, seconds = entries.freeze(num_phases, topo)
     return Footprint(
         collective=spec.collective,
         phase_ptr=ptr,
         links=links,
         nbytes=nbytes,
         seconds=seconds,
-        steps=tr.steps,
+        steps=steps,
         cross_host_bytes=cross_host,
         cross_leaf_bytes=cross_leaf,
         hosts=len(np.unique(host)),

@@ -47,6 +47,48 @@ def mix(*values: int) -> int:
     return h
 
 
+_U = np.uint64
+
+
+def splitmix64_array(x: np.ndarray) -> np.ndarray:
+    """:func:`splitmix64` of every element of a uint64 array (arithmetic wraps mod 2^64)."""
+    x = x + _U(0x9E3779B97F4A7C15)
+    x = (x ^ (x >> _U(30))) * _U(0xBF58476D1CE4E5B9)
+    x = (x ^ (x >> _U(27))) * _U(0x94D049BB133111EB)
+    return x ^ (x >> _U(31))
+
+
+def mix_array(*values: int | np.ndarray) -> np.ndarray:
+    """:func:`mix` element-wise; scalars broadcast against the arrays."""
+    arrays = [np.asarray(v, dtype=np.int64).astype(np.uint64) for v in values]
+    h = np.zeros(np.broadcast_shapes(*(a.shape for a in arrays)), dtype=np.uint64)
+    for v in arrays:
+        h = splitmix64_array(h ^ v)
+    return h
+
+
+def unique_small(key: np.ndarray, size: int) -> tuple[np.ndarray, np.ndarray]:
+    """``np.unique(key, return_inverse=True)`` for keys in [0, size): by marking a dense table
+    when it is small enough (no sort), else by sorting."""
+    if size > 1 << 24:
+        uniq, inv = np.unique(key, return_inverse=True)
+        return uniq, inv.ravel()
+    seen = np.zeros(size, dtype=bool)
+    seen[key] = True
+    uniq = np.flatnonzero(seen)
+    rank = np.zeros(size, dtype=np.int64)
+    rank[uniq] = np.arange(len(uniq))
+    return uniq, rank[key]
+
+
+def _triples(rows: list[tuple[int, int, float]]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    return (
+        np.array([r[0] for r in rows], dtype=np.int64),
+        np.array([r[1] for r in rows], dtype=np.int64),
+        np.array([r[2] for r in rows], dtype=np.float64),
+    )
+
+
 @dataclass(frozen=True)
 class Routing:
     """How a job's flows take paths.
@@ -92,6 +134,86 @@ class Routing:
         if self.mode == "ecmp" or self.mode == "policy":
             return self._ecmp(topo, job, src_host, dst_host, channel, a, b)
         return self._split(topo, a, b)
+
+    def many(
+        self, topo: Topology, job: int, src: np.ndarray, dst: np.ndarray, channel: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """:meth:`fabric_shares` of many flow aggregates at once: (aggregate index, link, share)
+        triples, the same links and shares as one call per aggregate, computed with array
+        operations (large jobs have tens of thousands of host-pair aggregates)."""
+        src = np.asarray(src, dtype=np.int64)
+        dst = np.asarray(dst, dtype=np.int64)
+        channel = np.asarray(channel, dtype=np.int64)
+        a, b = topo.host_leaf[src], topo.host_leaf[dst]
+        far = np.flatnonzero(a != b)
+        if self.mode == "policy" and self.paths:
+            rows = [
+                (int(i), link, share)
+                for i in far.tolist()
+                for link, share in self.fabric_shares(
+                    topo, job, int(src[i]), int(dst[i]), int(channel[i])
+                )
+            ]
+            return _triples(rows)
+        codes, inv = unique_small(a[far] * topo.num_switches + b[far], topo.num_switches**2)
+        pairs = np.stack(np.divmod(codes, topo.num_switches), axis=1)
+        for x, y in pairs.tolist():
+            if not topo.reachable(x, y):
+                self.between(topo, job, -1, -1, 0, x, y)  # raises the no-path error
+        if self.mode in ("ecmp", "policy"):
+            return self._ecmp_many(topo, job, src[far], dst[far], channel[far], far, b[far])
+        rows = []
+        for k, (x, y) in enumerate(pairs.tolist()):
+            members = far[inv == k]
+            split = self._split(topo, x, y)
+            rows.append(
+                (
+                    np.repeat(members, len(split)),
+                    np.tile([link for link, _ in split], len(members)),
+                    np.tile([share for _, share in split], len(members)),
+                )
+            )
+        if not rows:
+            return _triples([])
+        return tuple(np.concatenate(c) for c in zip(*rows, strict=True))  # type: ignore[return-value]
+
+    def _ecmp_many(
+        self,
+        topo: Topology,
+        job: int,
+        src: np.ndarray,
+        dst: np.ndarray,
+        channel: np.ndarray,
+        index: np.ndarray,
+        target: np.ndarray,
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Hop-by-hop ECMP for many aggregates: one hop of all of them per round."""
+        x = topo.host_leaf[src].copy()
+        alive = np.arange(len(x))
+        out_i, out_l = [], []
+        while len(alive):
+            key = x[alive] * topo.num_switches + target[alive]
+            uniq, inv = unique_small(key, topo.num_switches**2)
+            hops = [
+                topo.next_hops(int(k // topo.num_switches), int(k % topo.num_switches))
+                for k in uniq.tolist()
+            ]
+            width = max(len(h) for h in hops)
+            table = np.zeros((len(hops), width), dtype=np.int64)
+            for r, h in enumerate(hops):
+                table[r, : len(h)] = h
+            lens = np.array([len(h) for h in hops], dtype=np.uint64)
+            h = mix_array(self.seed, job, src[alive], dst[alive], channel[alive], x[alive])
+            pick = (h % lens[inv]).astype(np.int64)
+            link = table[inv, pick]
+            out_i.append(index[alive])
+            out_l.append(link)
+            x[alive] = topo.fabric_dst[link - topo.fabric_base]
+            alive = alive[x[alive] != target[alive]]
+        if not out_i:
+            return _triples([])
+        links = np.concatenate(out_l)
+        return np.concatenate(out_i), links, np.ones(len(links))
 
     def _ecmp(
         self, topo: Topology, job: int, src: int, dst: int, channel: int, a: int, b: int

@@ -62,6 +62,7 @@ class _Job:
     t_iso: float
     t: float
     d: float
+    shared: np.ndarray  # the links other jobs may use too (indexed in link_jobs)
     speed: float = 1.0  # max-min share v
 
 
@@ -71,6 +72,9 @@ class SharingSolver:
     ``propagate='affected'`` iterates the changed jobs and their link neighbours (others frozen);
     ``'component'`` iterates whole connected components (to measure the error of freezing).
     ``maxmin`` always re-solves whole components: progressive filling is a global allocation.
+    ``private`` (a mask over link ids) marks links no two jobs can use (a GPU's intra-host
+    link): they count in a job's time but are not indexed, which keeps the bookkeeping of
+    large jobs to the links that can be contended.
     """
 
     def __init__(
@@ -80,6 +84,7 @@ class SharingSolver:
         tol: float = 1e-6,
         max_rounds: int = 20,
         propagate: str = "affected",
+        private: np.ndarray | None = None,
     ) -> None:
         self.rule = check_rule(rule)
         if propagate not in PROPAGATE:
@@ -88,6 +93,7 @@ class SharingSolver:
         self.tol = tol
         self.max_rounds = max_rounds
         self.propagate = propagate
+        self.private = private
         self.jobs: dict[Hashable, _Job] = {}
         self.link_jobs: dict[int, set[Hashable]] = {}
         self.pending: set[Hashable] = set()
@@ -102,8 +108,9 @@ class SharingSolver:
         links, _, load = fp.link_totals()
         d0 = fp.comm_time(self.alpha)
         t_iso = iteration_time(spec, d0)
-        self.jobs[key] = _Job(fp, spec, links, load, d0, t_iso, t_iso, d0)
-        for link in links.tolist():
+        shared = links if self.private is None else links[~self.private[links]]
+        self.jobs[key] = _Job(fp, spec, links, load, d0, t_iso, t_iso, d0, shared)
+        for link in shared.tolist():
             self.link_jobs.setdefault(link, set()).add(key)
         self.pending |= self.neighbours(key)
 
@@ -111,7 +118,7 @@ class SharingSolver:
         """Stop job ``key``; its neighbours are re-solved at the next :meth:`solve`."""
         job = self.jobs.pop(key)
         self.pending.discard(key)
-        for link in job.links.tolist():
+        for link in job.shared.tolist():
             users = self.link_jobs[link]
             users.discard(key)
             self.pending |= users
@@ -126,7 +133,7 @@ class SharingSolver:
     def neighbours(self, key: Hashable) -> set[Hashable]:
         """The job and every job sharing a link with it."""
         out = {key}
-        for link in self.jobs[key].links.tolist():
+        for link in self.jobs[key].shared.tolist():
             out |= self.link_jobs[link]
         return out
 
@@ -272,7 +279,7 @@ class _Problem:
         links = np.unique(np.concatenate([j.links for j in a_jobs] + [np.zeros(0, np.int64)]))
         in_a = set(keys)
         others: set[Hashable] = set()
-        for link in links.tolist():
+        for link in np.unique(np.concatenate([j.shared for j in a_jobs])).tolist():
             others |= solver.link_jobs.get(link, set())
         b_keys = keys + sorted(others - in_a, key=repr)
         b_jobs = [solver.jobs[k] for k in b_keys]

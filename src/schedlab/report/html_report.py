@@ -569,6 +569,7 @@ of each row is in <b>bold</b>; — means undefined (e.g. no completed job).</p>
 <dl class="defs">{defs}</dl>
 <h2 id="figures">Figures</h2>
 <div class="figures">{fig_html}</div>
+{_network_section(runs)}
 </main>
 <footer>
 <p>Made by schedlab {e(__version__)} from:</p>
@@ -577,6 +578,12 @@ of each row is in <b>bold</b>; — means undefined (e.g. no completed job).</p>
 </body>
 </html>
 """
+
+
+def _network_section(runs: Sequence[Run]) -> str:
+    from schedlab.report.network_section import network_section  # it imports this module
+
+    return network_section(runs)
 
 
 def build_report(run_dirs: list[Path], out: Path, title: str | None = None) -> Path:

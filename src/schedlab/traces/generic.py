@@ -33,6 +33,20 @@ Optional (blank = the default in brackets):
 ``cpu_milli``, ``memory_mib`` [0]
     CPU (thousandths of a core) and memory (MiB) per job.
 
+Communication, read only by ``replay --topology`` (see :mod:`schedlab.network.jobcomm` and
+``docs/network.md``; other commands ignore them):
+
+``collective`` [ring]
+    ``ring``, ``hd`` (halving-doubling), ``a2a``, ``ps`` (parameter server) or ``ina``.
+``gradient_bytes`` [the model's fp32 gradient size]
+    Bytes synchronised per training iteration.
+``overlap`` [the model's profile, 0.3]
+    Share (0…1) of the compute time communication may hide behind.
+``compute_time`` [the model's profile]
+    Compute seconds per iteration at ``num_gpus`` GPUs of the reference model.
+``net_priority`` [0]
+    Whole-number priority class for ``--net-sharing priority`` (higher is served first).
+
 Example::
 
     job_id,submit_time,num_gpus,duration,iterations,model_name,batch_size,deadline,gpu_model

@@ -1,0 +1,288 @@
+"""The network as the replay engine sees it: a rate model it calls at start, stop and settle.
+
+The engine tells a :class:`NetworkState` when a job takes an allocation (:meth:`~NetworkState.
+start`: start, restart, resize) and when it gives one up (:meth:`~NetworkState.stop`: completion,
+preemption, resize), then once per decision point asks :meth:`~NetworkState.settle` which jobs'
+speeds changed. Only then is the sharing solver run, on the jobs whose links changed; nothing here
+runs per flow or per round. A job's rate is its performance model's rate times ``base / T``:
+``T`` is its iteration time under sharing and ``base`` the iteration time the performance model
+already assumes (the compute time C for trace durations, the builtin model's own iteration time
+for ``--throughputs builtin``).
+
+The state also keeps what the network metrics need, incrementally: per-link utilisation and its
+time integral, compute utilisation, machines used and fragmentation, and per job the time
+integrals of its communication share, slowdown and iterations.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from schedlab.model.jobs import JobTable
+from schedlab.model.snapshot import Allocation, allocation_size
+from schedlab.network.collectives import CommSpec
+from schedlab.network.footprint import Footprint, footprint
+from schedlab.network.jobcomm import JobComm
+from schedlab.network.routing import Routing
+from schedlab.network.sharing import DEFAULT_ALPHA, SharingSolver, iteration_time
+from schedlab.network.topology import TIER_INTRA, TIERS, Topology
+
+#: ``base_time(job, gpus)``: the iteration time the performance model assumes on ``gpus`` GPUs.
+BaseTime = Callable[[int, int], float]
+
+
+@dataclass(frozen=True)
+class NetworkModel:
+    """Everything fixed about a run's network; :meth:`new_state` gives one run's mutable state."""
+
+    topology: Topology
+    rule: str
+    routing: Routing
+    comm: JobComm
+    base_time: BaseTime
+    alpha: float = DEFAULT_ALPHA
+
+    def new_state(self, jobs: JobTable) -> NetworkState:
+        return NetworkState(self, jobs)
+
+
+@dataclass
+class _Active:
+    fp: Footprint
+    spec: CommSpec
+    base: float
+    gpus: int
+    hosts: tuple[tuple[int, int], ...]  # (host, GPUs the job holds there)
+    links: np.ndarray
+    load: np.ndarray  # link-seconds per iteration on each of ``links``
+    shared: bool  # in the solver (uses a link another job could use)
+    t_iso: float
+    t: float = math.inf
+    last: float = 0.0
+
+
+@dataclass
+class NetworkRecord:
+    """What a replay with a network leaves behind for jobs.csv, timeseries.csv and summary.json."""
+
+    topology: Topology
+    rule: str
+    routing: str
+    hosts: np.ndarray
+    leaves: np.ndarray
+    collective: np.ndarray
+    comm_share: np.ndarray
+    cross_host_bytes: np.ndarray
+    cross_leaf_bytes: np.ndarray
+    net_slowdown: np.ndarray
+    ts_machines_used: np.ndarray
+    ts_machine_frag_rate: np.ndarray
+    ts_machine_frag_share: np.ndarray
+    ts_compute_util: np.ndarray
+    ts_link_util: dict[str, np.ndarray]  # tier → mean utilisation over the tier's links
+    link_util_avg: np.ndarray  # per link, time-averaged over the run
+    solver_rounds: int
+    solves: int
+    footprints: int
+    extra: dict[str, float] = field(default_factory=dict)
+
+
+class NetworkState:
+    """One run's network: active jobs, the sharing solver and the metric accumulators."""
+
+    def __init__(self, model: NetworkModel, jobs: JobTable) -> None:
+        self.m = model
+        self.jobs = jobs
+        topo = model.topology
+        self.topo = topo
+        n = len(jobs)
+        self.solver = SharingSolver(model.rule, model.alpha, private=topo.link_tier == TIER_INTRA)
+        self.active: dict[int, _Active] = {}
+        self.changed: dict[int, None] = {}  # started jobs not in the solver, to report at settle
+        # Per job, over all its runs.
+        self.hosts = np.zeros(n, dtype=np.int64)
+        self.leaves = np.zeros(n, dtype=np.int64)
+        self.collective = np.array([""] * n, dtype=object)
+        self.run_time = np.zeros(n)
+        self.comm_int = np.zeros(n)  # ∫ (T − C)/T dt
+        self.slow_int = np.zeros(n)  # ∫ T/T^iso dt
+        self.xhost = np.zeros(n)  # ∫ cross-host bytes per iteration / T dt
+        self.xleaf = np.zeros(n)
+        # Links.
+        self.tier = topo.link_tier
+        self.util = np.zeros(topo.num_links)
+        self.util_int = np.zeros(topo.num_links)
+        self.util_last = np.zeros(topo.num_links)
+        self.tier_sum = np.zeros(len(TIERS))
+        self.tier_count = np.bincount(self.tier, minlength=len(TIERS)).astype(np.float64)
+        # Hosts and GPUs.
+        self.host_busy = np.zeros(topo.num_hosts, dtype=np.int64)
+        self.cap_active = 0
+        self.hosts_active = 0
+        self.busy_total = 0
+        self.compute_sum = 0.0  # Σ N_j·C_j/T_j
+        self.total_gpus = int(topo.host_gpus.sum())
+        self.footprints = 0
+        self.solves = 0
+        self.t0: float | None = None
+        self.ts: dict[str, list[float]] = {
+            k: [] for k in ("machines", "frag_rate", "frag_share", "compute")
+        }
+        self.ts_tier: dict[str, list[float]] = {
+            TIERS[i]: [] for i in range(len(TIERS)) if self.tier_count[i] > 0
+        }
+
+    # -- the engine's calls ----------------------------------------------------------------------
+    def start(self, job: int, allocation: Allocation, now: float) -> None:
+        """``job`` takes ``allocation`` at ``now`` (start, restart or the new size of a resize)."""
+        m, j = self.m, self.jobs
+        gpus = allocation_size(allocation)
+        compute = m.comm.compute(job, int(j.num_gpus[job]), gpus)
+        spec = CommSpec(
+            collective=str(m.comm.collective[job]),
+            gradient_bytes=float(m.comm.gradient_bytes[job]),
+            compute=compute,
+            overlap=float(m.comm.overlap[job]),
+            priority=int(m.comm.priority[job]),
+        )
+        fp = footprint(spec, allocation, self.topo, m.routing, job)
+        self.footprints += 1
+        links, _, load = fp.link_totals()
+        # Intra-host links belong to one GPU each: a job using only those shares nothing.
+        shared = bool((self.tier[links] != TIER_INTRA).any())
+        t_iso = iteration_time(spec, fp.comm_time(m.alpha))
+        hosts = tuple((node, len(slots)) for node, slots in allocation)
+        act = _Active(
+            fp, spec, m.base_time(job, gpus), gpus, hosts, links, load, shared, t_iso, last=now
+        )
+        self.active[job] = act
+        if shared:
+            self.solver.add(job, fp, spec)
+        else:
+            self.changed[job] = None
+        self.hosts[job], self.leaves[job] = fp.hosts, fp.leaves
+        self.collective[job] = spec.collective
+        for node, count in hosts:
+            if count == 0:
+                continue
+            if self.host_busy[node] == 0:
+                self.hosts_active += 1
+                self.cap_active += int(self.topo.host_gpus[node])
+            self.host_busy[node] += count
+        self.busy_total += gpus
+
+    def stop(self, job: int, now: float) -> None:
+        """``job`` gives up its allocation at ``now``."""
+        act = self.active.pop(job)
+        self._advance(job, act, now)
+        self._set_t(act, math.inf, now)
+        if act.shared:
+            self.solver.remove(job)
+        self.changed.pop(job, None)
+        for node, count in act.hosts:
+            if count == 0:
+                continue
+            self.host_busy[node] -= count
+            if self.host_busy[node] == 0:
+                self.hosts_active -= 1
+                self.cap_active -= int(self.topo.host_gpus[node])
+        self.busy_total -= act.gpus
+
+    def settle(self, now: float) -> list[tuple[int, float]]:
+        """Re-solve the jobs whose links changed; (job, rate factor base/T) of each of them."""
+        out: list[tuple[int, float]] = []
+        for job in self.changed:
+            act = self.active[job]
+            self._advance(job, act, now)
+            self._set_t(act, act.t_iso, now)
+            out.append((job, act.base / act.t_iso))
+        self.changed.clear()
+        if self.solver.pending:
+            self.solves += 1
+            for job, t in self.solver.solve().items():
+                act = self.active[job]  # type: ignore[index]
+                self._advance(job, act, now)  # type: ignore[arg-type]
+                self._set_t(act, t, now)
+                out.append((job, act.base / t))  # type: ignore[arg-type]
+        return out
+
+    def record(self, now: float) -> None:
+        """One timeseries row at ``now`` (after the decision point's changes)."""
+        if self.t0 is None:
+            self.t0 = now
+        ts = self.ts
+        ts["machines"].append(self.hosts_active)
+        idle = self.cap_active - self.busy_total
+        ts["frag_rate"].append(idle / self.cap_active if self.cap_active else 0.0)
+        ts["frag_share"].append(idle / self.total_gpus if self.total_gpus else 0.0)
+        ts["compute"].append(max(0.0, self.compute_sum) / self.total_gpus)
+        for name, values in self.ts_tier.items():
+            i = TIERS.index(name)
+            values.append(max(0.0, self.tier_sum[i]) / self.tier_count[i])
+
+    def finish(self, end: float) -> NetworkRecord:
+        """Close every integral at ``end`` and hand the results over."""
+        for job, act in self.active.items():
+            self._advance(job, act, end)
+        self.util_int += self.util * np.maximum(0.0, end - self.util_last)
+        self.util_last[:] = end
+        span = end - (self.t0 if self.t0 is not None else end)
+        link_avg = np.maximum(0.0, self.util_int / span) if span > 0 else np.maximum(0.0, self.util)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            share = np.where(self.run_time > 0, self.comm_int / self.run_time, np.nan)
+            slow = np.where(self.run_time > 0, self.slow_int / self.run_time, np.nan)
+        ran = self.collective != ""
+        return NetworkRecord(
+            topology=self.topo,
+            rule=self.m.rule,
+            routing=self.m.routing.mode,
+            hosts=self.hosts,
+            leaves=self.leaves,
+            collective=self.collective,
+            comm_share=share,
+            cross_host_bytes=np.where(ran, self.xhost, np.nan),
+            cross_leaf_bytes=np.where(ran, self.xleaf, np.nan),
+            net_slowdown=slow,
+            ts_machines_used=np.asarray(self.ts["machines"], dtype=np.int64),
+            ts_machine_frag_rate=np.asarray(self.ts["frag_rate"]),
+            ts_machine_frag_share=np.asarray(self.ts["frag_share"]),
+            ts_compute_util=np.asarray(self.ts["compute"]),
+            ts_link_util={k: np.asarray(v) for k, v in self.ts_tier.items()},
+            link_util_avg=link_avg,
+            solver_rounds=self.solver.total_rounds,
+            solves=self.solves,
+            footprints=self.footprints,
+        )
+
+    # -- bookkeeping -----------------------------------------------------------------------------
+    def _advance(self, job: int, act: _Active, now: float) -> None:
+        """Add the job's integrals from its last change to ``now`` at its current T."""
+        dt = now - act.last
+        if dt > 0 and math.isfinite(act.t):
+            t = act.t
+            self.run_time[job] += dt
+            self.comm_int[job] += (t - act.spec.compute) / t * dt
+            self.slow_int[job] += t / act.t_iso * dt
+            self.xhost[job] += act.fp.cross_host_bytes * dt / t
+            self.xleaf[job] += act.fp.cross_leaf_bytes * dt / t
+        act.last = now
+
+    def _set_t(self, act: _Active, t: float, now: float) -> None:
+        """Change a job's iteration time: its links' utilisation and the compute sum follow."""
+        old = act.t
+        delta = (1.0 / t if math.isfinite(t) else 0.0) - (1.0 / old if math.isfinite(old) else 0.0)
+        act.t = t
+        if delta == 0.0:
+            return
+        self.compute_sum += act.gpus * act.spec.compute * delta
+        links = act.links
+        if len(links):
+            self.util_int[links] += self.util[links] * (now - self.util_last[links])
+            self.util_last[links] = now
+            change = act.load * delta
+            self.util[links] += change
+            self.tier_sum += np.bincount(self.tier[links], change, len(TIERS))
