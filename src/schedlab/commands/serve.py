@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import shlex
 import sys
 from pathlib import Path
 
@@ -194,9 +195,11 @@ def run_import_slurm(args: argparse.Namespace) -> int:
         policy = result.policy.removesuffix("+backfill")
         backfill = " --backfill" if result.policy.endswith("+backfill") else ""
         plugins = "".join(f" --plugin {p}" for p in result.plugins)
+        params = "".join(f" --param {shlex.quote(f'{k}={v}')}" for k, v in result.params.items())
         console.print(
             f"replay it: schedlab replay --cluster {result.cluster} --trace {args.out} "
-            f"--policy {policy}{backfill} --placement {result.placement}{plugins} --out <folder>",
+            f"--policy {policy}{backfill}{params} --placement {result.placement}{plugins} "
+            "--out <folder>",
             soft_wrap=True,
         )
     return 0

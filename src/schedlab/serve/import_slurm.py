@@ -77,6 +77,8 @@ class ImportResult:
     left_out: dict[str, int] = field(default_factory=dict)
     #: ``module:Class`` plugins the live run loaded (a replay of it needs them too).
     plugins: tuple[str, ...] = ()
+    #: The ordering parameters the live run was given (``--param KEY=VALUE``).
+    params: dict[str, str] = field(default_factory=dict)
 
 
 def _epoch(text: str) -> float:
@@ -214,7 +216,7 @@ def import_slurm(journal: Path, sacct_text: str, timing: str = "slurm") -> Impor
         if math.isnan(r.end) or r.end < math.floor(first) - 1:
             continue
         runs.setdefault(r.job_id, []).append(r)
-    left_out = {"rejected": 0, "never started": 0, "no completion record": 0}
+    left_out = {"rejected": 0, "never started": 0, "no completion record": 0, "cancelled": 0}
     rows = []
     for job_id in sorted(jobs):
         job = jobs[job_id]
@@ -229,6 +231,11 @@ def import_slurm(journal: Path, sacct_text: str, timing: str = "slurm") -> Impor
             left_out["no completion record"] += 1
             continue
         last = max(ran, key=lambda r: r.end)
+        if last.state.upper().startswith("CANCELLED"):
+            # Its recorded run was cut short by a person, not by the workload ending: replaying it
+            # as a job of that length would invent a completion that never happened.
+            left_out["cancelled"] += 1
+            continue
         if timing == "observed":
             submit = job.arrived if not math.isnan(job.arrived) else job.started
             if math.isnan(job.finished):
@@ -269,7 +276,15 @@ def import_slurm(journal: Path, sacct_text: str, timing: str = "slurm") -> Impor
         placement=str(serve.get("placement", "")),
         left_out={k: v for k, v in left_out.items() if v},
         plugins=tuple(str(p) for p in serve.get("plugins") or ()),
+        params=_params(serve.get("params")),
     )
+
+
+def _params(raw: object) -> dict[str, str]:
+    """The serve record's ``params`` object as ``--param`` pairs (anything else: none)."""
+    if not isinstance(raw, dict):
+        return {}
+    return {str(k): str(v) for k, v in raw.items()}
 
 
 def load_sacct(path: Path | None) -> str:
