@@ -35,6 +35,16 @@ def server(fake: FakeSlurm, tmp_path: Path, policy: str = "fifo", **kw: object) 
     return Server(fake, cfg, Journal(tmp_path / "journal.jsonl"), clock=lambda: T0 + 100)
 
 
+def released(job: int) -> list[str]:
+    """The last command of a start: the ownership marker says schedlab released the job."""
+    return ["update", f"JobId={job}", "AdminComment=schedlab:released"]
+
+
+def hold(job: int) -> list[str]:
+    """schedlab's hold: an admin hold plus the marker that it owns the job."""
+    return ["update", f"JobId={job}", "Priority=0", "AdminComment=schedlab:queued"]
+
+
 def journal(tmp_path: Path) -> list[dict]:
     return list(read_journal(tmp_path / "journal.jsonl"))
 
@@ -79,8 +89,18 @@ def test_recorded_payloads_are_read_as_slurm_meant_them() -> None:
     assert jobs[17].held and jobs[17].restart_count == 1
 
 
+def load_marked() -> dict:
+    """The recorded squeue with schedlab's ownership marker on the jobs it released (14-16);
+    job 17 is held by its owner (``--hold``), which hands it to schedlab unmarked."""
+    data = load("squeue.json")
+    for raw in data["jobs"]:
+        if raw["job_id"] in (14, 15, 16):
+            raw["admin_comment"] = "schedlab:released"
+    return data
+
+
 def test_recorded_payloads_make_the_snapshot_a_policy_sees() -> None:
-    jobs = read_jobs(load("squeue.json"))
+    jobs = read_jobs(load_marked())
     view = build_view(jobs, read_nodes(load("sinfo.json")), now=T0)
     snap = view.snapshot
     assert view.running == [14, 15]
@@ -136,8 +156,10 @@ def test_fifo_bestfit_cycle_sends_the_exact_commands(tmp_path: Path) -> None:
     assert fake.calls == [
         ["update", "JobId=3", "ReqNodeList=node1"],
         ["release", "3"],
+        released(3),
         ["update", "JobId=4", "ReqNodeList=node2"],
         ["release", "4"],
+        released(4),
     ]
     assert (report.queued, report.running, report.started, report.errors) == (2, 2, 2, 0)
     starts = [r for r in journal(tmp_path) if r["action"] == "start"]
@@ -167,7 +189,7 @@ def test_fifo_stops_at_a_head_that_does_not_fit(tmp_path: Path) -> None:
     assert fake.calls == []
     fake.calls.clear()
     server(fake, tmp_path, backfill=True).cycle()  # backfill may start job 3 around the head
-    assert fake.calls[-1] == ["release", "3"]
+    assert fake.calls[-2:] == [["release", "3"], released(3)]
 
 
 def test_impossible_jobs_are_rejected_visibly_and_do_not_block(tmp_path: Path) -> None:
@@ -196,7 +218,11 @@ def test_impossible_jobs_are_rejected_visibly_and_do_not_block(tmp_path: Path) -
         ["update", "JobId=3", "Comment=schedlab: rejected: needs 20 GPUs; the partition has 16"],
     ]
     # Both nodes empty: the seeded tie order (2 nodes: node1 first) decides.
-    assert fake.calls[3:] == [["update", "JobId=4", "ReqNodeList=node1"], ["release", "4"]]
+    assert fake.calls[3:] == [
+        ["update", "JobId=4", "ReqNodeList=node1"],
+        ["release", "4"],
+        released(4),
+    ]
     rejects = [r for r in journal(tmp_path) if r["action"] == "reject"]
     assert [r["job"] for r in rejects] == [1, 2, 3]
     assert rejects[0]["reason"] == "asks for 16 GPUs per node; the largest node has 8"
@@ -223,6 +249,7 @@ def test_one_failing_update_is_journaled_and_the_cycle_goes_on(tmp_path: Path) -
         ["update", "JobId=1", "ReqNodeList=node1"],
         ["update", "JobId=2", "ReqNodeList=node2"],
         ["release", "2"],
+        released(2),
     ]
     assert report.errors == 1 and report.started == 1
     err = next(r for r in journal(tmp_path) if r["action"] == "error")
@@ -247,7 +274,11 @@ def test_drained_nodes_are_never_chosen(tmp_path: Path) -> None:
     )
     srv = server(fake, tmp_path)
     srv.cycle()
-    assert fake.calls == [["update", "JobId=1", "ReqNodeList=node1"], ["release", "1"]]
+    assert fake.calls == [
+        ["update", "JobId=1", "ReqNodeList=node1"],
+        ["release", "1"],
+        released(1),
+    ]
 
 
 def test_a_job_pinned_to_a_drained_node_is_held_and_placed_again(tmp_path: Path) -> None:
@@ -258,12 +289,13 @@ def test_a_job_pinned_to_a_drained_node_is_held_and_placed_again(tmp_path: Path)
     srv = server(fake, tmp_path)
     srv.cycle()
     assert fake.calls == [
-        ["hold", "7"],
+        hold(7),
         ["update", "JobId=7", "ReqNodeList=node1"],
         ["release", "7"],
+        released(7),
     ]
-    hold = next(r for r in journal(tmp_path) if r["action"] == "hold")
-    assert hold["job"] == 7 and "node2" in hold["reason"]
+    record = next(r for r in journal(tmp_path) if r["action"] == "hold")
+    assert record["job"] == 7 and "node2" in record["reason"]
 
 
 def test_a_requeued_job_is_repinned_with_an_immediate_start_time(tmp_path: Path) -> None:
@@ -272,6 +304,7 @@ def test_a_requeued_job_is_repinned_with_an_immediate_start_time(tmp_path: Path)
     assert fake.calls == [
         ["update", "JobId=9", "ReqNodeList=node1", "StartTime=now"],
         ["release", "9"],
+        released(9),
     ]
 
 
@@ -292,14 +325,16 @@ def test_restart_never_places_a_released_job_twice(tmp_path: Path) -> None:
     ]
     pins = {j: fake.jobs[j]["required_nodes"] for j in (1, 2, 3)}
     assert pins[1] == pins[2] != pins[3]
-    # Now restart with job 3 still held (as if the kill came between its update and release).
-    fake.jobs[3].update(priority=0, state_reason="JobHeldUser")
+    # Now restart with job 3 still held (as if the kill came between its update and release,
+    # so before its marker said released).
+    fake.jobs[3].update(priority=0, state_reason="JobHeldUser", admin_comment="schedlab:queued")
     fake.calls.clear()
     second = server(fake, tmp_path)
     second.cycle()
     assert fake.calls == [
         ["update", "JobId=3", f"ReqNodeList={pins[3]}"],
         ["release", "3"],
+        released(3),
     ]
     fake.calls.clear()
     server(fake, tmp_path).cycle()  # and a third process: nothing left to do
@@ -364,10 +399,12 @@ def test_preempt_resize_and_start_commands(tmp_path: Path) -> None:
         ],
     )
     assert fake.calls == [
+        ["update", "JobId=1", "AdminComment=schedlab:queued"],
         ["requeuehold", "1"],
-        ["hold", "2"],
+        hold(2),
         ["update", "JobId=3", "ReqNodeList=node1,node2", "NumNodes=2"],
         ["release", "3"],
+        released(3),
     ]
     actions = [r["action"] for r in out.records]
     assert actions == ["preempt", "preempt", "skip", "skip", "start", "skip"]
@@ -378,9 +415,10 @@ def test_preempt_resize_and_start_commands(tmp_path: Path) -> None:
 def test_start_commands_for_a_released_job_hold_it_first() -> None:
     job = read_jobs({"jobs": [fake_job(5, 1, T0, held=False, required="node9")]})[0]
     assert start_commands(job, ["node1"], held=False) == [
-        ["hold", "5"],
+        hold(5),
         ["update", "JobId=5", "ReqNodeList=node1"],
         ["release", "5"],
+        released(5),
     ]
 
 

@@ -136,6 +136,8 @@ class Server:
         self.stop_reason: str | None = None
         self._arrived: set[int] = set()
         self._active: dict[int, tuple[str, ...]] = {}
+        self._ran: set[int] = set()  # jobs seen running: only these can be "requeued"
+        self._why: dict[int, str] = {}  # the last reason journaled for a job left unplaced
 
     # -- journal helpers -------------------------------------------------------------------
     def _identity(self) -> Record:
@@ -171,17 +173,37 @@ class Server:
                     name=info.name,
                 )
         now_active = set(view.running) | set(view.launching)
+        self._ran.update(view.running)
         by_id = {j.job_id: j for j in jobs}
         for job_id, nodes in list(self._active.items()):
             if job_id in now_active:
                 continue
             info = by_id.get(job_id)
             if info is not None and info.pending:
-                self._write(job_id, "requeued", nodes=list(nodes), reason=info.reason)
+                # A released job held again before it ever ran was not requeued: its hold
+                # record says what happened.
+                if job_id in self._ran:
+                    self._write(job_id, "requeued", nodes=list(nodes), reason=info.reason)
             else:
                 state = info.state if info is not None else "GONE"
                 self._write(job_id, "finish", nodes=list(nodes), state=state)
             del self._active[job_id]
+            self._ran.discard(job_id)
+        self._journal_reasons(view)
+
+    def _journal_reasons(self, view: LiveView) -> None:
+        """Why each of schedlab's jobs is not offered or not counted, once per change."""
+        now: dict[int, tuple[str, str]] = {}
+        for job_id, why in view.waiting.items():
+            now[job_id] = ("wait", why)
+        for job_id, why in view.limited.items():
+            now[job_id] = ("limited", why)
+        for job_id in view.foreign_held:
+            now[job_id] = ("foreign-hold", "held outside schedlab after its release; left alone")
+        for job_id, (action, why) in now.items():
+            if self._why.get(job_id) != why:
+                self._write(job_id, action, reason=why)
+        self._why = {job_id: why for job_id, (_, why) in now.items()}
 
     # -- one cycle -------------------------------------------------------------------------
     def read(self) -> tuple[list[JobInfo], list[NodeInfo]]:
@@ -203,7 +225,11 @@ class Server:
         self._observe(view, jobs)
         for job_id, what in view.problems:
             self._write(job_id, "warning", reason=what)
-        records = self.applier.hold_stranded(view) + self.applier.reject_impossible(view)
+        records = (
+            self.applier.hold_stranded(view)
+            + self.applier.reject_impossible(view)
+            + self.applier.split_arrays(view)
+        )
         policy = self.policies.scheduler
         assert policy is not None
         decisions = []
@@ -226,6 +252,7 @@ class Server:
                 self._write(None, POLICY_STATE, policy=self._identity(), state=state)
                 self._policy_state = state
         outcome = self.applier.apply(view, decisions)
+        records += self.applier.claim(view, outcome.started)
         for job_id in view.running + view.launching + outcome.started:
             if job_id not in self._active:
                 info = view.infos[view.index_of(job_id)]
