@@ -24,6 +24,7 @@ Skipped, with the reason, when no Slurm controller answers (``SLURM_CONF`` unset
 from __future__ import annotations
 
 import itertools
+import math
 import signal
 import subprocess
 import sys
@@ -395,3 +396,142 @@ def test_skips_cleanly_without_slurm(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("PATH", "/nonexistent")
     ok, why = slurm_reachable()
     assert not ok and "scontrol" in why
+
+
+# -- everyday Slurm use: ownership, eligibility, arrays ------------------------------------------
+def sbatch(ours: list[int], *args: str, user: str | None = None) -> int:
+    """Submit ``sleep`` work with these sbatch options (as ``user`` when given); returns the id."""
+    argv = ["sbatch", "--parsable", "-o", "/dev/null", "--chdir", "/tmp", *args]
+    if user is not None:
+        argv = ["runuser", "-u", user, "--", *argv]
+    out = subprocess.run(argv, capture_output=True, text=True, check=True)
+    job = int(out.stdout.strip().split(";")[0])
+    ours.append(job)
+    return job
+
+
+def serve_argv(journal: Path, *extra: str) -> list[str]:
+    return [
+        sys.executable,
+        "-m",
+        "schedlab",
+        "serve",
+        "slurm",
+        "--interval",
+        INTERVAL,
+        "--journal",
+        str(journal),
+        "--quiet",
+        "--until-idle",
+        *extra,
+    ]
+
+
+def run_serve(journal: Path, deadline: float, *extra: str) -> None:
+    argv = serve_argv(journal, *(extra or ("--policy", "fifo")))
+    proc = subprocess.Popen(
+        argv, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+    finish(proc, deadline)
+
+
+def job_field(job: int, fmt: str) -> str:
+    return subprocess.run(
+        ["squeue", "-h", "-j", str(job), "-o", fmt], capture_output=True, text=True
+    ).stdout.strip()
+
+
+def ran_once_where_chosen(jobs: list[int], journal: Path) -> dict[int, RunRecord]:
+    """Every job completed exactly once, on the nodes of its last start in the journal."""
+    records = records_for(jobs)
+    starts = journal_starts(journal)
+    out = {}
+    for job in jobs:
+        runs = [r for r in records.get(job, []) if r.nodes]
+        assert len(runs) == 1, f"job {job} ran {len(runs)} times: {runs}"
+        assert runs[0].state == "COMPLETED", f"job {job} ended {runs[0].state}"
+        assert starts.get(job), f"job {job} ran but the policy never started it"
+        assert runs[0].nodes == tuple(starts[job][-1]["nodes"])
+        out[job] = runs[0]
+    return out
+
+
+def test_jobs_schedlab_does_not_own_are_never_touched_and_users_cannot_release(
+    slurm: SubprocessSlurm, clean, tmp_path: Path
+) -> None:
+    """In partition 'free' (not schedlab's): an unheld ``-w node2`` job and an operator-held
+    job. In 'gpu': jobs the job_submit plugin held, one of them a user's, whose own
+    ``scontrol release`` Slurm refuses. serve runs over all partitions: it never holds,
+    releases or journals the foreign jobs, and places the user's job like any other."""
+    ours, _ = clean
+    journal = tmp_path / "serve.jsonl"
+    pinned = sbatch(
+        ours, "-p", "free", "-w", "node2", "--gres=gpu:1", "-t", "1", "--wrap", "sleep 3"
+    )
+    operator = sbatch(ours, "-p", "free", "--hold", "--gres=gpu:1", "-t", "1", "--wrap", "sleep 1")
+    slurm.scontrol(["hold", str(operator)])
+    users = sbatch(ours, "--gres=gpu:2", "-t", "1", "--wrap", "sleep 2", user="nobody")
+    refused = subprocess.run(
+        ["runuser", "-u", "nobody", "--", "scontrol", "release", str(users)],
+        capture_output=True,
+        text=True,
+    )
+    assert refused.returncode != 0, "a user released a job schedlab holds"
+    managed = [sbatch(ours, f"--gres=gpu:{g}", "-t", "1", "--wrap", "sleep 2") for g in (8, 4, 2)]
+    assert job_field(managed[0], "%r") == "JobHeldUser"  # held by the plugin on submission
+    t0 = time.monotonic()
+    run_serve(journal, t0 + SCENARIO_TIMEOUT)
+    ran_once_where_chosen([users, *managed], journal)
+    touched = {r["job"] for r in read_journal(journal)}
+    assert pinned not in touched and operator not in touched
+    assert records_for([pinned])[pinned][0].nodes == ("node2",)
+    assert job_field(operator, "%T|%r") == "PENDING|JobHeldAdmin"
+
+
+def test_only_jobs_slurm_would_run_are_released(
+    slurm: SubprocessSlurm, clean, tmp_path: Path
+) -> None:
+    """A (8 GPUs, 4 s); B depends on A (afterok); C may begin only 12 s from now; D and E are
+    ready 8-GPU jobs submitted unheld after them (the plugin holds them). fifo must start A, D
+    and E at once (B and C are not eligible, so they are not released and hold no node), B
+    only after A ended, C not before its begin time; nothing starts that the policy did not
+    choose."""
+    ours, _ = clean
+    journal = tmp_path / "serve.jsonl"
+    a = sbatch(ours, "--gres=gpu:8", "-t", "1", "--wrap", "sleep 4")
+    b = sbatch(ours, f"--dependency=afterok:{a}", "--gres=gpu:8", "-t", "1", "--wrap", "sleep 1")
+    begin = time.time() + 12
+    c = sbatch(ours, "--begin=now+12", "--gres=gpu:8", "-t", "1", "--wrap", "sleep 1")
+    d = sbatch(ours, "--gres=gpu:8", "-t", "1", "--wrap", "sleep 3")
+    e = sbatch(ours, "--gres=gpu:8", "-t", "1", "--wrap", "sleep 3")
+    t0 = time.monotonic()
+    run_serve(journal, t0 + SCENARIO_TIMEOUT)
+    ran = ran_once_where_chosen([a, b, c, d, e], journal)
+    assert ran[d].start < ran[a].end and ran[e].start < ran[a].end, "ready jobs waited"
+    assert ran[b].start >= ran[a].end
+    assert ran[c].start >= math.floor(begin)
+    waits = {r["job"] for r in read_journal(journal) if r["action"] == "wait"}
+    assert {b, c} <= waits
+
+
+def test_array_tasks_are_placed_one_by_one_under_the_throttle(
+    slurm: SubprocessSlurm, clean, tmp_path: Path
+) -> None:
+    """``--array=1-6 --gres=gpu:4`` and ``--array=1-3%1 --gres=gpu:2``: every task runs once,
+    where the policy put it, and no two tasks of the throttled array overlap."""
+    ours, _ = clean
+    journal = tmp_path / "serve.jsonl"
+    wide = sbatch(ours, "--array=1-6", "--gres=gpu:4", "-t", "1", "--wrap", "sleep 2")
+    narrow = sbatch(ours, "--array=1-3%1", "--gres=gpu:2", "-t", "1", "--wrap", "sleep 2")
+    t0 = time.monotonic()
+    run_serve(journal, t0 + SCENARIO_TIMEOUT)
+    tasks: dict[int, list[int]] = defaultdict(list)
+    for raw in slurm.squeue()["jobs"]:
+        if raw.get("array_job_id") in (wide, narrow):
+            tasks[int(raw["array_job_id"])].append(int(raw["job_id"]))
+    ours.extend(tasks[wide] + tasks[narrow])
+    assert len(tasks[wide]) == 6 and len(tasks[narrow]) == 3
+    ran = ran_once_where_chosen(tasks[wide] + tasks[narrow], journal)
+    spans = sorted((ran[j].start, ran[j].end) for j in tasks[narrow])
+    for (_, end), (start, _) in itertools.pairwise(spans):
+        assert start >= end, f"throttled array tasks overlapped: {spans}"

@@ -58,28 +58,32 @@ def hold_command(job_id: int | str) -> list[str]:
 
 
 def start_commands(job: JobInfo, nodes: list[str], held: bool) -> list[list[str]]:
-    """The ``scontrol`` argument lists that put a pending ``job`` on ``nodes`` and let it run."""
-    update = ["update", f"JobId={job.job_id}", f"ReqNodeList={','.join(nodes)}"]
+    """The ``scontrol`` argument lists that put a pending ``job`` on ``nodes`` and let it run.
+
+    Every command names the job as ``squeue`` shows it: an array task as ``ARRAY_TASK``, because
+    the last task of an array keeps the array's own id, which ``scontrol`` reads as the whole
+    array ("Job resizing not supported for job arrays")."""
+    update = ["update", f"JobId={job.label}", f"ReqNodeList={','.join(nodes)}"]
     if len(nodes) != job.node_count:
         update.append(f"NumNodes={len(nodes)}")
     if job.restart_count > 0:
         update.append("StartTime=now")
-    cmds = [] if held else [hold_command(job.job_id)]
-    mark = ["update", f"JobId={job.job_id}", f"AdminComment={MARK_RELEASED}"]
-    return [*cmds, update, ["release", str(job.job_id)], mark]
+    cmds = [] if held else [hold_command(job.label)]
+    mark = ["update", f"JobId={job.label}", f"AdminComment={MARK_RELEASED}"]
+    return [*cmds, update, ["release", job.label], mark]
 
 
 def reject_commands(job: JobInfo, reason: str) -> list[list[str]]:
     text = f"{REJECT_MARK} {reason}".replace('"', "'")[:MAX_COMMENT]
-    cmds = [] if job.held and job.marked_queued else [hold_command(job.job_id)]
-    return [*cmds, ["update", f"JobId={job.job_id}", f"Comment={text}"]]
+    cmds = [] if job.held and job.marked_queued else [hold_command(job.label)]
+    return [*cmds, ["update", f"JobId={job.label}", f"Comment={text}"]]
 
 
 def preempt_commands(job: JobInfo) -> list[list[str]]:
     if job.active:
-        mark = ["update", f"JobId={job.job_id}", f"AdminComment={MARK_QUEUED}"]
-        return [mark, ["requeuehold", str(job.job_id)]]
-    return [hold_command(job.job_id)]  # released but not started yet
+        mark = ["update", f"JobId={job.label}", f"AdminComment={MARK_QUEUED}"]
+        return [mark, ["requeuehold", job.label]]
+    return [hold_command(job.label)]  # released but not started yet
 
 
 def check_start(view: LiveView, job: JobInfo, decision: Start) -> str | None:
@@ -144,7 +148,8 @@ class Applier:
         """Hold every stranded job so it is placed afresh (whether or not it starts now)."""
         out = []
         for job_id, why in view.stranded.items():
-            out.append(self._run(job_id, "hold", [hold_command(job_id)], reason=why))
+            label = view.infos[view.index_of(job_id)].label
+            out.append(self._run(job_id, "hold", [hold_command(label)], reason=why))
         return out
 
     def claim(self, view: LiveView, started: list[int]) -> list[Record]:
@@ -153,7 +158,8 @@ class Applier:
         out = []
         for job_id in view.claim:
             if job_id not in done:
-                out.append(self._run(job_id, "claim", [hold_command(job_id)]))
+                label = view.infos[view.index_of(job_id)].label
+                out.append(self._run(job_id, "claim", [hold_command(label)]))
         return out
 
     def split_arrays(self, view: LiveView) -> list[Record]:

@@ -170,6 +170,12 @@ def _split(total: int, nodes: list[int], state: ClusterState) -> list[tuple[int,
     return out
 
 
+def queue_key(job: JobInfo) -> tuple[float, int, int, int]:
+    """Submit order; ties by job id, the tasks of one array (which share a submit time, and
+    whose ids Slurm hands out as they are split off) in task order."""
+    return (job.submit_time, job.array_job_id or job.job_id, job.array_task_id or 0, job.job_id)
+
+
 def build_view(
     jobs: list[JobInfo], nodes: list[NodeInfo], now: float, reject_impossible: bool = True
 ) -> LiveView:
@@ -241,7 +247,7 @@ def build_view(
         placed_launching.append((job, taken))
     # The job table: every managed job, in submit order (ties: Slurm's job id).
     actives = [j for j, _ in placed_running] + [j for j, _ in placed_launching]
-    view_jobs = sorted(actives + queued, key=lambda j: (j.submit_time, j.job_id))
+    view_jobs = sorted(actives + queued, key=queue_key)
     index = {j.job_id: i for i, j in enumerate(view_jobs)}
     n = len(view_jobs)
     duration = np.asarray(
@@ -271,7 +277,7 @@ def build_view(
         rt.alloc_n[i] = size
         rt.allocation[i] = alloc
         running_set[i] = None
-    pending_order = sorted(queued, key=lambda j: (j.submit_time, j.job_id))
+    pending_order = sorted(queued, key=queue_key)
     pending_set: dict[int, None] = {}
     for job in pending_order:
         i = index[job.job_id]
