@@ -120,23 +120,26 @@ def submit_workload(
     return jobs, bad
 
 
-def serve(journal: Path, until_idle: bool = True) -> subprocess.Popen:
+def serve_argv(journal: Path, *extra: str, until_idle: bool = True) -> list[str]:
+    """``schedlab serve slurm`` with the tests' interval and journal, plus ``extra``."""
     argv = [
         sys.executable,
         "-m",
         "schedlab",
         "serve",
         "slurm",
-        "--policy",
-        "fifo",
         "--interval",
         INTERVAL,
         "--journal",
         str(journal),
         "--quiet",
+        *extra,
     ]
-    if until_idle:
-        argv.append("--until-idle")
+    return [*argv, "--until-idle"] if until_idle else argv
+
+
+def serve(journal: Path, until_idle: bool = True) -> subprocess.Popen:
+    argv = serve_argv(journal, "--policy", "fifo", until_idle=until_idle)
     return subprocess.Popen(
         argv, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
     )
@@ -348,21 +351,7 @@ def test_a_preemptive_policy_requeues_and_restarts_its_victim(
         slurm.scontrol(["update", f"JobId={job}", "TimeLimit=10"])
     t0 = time.monotonic()
     with Sampler(slurm) as sampler:
-        argv = [
-            sys.executable,
-            "-m",
-            "schedlab",
-            "serve",
-            "slurm",
-            "--policy",
-            "srtf",
-            "--interval",
-            INTERVAL,
-            "--journal",
-            str(journal),
-            "--quiet",
-            "--until-idle",
-        ]
+        argv = serve_argv(journal, "--policy", "srtf")
         proc = subprocess.Popen(
             argv, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
         )
@@ -408,23 +397,6 @@ def sbatch(ours: list[int], *args: str, user: str | None = None) -> int:
     job = int(out.stdout.strip().split(";")[0])
     ours.append(job)
     return job
-
-
-def serve_argv(journal: Path, *extra: str) -> list[str]:
-    return [
-        sys.executable,
-        "-m",
-        "schedlab",
-        "serve",
-        "slurm",
-        "--interval",
-        INTERVAL,
-        "--journal",
-        str(journal),
-        "--quiet",
-        "--until-idle",
-        *extra,
-    ]
 
 
 def run_serve(journal: Path, deadline: float, *extra: str) -> None:
