@@ -5,10 +5,20 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from schedlab.serve.classify import array_task_ids, classify, ineligible_reason
+import pytest
+
+from schedlab.cli import main
+from schedlab.errors import InputError
+from schedlab.serve.classify import (
+    array_task_ids,
+    classify,
+    dependency_met,
+    ineligible_reason,
+)
 from schedlab.serve.fake import FakeSlurm, fake_job, fake_node
 from schedlab.serve.journal import Journal, read_journal
 from schedlab.serve.live import build_view
+from schedlab.serve.lock import PartitionLock
 from schedlab.serve.loop import ServeConfig, Server
 from schedlab.serve.slurm_state import read_jobs, read_nodes
 
@@ -149,6 +159,20 @@ def test_only_jobs_slurm_would_run_now_are_offered(tmp_path: Path) -> None:
     assert waits == [(11, "Dependency"), (12, "BeginTime")]  # once each, not every cycle
 
 
+def test_a_dependency_slurm_has_not_refreshed_is_judged_from_the_jobs_it_names() -> None:
+    states = {3: "COMPLETED", 4: "FAILED", 5: "RUNNING", 6: "PENDING"}
+    assert dependency_met("afterok:3(unfulfilled)", states)
+    assert not dependency_met("afterok:4(unfulfilled)", states)
+    assert dependency_met("afternotok:4(unfulfilled)", states)
+    assert dependency_met("afterany:3(unfulfilled),afterany:4(unfulfilled)", states)
+    assert not dependency_met("afterany:3(unfulfilled),afterany:5(unfulfilled)", states)
+    assert dependency_met("after:5(unfulfilled)", states)
+    assert not dependency_met("after:6(unfulfilled)", states)
+    assert dependency_met("afterok:6(unfulfilled)?afterok:3(unfulfilled)", states)
+    assert not dependency_met("singleton(unfulfilled)", states)
+    assert not dependency_met("afterok:99(unfulfilled)", states)  # unknown: trust Slurm
+
+
 def test_dependency_and_begin_reasons() -> None:
     job = read_jobs({"jobs": [fake_job(1, 1, T0, dependency="afterok:9(failed)")]})[0]
     assert ineligible_reason(job, NOW).startswith("DependencyNeverSatisfied")
@@ -206,3 +230,33 @@ def test_classify_sorts_every_kind_once() -> None:
     assert [j.job_id for j in c.queued] == [1, 2] and c.claim == [2]
     assert [j.job_id for j in c.launching] == [4]
     assert list(c.limited) == [5]
+
+
+# -- one instance ------------------------------------------------------------------------------
+def test_a_second_scheduler_of_the_same_partitions_is_refused(tmp_path: Path) -> None:
+    """Locks per partition: 'gpu' twice, or 'gpu' beside an all-partition scheduler, is
+    refused with the holder named; 'gpu' beside 'free' is fine; a released lock is free."""
+    with PartitionLock(tmp_path, "gpu"):
+        with pytest.raises(InputError, match=r"already manages partition 'gpu' \(pid \d+"):
+            PartitionLock(tmp_path, "gpu").acquire()
+        with pytest.raises(InputError, match="already manages"):
+            PartitionLock(tmp_path, None).acquire()
+        with PartitionLock(tmp_path, "free"):
+            pass
+    with PartitionLock(tmp_path, None), pytest.raises(InputError, match="every partition"):
+        PartitionLock(tmp_path, "gpu").acquire()
+    with PartitionLock(tmp_path, "gpu"):
+        pass
+
+
+def test_the_command_refuses_a_second_instance_before_touching_slurm(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    journal_path = tmp_path / "j.jsonl"
+    with PartitionLock(tmp_path, "gpu"):
+        argv = ["serve", "slurm", "--policy", "fifo", "--partition", "gpu"]
+        code = main([*argv, "--state-dir", str(tmp_path), "--journal", str(journal_path)])
+    assert code == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("schedlab: error: another 'schedlab serve slurm'")
+    assert not journal_path.exists()

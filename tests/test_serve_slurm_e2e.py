@@ -463,23 +463,24 @@ def test_jobs_schedlab_does_not_own_are_never_touched_and_users_cannot_release(
 def test_only_jobs_slurm_would_run_are_released(
     slurm: SubprocessSlurm, clean, tmp_path: Path
 ) -> None:
-    """A (8 GPUs, 4 s); B depends on A (afterok); C may begin only 12 s from now; D and E are
-    ready 8-GPU jobs submitted unheld after them (the plugin holds them). fifo must start A, D
-    and E at once (B and C are not eligible, so they are not released and hold no node), B
-    only after A ended, C not before its begin time; nothing starts that the policy did not
-    choose."""
+    """A (8 GPUs, 5 s); B depends on A (afterok); C may begin only 12 s from now; D, E and F
+    are ready 8-GPU jobs submitted unheld after them (the plugin holds them). On 4 nodes fifo
+    must start A, D, E and F at once (B and C are not eligible, so they are not released and
+    hold no node), B only after A ended, C not before its begin time; nothing starts that the
+    policy did not choose."""
     ours, _ = clean
     journal = tmp_path / "serve.jsonl"
-    a = sbatch(ours, "--gres=gpu:8", "-t", "1", "--wrap", "sleep 4")
+    a = sbatch(ours, "--gres=gpu:8", "-t", "1", "--wrap", "sleep 5")
     b = sbatch(ours, f"--dependency=afterok:{a}", "--gres=gpu:8", "-t", "1", "--wrap", "sleep 1")
     begin = time.time() + 12
     c = sbatch(ours, "--begin=now+12", "--gres=gpu:8", "-t", "1", "--wrap", "sleep 1")
     d = sbatch(ours, "--gres=gpu:8", "-t", "1", "--wrap", "sleep 3")
     e = sbatch(ours, "--gres=gpu:8", "-t", "1", "--wrap", "sleep 3")
+    f = sbatch(ours, "--gres=gpu:8", "-t", "1", "--wrap", "sleep 3")
     t0 = time.monotonic()
     run_serve(journal, t0 + SCENARIO_TIMEOUT)
-    ran = ran_once_where_chosen([a, b, c, d, e], journal)
-    assert ran[d].start < ran[a].end and ran[e].start < ran[a].end, "ready jobs waited"
+    ran = ran_once_where_chosen([a, b, c, d, e, f], journal)
+    assert all(ran[j].start < ran[a].end for j in (d, e, f)), "ready jobs waited"
     assert ran[b].start >= ran[a].end
     assert ran[c].start >= math.floor(begin)
     waits = {r["job"] for r in read_journal(journal) if r["action"] == "wait"}
@@ -507,3 +508,46 @@ def test_array_tasks_are_placed_one_by_one_under_the_throttle(
     spans = sorted((ran[j].start, ran[j].end) for j in tasks[narrow])
     for (_, end), (start, _) in itertools.pairwise(spans):
         assert start >= end, f"throttled array tasks overlapped: {spans}"
+
+
+def test_a_second_instance_on_the_same_partition_is_refused(
+    slurm: SubprocessSlurm, clean, tmp_path: Path
+) -> None:
+    """While one scheduler manages 'gpu', a second one for 'gpu' (or for every partition)
+    exits at once with status 2 and one error line, having changed nothing; one for 'free'
+    may run beside it."""
+    state = ["--state-dir", str(tmp_path / "state")]
+    first = subprocess.Popen(
+        serve_argv(
+            tmp_path / "a.jsonl", "--policy", "fifo", "--partition", "gpu", *state, until_idle=False
+        ),
+        cwd=REPO,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        wait_until(lambda: (tmp_path / "a.jsonl").exists(), time.monotonic() + 30)
+        for extra in (["--partition", "gpu"], []):
+            second = subprocess.run(
+                serve_argv(tmp_path / "b.jsonl", "--policy", "fifo", *extra, *state),
+                cwd=REPO,
+                capture_output=True,
+                text=True,
+                timeout=60,
+            )
+            assert second.returncode == 2
+            assert "another 'schedlab serve slurm' already manages" in second.stderr
+            assert not (tmp_path / "b.jsonl").exists()
+        other = subprocess.run(
+            serve_argv(tmp_path / "c.jsonl", "--policy", "fifo", "--partition", "free", *state),
+            cwd=REPO,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert other.returncode == 0, other.stderr
+    finally:
+        first.send_signal(signal.SIGTERM)
+        first.communicate(timeout=30)
+    assert first.returncode == 0

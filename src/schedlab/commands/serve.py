@@ -19,6 +19,7 @@ from schedlab.results import atomic_write
 from schedlab.serve.client import SubprocessSlurm
 from schedlab.serve.import_slurm import TIMINGS, import_slurm, load_sacct
 from schedlab.serve.journal import Journal
+from schedlab.serve.lock import PartitionLock, default_state_dir
 from schedlab.serve.loop import CycleReport, ServeConfig, Server
 
 
@@ -85,6 +86,13 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     )
     slurm.add_argument("--seed", type=int, default=0, help="random seed (default 0, as replay)")
     slurm.add_argument("--quiet", action="store_true", help="no per-cycle status lines on stderr")
+    slurm.add_argument(
+        "--state-dir",
+        type=Path,
+        default=None,
+        help="where the one-scheduler-per-partition lock lives (default: "
+        "$XDG_STATE_HOME/schedlab, /var/lib/schedlab for root)",
+    )
     add_plugin_option(slurm)
     slurm.set_defaults(run=run_slurm)
 
@@ -116,6 +124,12 @@ def config_from_args(args: argparse.Namespace) -> ServeConfig:
 
 def run_slurm(args: argparse.Namespace) -> int:
     config = config_from_args(args)
+    # The lock comes before the journal is opened: a second instance changes nothing at all.
+    with PartitionLock(args.state_dir or default_state_dir(), config.partition):
+        return _serve(args, config)
+
+
+def _serve(args: argparse.Namespace, config: ServeConfig) -> int:
     journal = Journal(args.journal)
     server = Server(SubprocessSlurm(), config, journal)
 

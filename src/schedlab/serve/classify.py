@@ -22,12 +22,14 @@ tasks are split off one by one, each becoming a job of its own.
 
 from __future__ import annotations
 
+import re
 from collections import defaultdict
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 
 from schedlab.serve.hostlist import expand_ranges
-from schedlab.serve.slurm_state import LIMIT_REASON, JobInfo
+from schedlab.serve.slurm_state import ACTIVE_STATES, LIMIT_REASON, JobInfo
 
 #: How many tasks of one array are split off per cycle (each is one ``scontrol`` call).
 SPLIT_PER_ARRAY = 16
@@ -62,13 +64,49 @@ def array_task_ids(text: str) -> list[int]:
     return out
 
 
-def ineligible_reason(job: JobInfo, now: float) -> str | None:
-    """Why Slurm would not run ``job`` now even if it were released, or None."""
+_DEP_ITEM = re.compile(r"^(after|afterany|afterok|afternotok):(\d+)(?:\+\d+)?\(unfulfilled\)$")
+
+
+def _item_met(item: str, states: Mapping[int, str]) -> bool:
+    """One ``TYPE:ID(unfulfilled)`` item, judged from the job states Slurm reports now."""
+    m = _DEP_ITEM.match(item)
+    if m is None:
+        return False  # singleton, aftercorr, array forms, …: trust Slurm's own word
+    state = states.get(int(m.group(2)))
+    if state is None or state == "PENDING":
+        return False
+    done = state not in ACTIVE_STATES
+    kind = m.group(1)
+    if kind == "after":
+        return True
+    if kind == "afterany":
+        return done
+    if kind == "afterok":
+        return state == "COMPLETED"
+    return done and state != "COMPLETED"  # afternotok
+
+
+def dependency_met(dep: str, states: Mapping[int, str]) -> bool:
+    """Whether Slurm would find ``dep`` satisfied now. A held job's dependency string is
+    refreshed only by Slurm's periodic pass (a minute by default), so items still printed
+    unfulfilled are judged from the states of the jobs they name; Slurm checks them again
+    itself when the job is released."""
+    if "?" in dep:
+        items = dep.split("?")
+        return any("(unfulfilled)" not in i or _item_met(i, states) for i in items)
+    return all("(unfulfilled)" not in i or _item_met(i, states) for i in dep.split(","))
+
+
+def ineligible_reason(
+    job: JobInfo, now: float, states: Mapping[int, str] | None = None
+) -> str | None:
+    """Why Slurm would not run ``job`` now even if it were released, or None (``states``: the
+    state of every job Slurm reports, by id, to judge dependencies)."""
     dep = job.dependency
     if dep:
         if "(failed)" in dep or "(invalid)" in dep:
             return f"DependencyNeverSatisfied ({dep})"
-        if "(unfulfilled)" in dep:
+        if "(unfulfilled)" in dep and not dependency_met(dep, states or {}):
             return f"Dependency ({dep})"
     # A requeued job's begin time is Slurm's requeue delay, which a start undoes (StartTime=now).
     if job.restart_count == 0 and job.eligible_time > now:
@@ -86,6 +124,7 @@ def _ours_while_held(job: JobInfo) -> bool:
 def classify(jobs: list[JobInfo], now: float) -> Classes:
     """Sort one cycle's jobs (see the module docstring)."""
     out = Classes()
+    states = {j.job_id: j.state for j in jobs}
     for job in jobs:
         if job.active:
             out.active.append(job)
@@ -101,7 +140,7 @@ def classify(jobs: list[JobInfo], now: float) -> Classes:
             elif job.rejected:
                 out.rejected.append(job)
             else:
-                why = ineligible_reason(job, now)
+                why = ineligible_reason(job, now, states)
                 if why is not None:
                     out.waiting[job.job_id] = why
                 else:
