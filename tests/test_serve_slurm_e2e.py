@@ -423,7 +423,7 @@ def ran_once_where_chosen(jobs: list[int], journal: Path) -> dict[int, RunRecord
         assert len(runs) == 1, f"job {job} ran {len(runs)} times: {runs}"
         assert runs[0].state == "COMPLETED", f"job {job} ended {runs[0].state}"
         assert starts.get(job), f"job {job} ran but the policy never started it"
-        assert runs[0].nodes == tuple(starts[job][-1]["nodes"])
+        assert sorted(runs[0].nodes) == sorted(starts[job][-1]["nodes"])
         out[job] = runs[0]
     return out
 
@@ -551,3 +551,24 @@ def test_a_second_instance_on_the_same_partition_is_refused(
         first.send_signal(signal.SIGTERM)
         first.communicate(timeout=30)
     assert first.returncode == 0
+
+
+def test_two_node_jobs_get_two_whole_nodes_and_are_never_skipped(
+    slurm: SubprocessSlurm, clean, tmp_path: Path
+) -> None:
+    """Three 5-GPU jobs leave [3, 3, 3, 8] GPUs free (17 in all, but one whole node); then
+    ``-N2 --gres=gpu:8`` jobs and more small ones. Every proposal has the asked geometry (no
+    ``skip`` in the journal: the two-node jobs wait for two whole nodes instead of being
+    offered 8 + 3 + 3 + 2), each two-node job ran on two nodes, and every job ran once where
+    the policy put it."""
+    ours, _ = clean
+    journal = tmp_path / "serve.jsonl"
+    jobs = [sbatch(ours, "--gres=gpu:5", "-t", "1", "--wrap", "sleep 4") for _ in range(3)]
+    wide = [sbatch(ours, "-N2", "--gres=gpu:8", "-t", "1", "--wrap", "sleep 2") for _ in range(2)]
+    jobs += [sbatch(ours, "--gres=gpu:4", "-t", "1", "--wrap", "sleep 2") for _ in range(3)]
+    t0 = time.monotonic()
+    run_serve(journal, t0 + SCENARIO_TIMEOUT)
+    ran = ran_once_where_chosen(jobs + wide, journal)
+    assert all(len(ran[j].nodes) == 2 for j in wide)
+    skips = [r for r in read_journal(journal) if r["action"] == "skip"]
+    assert not skips, skips

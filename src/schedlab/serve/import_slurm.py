@@ -66,6 +66,9 @@ class JournalJob:
     finished: float = math.nan  # the cycle that saw its last run end
     starts: int = 0
     rejected: str = ""
+    gpus_per_node: int = 0
+    num_nodes: int = 0
+    exclusive: bool = False
 
 
 @dataclass
@@ -184,6 +187,9 @@ def read_journal_jobs(path: Path) -> tuple[dict[int, JournalJob], dict[str, obje
             job.gpus = int(rec.get("gpus", job.gpus))
             job.gpu_type = str(rec.get("gpu_type") or "")
             job.user = str(rec.get("user") or "")
+            job.gpus_per_node = int(rec.get("gpus_per_node") or 0)
+            job.num_nodes = int(rec.get("num_nodes") or 0)
+            job.exclusive = bool(rec.get("exclusive"))
         elif action == "start":
             job.started = t
             job.nodes = tuple(rec.get("nodes") or ())
@@ -254,6 +260,9 @@ def import_slurm(journal: Path, sacct_text: str, timing: str = "slurm") -> Impor
                 "duration": max(duration, 0.0),
                 "user": job.user,
                 "gpu_model": job.gpu_type.upper() if is_known_model(job.gpu_type) else "",
+                "gpus_per_node": job.gpus_per_node,
+                "num_nodes": job.num_nodes,
+                "exclusive": int(job.exclusive),
                 "nodes": ",".join(job.nodes),
                 "ran_on": ",".join(last.nodes),
                 "slurm_state": last.state,

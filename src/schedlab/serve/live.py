@@ -216,6 +216,9 @@ def build_view(
         if taken is None:
             problems.append((job.job_id, "Slurm reports more GPUs in use than the node has"))
             taken = ()
+        if job.exclusive:  # the rest of its nodes is no one else's either
+            for node, _ in alloc:
+                state.set_gpu_free(node, np.zeros(state.gpu_free.shape[1], dtype=np.int64))
         if job.admin_comment in (MARK_QUEUED, MARK_RELEASED):
             placed_running.append((job, taken))
     # Unavailable nodes lend nothing to new work.
@@ -262,6 +265,9 @@ def build_view(
         duration=duration,
         user=[j.user for j in view_jobs],
         gpu_model_mask=[model_mask(j) for j in view_jobs],
+        gpus_per_node=[j.gpus_per_node if j.shaped else 0 for j in view_jobs],
+        num_nodes=[max(j.node_count, 1) if j.shaped else 0 for j in view_jobs],
+        exclusive=[j.exclusive for j in view_jobs],
     )
     rt = JobRuntime.new(n, duration)
     running_set: dict[int, None] = {}

@@ -171,6 +171,9 @@ class Server:
                     time_limit=info.time_limit if info.time_limit != float("inf") else None,
                     user=info.user,
                     name=info.name,
+                    gpus_per_node=info.gpus_per_node if info.shaped else 0,
+                    num_nodes=max(info.node_count, 1) if info.shaped else 0,
+                    exclusive=info.exclusive,
                 )
         now_active = set(view.running) | set(view.launching)
         self._ran.update(view.running)

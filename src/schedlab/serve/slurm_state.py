@@ -155,6 +155,12 @@ class JobInfo:
     array_tasks: str = ""  # the unsplit rest of an array ("2-6%2"), else ""
     array_max_tasks: int = 0  # the array's throttle (``%N``), 0 when none
     reservation: str = ""
+    exclusive: bool = False  # --exclusive: shares none of its nodes
+
+    @property
+    def shaped(self) -> bool:
+        """Asks for a fixed number of GPUs on each of a fixed number of nodes."""
+        return bool(self.gpus_per_node) and not self.gpus_per_job
 
     @property
     def num_gpus(self) -> int:
@@ -221,7 +227,11 @@ def parse_job(raw: Mapping[str, Any]) -> JobInfo:
     per_job, kind_job = parse_gpu_tres(_text(raw.get("tres_per_job")))
     per_task, kind_task = parse_gpu_tres(_text(raw.get("tres_per_task")))
     if per_task and not per_job and not per_node:
-        per_job = per_task * int(_number(raw.get("tasks")) or 1)
+        tasks_per_node = int(_number(raw.get("tasks_per_node")) or 0)
+        if tasks_per_node:  # --ntasks-per-node with GPUs per task: a per-node request
+            per_node = per_task * tasks_per_node
+        else:
+            per_job = per_task * int(_number(raw.get("tasks")) or 1)
     nodes = tuple(expand_hostlist(_text(raw.get("nodes"))))
     detail = raw.get("gres_detail") or []
     idx = tuple(tuple(gpu_indices(str(d))) for d in detail) if len(detail) == len(nodes) else ()
@@ -256,6 +266,8 @@ def parse_job(raw: Mapping[str, Any]) -> JobInfo:
         array_tasks=_text(raw.get("array_task_string")),
         array_max_tasks=int(_number(raw.get("array_max_tasks")) or 0),
         reservation=_text(raw.get("resv_name") or raw.get("reservation")),
+        exclusive=_text(raw.get("shared")).lower() in ("none", "user", "mcs", "exclusive")
+        or bool(raw.get("exclusive")),
     )
 
 

@@ -32,6 +32,11 @@ Optional (blank = the default in brackets):
     :data:`schedlab.model.gpu_models.GPU_MODELS`.
 ``cpu_milli``, ``memory_mib`` [0]
     CPU (thousandths of a core) and memory (MiB) per job.
+``gpus_per_node``, ``num_nodes`` [0 = any split]
+    A fixed geometry: ``num_nodes`` nodes with ``gpus_per_node`` GPUs each (their product must be
+    ``num_gpus``).
+``exclusive`` [0]
+    1: the job shares none of its nodes.
 
 Example::
 
@@ -77,6 +82,9 @@ OPTIONAL = [
     "gpu_model",
     "cpu_milli",
     "memory_mib",
+    "gpus_per_node",
+    "num_nodes",
+    "exclusive",
 ]
 
 
@@ -95,6 +103,30 @@ def _blank_int(frame: pd.DataFrame, column: str, path: Path) -> np.ndarray | Non
     filled.attrs = frame.attrs
     filled[column] = filled[column].where(filled[column].astype(str).str.strip() != "", "0")
     return int_column(filled, column, path, low=0)
+
+
+def _geometry(frame: pd.DataFrame, num_gpus: np.ndarray, path: Path) -> dict[str, object]:
+    """The optional geometry columns; a fixed split must multiply out to ``num_gpus``."""
+    per_node = _blank_int(frame, "gpus_per_node", path)
+    nodes = _blank_int(frame, "num_nodes", path)
+    exclusive = _blank_int(frame, "exclusive", path)
+    if per_node is not None:
+        count = np.maximum(nodes if nodes is not None else 1, 1)
+        bad = (per_node > 0) & (per_node * count != num_gpus)
+        line = _first(frame, bad)
+        if line is not None:
+            raise InputError(
+                "'gpus_per_node' × 'num_nodes' must equal 'num_gpus'",
+                path=str(path),
+                row=line,
+                column="gpus_per_node",
+            )
+        nodes = np.where(per_node > 0, count, 0)
+    return {
+        "gpus_per_node": per_node,
+        "num_nodes": nodes if per_node is not None else None,
+        "exclusive": None if exclusive is None else exclusive > 0,
+    }
 
 
 def _first(frame: pd.DataFrame, mask: np.ndarray) -> int | None:
@@ -157,6 +189,7 @@ def read_generic(
         "batch_size": _blank_int(frame, "batch_size", path),
         "cpu_milli": _blank_int(frame, "cpu_milli", path),
         "memory_mib": _blank_int(frame, "memory_mib", path),
+        **_geometry(frame, num_gpus, path),
     }
     if "gpu_model" in frame.columns:
         cols["gpu_model_mask"] = gpu_model_masks(frame, "gpu_model", path)
