@@ -572,3 +572,41 @@ def test_two_node_jobs_get_two_whole_nodes_and_are_never_skipped(
     assert all(len(ran[j].nodes) == 2 for j in wide)
     skips = [r for r in read_journal(journal) if r["action"] == "skip"]
     assert not skips, skips
+
+
+@pytest.mark.slow
+def test_tiresias_with_a_minimum_run_converges_live(
+    slurm: SubprocessSlurm, clean, tmp_path: Path
+) -> None:
+    """40 jobs (1–8 GPUs, 10–25 s, none checkpoints) under tiresias with a 60 GPU-second
+    threshold: with ``--min-runtime 30`` every job completes (its last run), nothing runs over
+    capacity, and the number of preemptions is printed beside the simulator's on the imported
+    workload."""
+    ours, _ = clean
+    journal = tmp_path / "serve.jsonl"
+    sizes = [8, 4, 2, 1, 1, 2, 4, 8, 2, 1] * 4
+    jobs = [
+        sbatch(ours, f"--gres=gpu:{g}", "-t", "2", "--wrap", f"sleep {10 + (k * 7) % 16}")
+        for k, g in enumerate(sizes)
+    ]
+    t0 = time.monotonic()
+    extra = ("--policy", "tiresias", "--param", "thresholds=60", "--min-runtime", "30")
+    with Sampler(slurm) as sampler:
+        run_serve(journal, t0 + 400, *extra)
+    wall = time.monotonic() - t0
+    records = records_for(jobs)
+    starts = journal_starts(journal)
+    for job in jobs:
+        runs = sorted((r for r in records[job] if r.nodes), key=lambda r: r.end)
+        assert runs and runs[-1].state == "COMPLETED", (job, runs)
+        assert sorted(runs[-1].nodes) == sorted(starts[job][-1]["nodes"])
+    assert max(sampler.peak.values()) <= GPUS
+    live = sum(1 for r in read_journal(journal) if r["action"] == "preempt")
+    workload = tmp_path / "workload.csv"
+    assert main(["trace", "import-slurm", "--journal", str(journal), "--out", str(workload)]) == 0
+    serve_record = next(r for r in read_journal(journal) if r["action"] == "serve")
+    simulated = replay_starts(workload, serve_record)
+    replayed = sum(len(v) - 1 for v in simulated.values())
+    print(
+        f"\ntiresias live: {len(jobs)} jobs in {wall:.0f} s, {live} preemptions; replay {replayed}"
+    )

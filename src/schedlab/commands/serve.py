@@ -85,6 +85,20 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         "--journal", type=Path, default=None, help="append-only JSONL record of every decision"
     )
     slurm.add_argument("--seed", type=int, default=0, help="random seed (default 0, as replay)")
+    slurm.add_argument(
+        "--min-runtime",
+        type=float,
+        default=0.0,
+        metavar="SECONDS",
+        help="a run lasts this long before the policy may preempt it (default 0)",
+    )
+    slurm.add_argument(
+        "--grace",
+        type=float,
+        default=0.0,
+        metavar="SECONDS",
+        help="SIGTERM a victim this long before requeueing it, as Slurm's GraceTime (default 0)",
+    )
     slurm.add_argument("--quiet", action="store_true", help="no per-cycle status lines on stderr")
     slurm.add_argument(
         "--state-dir",
@@ -107,6 +121,10 @@ def config_from_args(args: argparse.Namespace) -> ServeConfig:
         raise InputError(f"'--seed' must be ≥ 0 (got {args.seed})")
     if not args.interval > 0:
         raise InputError(f"'--interval' must be > 0 seconds (got {args.interval})")
+    for name in ("min_runtime", "grace"):
+        value = getattr(args, name)
+        if not 0 <= value < float("inf"):
+            raise InputError(f"'--{name.replace('_', '-')}' must be ≥ 0 seconds (got {value})")
     config = ServeConfig(
         policy=args.policy,
         placement=args.placement,
@@ -117,6 +135,8 @@ def config_from_args(args: argparse.Namespace) -> ServeConfig:
         seed=args.seed,
         until_idle=args.until_idle,
         plugins=tuple(args.plugin),
+        min_runtime=args.min_runtime,
+        grace=args.grace,
     )
     build(SERVE, config.choice)  # every refusal before the journal is opened
     return config

@@ -40,6 +40,10 @@ class SlurmClient(Protocol):
         """True if the controller answers."""
         ...
 
+    def signal(self, job: str, name: str) -> None:
+        """Send signal ``name`` (e.g. ``TERM``) to every step of ``job``, cancelling nothing."""
+        ...
+
 
 def _first_line(text: str) -> str:
     lines = [ln.strip() for ln in text.strip().splitlines() if ln.strip()]
@@ -94,6 +98,9 @@ class SubprocessSlurm:
 
     def scontrol(self, args: Sequence[str]) -> None:
         self._run(["scontrol", *args])
+
+    def signal(self, job: str, name: str) -> None:
+        self._run(["scancel", f"--signal={name}", "--full", job])
 
     def ping(self) -> bool:
         try:

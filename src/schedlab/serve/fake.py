@@ -125,6 +125,9 @@ class FakeSlurm:
     def ping(self) -> bool:
         return True
 
+    def signal(self, job: str, name: str) -> None:
+        self.calls.append(["signal", job, name])
+
     # -- scontrol --------------------------------------------------------------------------
     def scontrol(self, args: Sequence[str]) -> None:
         args = list(args)

@@ -25,6 +25,7 @@ free.
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -177,9 +178,16 @@ def queue_key(job: JobInfo) -> tuple[float, int, int, int]:
 
 
 def build_view(
-    jobs: list[JobInfo], nodes: list[NodeInfo], now: float, reject_impossible: bool = True
+    jobs: list[JobInfo],
+    nodes: list[NodeInfo],
+    now: float,
+    reject_impossible: bool = True,
+    credit: Mapping[int, tuple[float, float]] | None = None,
 ) -> LiveView:
-    """The snapshot for one cycle (see the module docstring for how jobs are classed)."""
+    """The snapshot for one cycle (see the module docstring for how jobs are classed).
+
+    ``credit``: GPU-seconds attained and seconds run in earlier runs, by job id, for the jobs
+    that checkpoint (:mod:`schedlab.serve.preemption`); every other job starts from nothing."""
     cluster = build_cluster(nodes)
     state = cluster.new_state()
     where = {name: i for i, name in enumerate(cluster.names.tolist())}
@@ -283,6 +291,11 @@ def build_view(
         rt.alloc_n[i] = size
         rt.allocation[i] = alloc
         running_set[i] = None
+    for job_id, (attained, executed) in (credit or {}).items():
+        i = index.get(job_id)
+        if i is not None:
+            rt.attained[i] = attained
+            rt.executed[i] = executed
     pending_order = sorted(queued, key=queue_key)
     pending_set: dict[int, None] = {}
     for job in pending_order:

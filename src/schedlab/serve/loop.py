@@ -36,6 +36,7 @@ from schedlab.serve.apply import Applier
 from schedlab.serve.client import SlurmClient, SlurmError
 from schedlab.serve.journal import Journal, read_journal
 from schedlab.serve.live import LiveView, build_view, node_model
+from schedlab.serve.preemption import Guard, PreemptionRules, checkpoints
 from schedlab.serve.slurm_state import JobInfo, NodeInfo, read_jobs, read_nodes
 
 Record = dict[str, Any]
@@ -54,6 +55,8 @@ class ServeConfig:
     seed: int = 0
     until_idle: bool = False
     plugins: tuple[str, ...] = ()
+    min_runtime: float = 0.0  # seconds a run lasts before it may be preempted
+    grace: float = 0.0  # seconds between the SIGTERM to a victim and its requeue
 
     @property
     def choice(self) -> PolicyChoice:
@@ -97,6 +100,22 @@ def saved_policy_state(path: Path | None, identity: Record) -> Record:
     return state
 
 
+def saved_credit(path: Path | None) -> dict[int, tuple[float, float]]:
+    """Attained GPU-seconds and seconds run that checkpointing jobs carried through their
+    requeues, summed from the journal's ``requeued`` records."""
+    credit: dict[int, tuple[float, float]] = {}
+    if path is None or not path.exists():
+        return credit
+    for record in read_journal(path):
+        if record["action"] == "requeued" and "attained" in record and record.get("job"):
+            a, e = credit.get(int(record["job"]), (0.0, 0.0))
+            credit[int(record["job"])] = (
+                a + float(record["attained"]),
+                e + float(record.get("executed", 0.0)),
+            )
+    return credit
+
+
 def cluster_spec(nodes: list[NodeInfo]) -> str:
     """The nodes as a ``--cluster`` spec for ``schedlab replay`` (runs of equal nodes, in order)."""
     runs: list[list[object]] = []
@@ -138,6 +157,12 @@ class Server:
         self._active: dict[int, tuple[str, ...]] = {}
         self._ran: set[int] = set()  # jobs seen running: only these can be "requeued"
         self._why: dict[int, str] = {}  # the last reason journaled for a job left unplaced
+        self._run_of: dict[int, tuple[float, int]] = {}  # running job → (its start, its GPUs)
+        self._credit = saved_credit(journal.path)  # checkpointing jobs' earlier runs
+        self._protected: dict[int, str] = {}
+        self.guard = Guard(
+            PreemptionRules(config.min_runtime, config.grace), self._signal, self._protect
+        )
 
     # -- journal helpers -------------------------------------------------------------------
     def _identity(self) -> Record:
@@ -178,6 +203,10 @@ class Server:
         now_active = set(view.running) | set(view.launching)
         self._ran.update(view.running)
         by_id = {j.job_id: j for j in jobs}
+        for job_id in view.running:
+            info = by_id[job_id]
+            if info.start_time > 0:
+                self._run_of[job_id] = (info.start_time, info.num_gpus)
         for job_id, nodes in list(self._active.items()):
             if job_id in now_active:
                 continue
@@ -186,13 +215,38 @@ class Server:
                 # A released job held again before it ever ran was not requeued: its hold
                 # record says what happened.
                 if job_id in self._ran:
-                    self._write(job_id, "requeued", nodes=list(nodes), reason=info.reason)
+                    self._requeued(info, nodes)
             else:
                 state = info.state if info is not None else "GONE"
                 self._write(job_id, "finish", nodes=list(nodes), state=state)
             del self._active[job_id]
             self._ran.discard(job_id)
+            self._run_of.pop(job_id, None)
         self._journal_reasons(view)
+
+    def _requeued(self, info: JobInfo, nodes: tuple[str, ...]) -> None:
+        """A job seen running is pending again; a checkpointing one keeps what it attained."""
+        extra: dict[str, Any] = {"checkpoint": checkpoints(info)}
+        start, gpus = self._run_of.get(info.job_id, (0.0, info.num_gpus))
+        if checkpoints(info) and start > 0:
+            ran = max(0.0, self.now - start)
+            extra.update(attained=round(gpus * ran, 3), executed=round(ran, 3))
+            attained, executed = self._credit.get(info.job_id, (0.0, 0.0))
+            self._credit[info.job_id] = (attained + gpus * ran, executed + ran)
+        self._write(info.job_id, "requeued", nodes=list(nodes), reason=info.reason, **extra)
+
+    def _signal(self, info: JobInfo) -> None:
+        try:
+            self.client.signal(info.label, "TERM")
+        except SlurmError as exc:
+            self._write(info.job_id, "error", attempted="signal", reason=str(exc))
+            return
+        self._write(info.job_id, "signal", signal="TERM", grace=self.config.grace)
+
+    def _protect(self, job_id: int, action: str, reason: str) -> None:
+        if self._protected.get(job_id) != reason:
+            self._protected[job_id] = reason
+            self._write(job_id, action, reason=reason)
 
     def _journal_reasons(self, view: LiveView) -> None:
         """Why each of schedlab's jobs is not offered or not counted, once per change."""
@@ -224,7 +278,7 @@ class Server:
             self._write(None, "error", reason=str(exc))
             self.journal.sync()
             return CycleReport(self.cycle_no, ok=False)
-        view = build_view(jobs, nodes, self.now)
+        view = build_view(jobs, nodes, self.now, credit=self._credit)
         self._observe(view, jobs)
         for job_id, what in view.problems:
             self._write(job_id, "warning", reason=what)
@@ -254,6 +308,7 @@ class Server:
             if state != self._policy_state:
                 self._write(None, POLICY_STATE, policy=self._identity(), state=state)
                 self._policy_state = state
+        decisions = self.guard.filter(view, decisions, self.now)
         outcome = self.applier.apply(view, decisions)
         records += self.applier.claim(view, outcome.started)
         for job_id in view.running + view.launching + outcome.started:
