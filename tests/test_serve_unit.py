@@ -478,3 +478,24 @@ def test_bad_policy_is_one_line_before_touching_slurm(capsys: pytest.CaptureFixt
 def test_tie_order_matches_the_replay_engine() -> None:
     """The same seed gives the same node tie-break order as replay (bestfit ties → node2 first)."""
     assert np.random.default_rng(0).permutation(4).tolist() == [2, 0, 1, 3]
+
+
+def test_a_lasting_failure_is_journaled_once_and_each_busy_cycle_says_what_it_did(
+    tmp_path: Path,
+) -> None:
+    """Job 1's pin fails in every cycle: one error record for three cycles; every cycle that
+    decided something has a ``cycle`` record with its time and counts."""
+    fake = FakeSlurm(two_nodes(), [fake_job(1, 8, T0)])
+    fake.fail_jobs[1] = "Job resizing not supported for job arrays"
+    srv = server(fake, tmp_path)
+    for _ in range(3):
+        srv.cycle()
+    errors = [r for r in journal(tmp_path) if r["action"] == "error"]
+    assert [r["cycle"] for r in errors] == [1]
+    cycles = [r for r in journal(tmp_path) if r["action"] == "cycle"]
+    assert [r["cycle"] for r in cycles] == [1, 2, 3]
+    assert all(r["decisions"] == 1 and r["errors"] == 1 and r["seconds"] >= 0 for r in cycles)
+    del fake.fail_jobs[1]
+    fake.jobs[1].update(priority=0, state_reason="JobHeldUser")
+    srv.cycle()  # works now: the pin and release go through
+    assert ["release", "1"] in fake.calls

@@ -86,6 +86,8 @@ class CycleReport:
 
 #: The journal action that carries a stateful policy's state from one cycle (or process) on.
 POLICY_STATE = "policy-state"
+#: Record kinds written once while the same condition lasts from cycle to cycle.
+REPEATING = frozenset({"error", "skip", "warning"})
 
 
 def saved_policy_state(path: Path | None, identity: Record) -> Record:
@@ -151,7 +153,8 @@ class Server:
         self.sleep = sleep
         self.cycle_no = 0
         self.now = clock()
-        self.applier = Applier(client, self._stamp, journal.write)
+        self.applier = Applier(client, self._stamp, self._sink)
+        self._repeats: tuple[set[str], set[str]] = (set(), set())  # (last cycle's, this one's)
         self.stop_reason: str | None = None
         self._arrived: set[int] = set()
         self._active: dict[int, tuple[str, ...]] = {}
@@ -179,7 +182,20 @@ class Server:
         return {"time": round(self.now, 3), "cycle": self.cycle_no}
 
     def _write(self, job: int | None, action: str, **fields: Any) -> None:
-        self.journal.write({**self._stamp(), "job": job, "action": action, **fields})
+        self._sink({**self._stamp(), "job": job, "action": action, **fields})
+
+    def _sink(self, record: Record) -> None:
+        """Write a record, except an error or skip identical (but for its time and cycle) to
+        one of the previous cycle: a condition that lasts is journaled when it starts, not at
+        every cycle."""
+        if record["action"] in REPEATING:
+            key = json.dumps(
+                {k: v for k, v in record.items() if k not in ("time", "cycle")}, sort_keys=True
+            )
+            self._repeats[1].add(key)
+            if key in self._repeats[0]:
+                return
+        self.journal.write(record)
 
     def _observe(self, view: LiveView, jobs: list[JobInfo]) -> None:
         """Journal jobs that arrived in the queue or left the cluster since the last cycle."""
@@ -271,6 +287,7 @@ class Server:
         """Read, decide, apply and journal once."""
         self.cycle_no += 1
         self.now = self.clock()
+        self._repeats = (self._repeats[1], set())
         t0 = time.perf_counter()
         try:
             jobs, nodes = self.read()
@@ -318,9 +335,8 @@ class Server:
         for rec in outcome.records:
             if rec["action"] == "start":
                 self._active[rec["job"]] = tuple(rec["nodes"])
-        self.journal.sync()
         errors = outcome.errors + sum(r["action"] == "error" for r in records)
-        return CycleReport(
+        report = CycleReport(
             cycle=self.cycle_no,
             ok=True,
             queued=len(view.queued),
@@ -331,6 +347,19 @@ class Server:
             idle=view.idle and not outcome.started,
             seconds=time.perf_counter() - t0,
         )
+        if decisions or records or outcome.records:
+            self._write(
+                None,
+                "cycle",
+                seconds=round(report.seconds, 4),
+                decisions=report.decisions,
+                started=report.started,
+                queued=report.queued,
+                running=report.running,
+                errors=report.errors,
+            )
+        self.journal.sync()
+        return report
 
     # -- the loop --------------------------------------------------------------------------
     def _on_signal(self, signum: int, _frame: FrameType | None) -> None:
