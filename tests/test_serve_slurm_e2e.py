@@ -610,3 +610,53 @@ def test_tiresias_with_a_minimum_run_converges_live(
     print(
         f"\ntiresias live: {len(jobs)} jobs in {wall:.0f} s, {live} preemptions; replay {replayed}"
     )
+
+
+@pytest.mark.slow
+def test_two_hundred_mixed_jobs_and_a_sigkill_lose_nothing(
+    slurm: SubprocessSlurm, clean, tmp_path: Path
+) -> None:
+    """200 jobs: 110 plain ones of 1–8 GPUs (half ``--hold``, half unheld, which the plugin
+    holds), two arrays of 20 (one throttled to 4 at a time), 10 ``-N2 --gres=gpu:8`` jobs and
+    40 jobs that depend on plain ones; serve (fifo) is SIGKILLed mid-run and restarted. Every
+    job completes exactly once, on the nodes of its last start (so nothing started that the
+    policy did not choose), no node ever runs more GPUs than it has, and no dependent job
+    starts before the job it waited for ended."""
+    ours, _ = clean
+    journal = tmp_path / "serve.jsonl"
+    plain, parents = [], {}
+    for k in range(110):
+        hold = ["--hold"] if k % 2 else []
+        g = [1, 2, 4, 8][k % 4]
+        plain.append(sbatch(ours, *hold, f"--gres=gpu:{g}", "-t", "1", "--wrap", "sleep 1"))
+    arrays = [
+        sbatch(ours, "--array=1-20", "--gres=gpu:2", "-t", "1", "--wrap", "sleep 1"),
+        sbatch(ours, "--array=1-20%4", "--gres=gpu:1", "-t", "1", "--wrap", "sleep 1"),
+    ]
+    wide = [sbatch(ours, "-N2", "--gres=gpu:8", "-t", "1", "--wrap", "sleep 1") for _ in range(10)]
+    for k in range(40):
+        parent = plain[(k * 7) % len(plain)]
+        dep = f"--dependency=afterok:{parent}"
+        job = sbatch(ours, dep, f"--gres=gpu:{1 + k % 2}", "-t", "1", "--wrap", "sleep 1")
+        parents[job] = parent
+    t0 = time.monotonic()
+    with Sampler(slurm) as sampler:
+        first = serve(journal, until_idle=False)
+        wait_until(lambda: journal.exists() and len(journal_starts(journal)) >= 40, t0 + 120)
+        first.send_signal(signal.SIGKILL)
+        first.communicate()
+        finish(serve(journal), t0 + 420)
+    wall = time.monotonic() - t0
+    tasks = [
+        int(raw["job_id"]) for raw in slurm.squeue()["jobs"] if raw.get("array_job_id") in arrays
+    ]
+    ours.extend(tasks)
+    everything = plain + wide + list(parents) + tasks
+    assert len(everything) == 200
+    ran = ran_once_where_chosen(everything, journal)
+    assert max(sampler.peak.values()) <= GPUS, dict(sampler.peak)
+    for job, parent in parents.items():
+        assert ran[job].start >= ran[parent].end, (job, parent)
+    kills = [r["action"] for r in read_journal(journal)].count("serve")
+    assert kills == 2
+    print(f"\n200 mixed jobs with a SIGKILL: {wall:.0f} s")

@@ -17,6 +17,7 @@ from schedlab.policies.registry import ordering_names, placement_names
 from schedlab.policies.wiring import build
 from schedlab.results import atomic_write
 from schedlab.serve.client import SubprocessSlurm
+from schedlab.serve.config_file import read_config
 from schedlab.serve.import_slurm import TIMINGS, import_slurm, load_sacct
 from schedlab.serve.journal import Journal
 from schedlab.serve.lock import PartitionLock, default_state_dir
@@ -52,7 +53,15 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         ),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    slurm.add_argument("--policy", required=True, help=f"ordering: {', '.join(ordering_names())}")
+    slurm.add_argument(
+        "--config",
+        type=Path,
+        default=None,
+        metavar="FILE",
+        help="TOML file of these settings (keys: the long options; params as a table); the "
+        "command line wins",
+    )
+    slurm.add_argument("--policy", default=None, help=f"ordering: {', '.join(ordering_names())}")
     slurm.add_argument(
         "--placement",
         default="bestfit",
@@ -108,7 +117,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         "$XDG_STATE_HOME/schedlab, /var/lib/schedlab for root)",
     )
     add_plugin_option(slurm)
-    slurm.set_defaults(run=run_slurm)
+    slurm.set_defaults(run=run_slurm, serve_parser=slurm)
 
 
 def _usage(p: argparse.ArgumentParser) -> int:
@@ -116,7 +125,29 @@ def _usage(p: argparse.ArgumentParser) -> int:
     return 2
 
 
+def merge_config_file(args: argparse.Namespace) -> None:
+    """Take every setting the command line left at its default from ``--config``."""
+    if args.config is None:
+        return
+    settings = read_config(args.config)
+    parser = args.serve_parser
+    for name, value in settings.items():
+        if name == "params":
+            pairs = [f"{k}={v}" for k, v in value.items()]
+            args.param = pairs + list(args.param)
+        elif name == "plugins":
+            args.plugin = [str(p) for p in value] + list(args.plugin)
+        elif name in ("journal", "state_dir"):
+            if getattr(args, name) is None:
+                setattr(args, name, Path(value))
+        elif getattr(args, name) == parser.get_default(name):
+            setattr(args, name, value)
+
+
 def config_from_args(args: argparse.Namespace) -> ServeConfig:
+    merge_config_file(args)
+    if not args.policy:
+        raise InputError("'--policy' is required (on the command line or in --config)")
     if args.seed < 0:
         raise InputError(f"'--seed' must be ≥ 0 (got {args.seed})")
     if not args.interval > 0:
