@@ -499,3 +499,17 @@ def test_a_lasting_failure_is_journaled_once_and_each_busy_cycle_says_what_it_di
     fake.jobs[1].update(priority=0, state_reason="JobHeldUser")
     srv.cycle()  # works now: the pin and release go through
     assert ["release", "1"] in fake.calls
+
+
+def test_shadow_mode_journals_the_decisions_and_changes_nothing(tmp_path: Path) -> None:
+    """Jobs 1 (8 GPUs) and 2 (4): the starts fifo would make are journaled once, with a cycle
+    record, and no scontrol command reaches Slurm, in any cycle."""
+    fake = FakeSlurm(two_nodes(), [fake_job(1, 8, T0), fake_job(2, 4, T0 + 1)])
+    srv = server(fake, tmp_path, shadow=True)
+    for _ in range(3):
+        srv.cycle()
+    assert fake.calls == []
+    assert fake.jobs[1]["priority"] == 0 and fake.jobs[1]["required_nodes"] == ""
+    starts = [(r["job"], r["cycle"]) for r in journal(tmp_path) if r["action"] == "start"]
+    assert starts == [(1, 1), (2, 1)]
+    assert [r["cycle"] for r in journal(tmp_path) if r["action"] == "cycle"] == [1]

@@ -95,6 +95,11 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     )
     slurm.add_argument("--seed", type=int, default=0, help="random seed (default 0, as replay)")
     slurm.add_argument(
+        "--shadow",
+        action="store_true",
+        help="compute and journal the decisions without sending any of them to Slurm",
+    )
+    slurm.add_argument(
         "--min-runtime",
         type=float,
         default=0.0,
@@ -168,6 +173,7 @@ def config_from_args(args: argparse.Namespace) -> ServeConfig:
         plugins=tuple(args.plugin),
         min_runtime=args.min_runtime,
         grace=args.grace,
+        shadow=args.shadow,
     )
     build(SERVE, config.choice)  # every refusal before the journal is opened
     return config

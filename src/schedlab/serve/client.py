@@ -109,6 +109,29 @@ class SubprocessSlurm:
             return False
 
 
+class ShadowSlurm:
+    """Reads Slurm like the real client and changes nothing: every ``scontrol`` and signal is
+    dropped, so a scheduler in shadow mode computes and journals the decisions it would take."""
+
+    def __init__(self, inner: SlurmClient) -> None:
+        self.inner = inner
+
+    def squeue(self) -> dict[str, Any]:
+        return self.inner.squeue()
+
+    def sinfo(self) -> dict[str, Any]:
+        return self.inner.sinfo()
+
+    def scontrol(self, args: Sequence[str]) -> None:
+        return None
+
+    def signal(self, job: str, name: str) -> None:
+        return None
+
+    def ping(self) -> bool:
+        return self.inner.ping()
+
+
 def slurm_reachable() -> tuple[bool, str]:
     """Whether a Slurm controller answers here, and if not, why (for skips and error messages)."""
     if shutil.which("scontrol") is None:

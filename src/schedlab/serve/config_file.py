@@ -29,6 +29,7 @@ KEYS: dict[str, tuple[tuple[type, ...], str]] = {
     "seed": ((int,), "a whole number"),
     "until_idle": ((bool,), "true or false"),
     "quiet": ((bool,), "true or false"),
+    "shadow": ((bool,), "true or false"),
     "min_runtime": (_NUMBER, "a number of seconds"),
     "grace": (_NUMBER, "a number of seconds"),
     "state_dir": ((str,), "a folder name"),

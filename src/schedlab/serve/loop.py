@@ -33,7 +33,7 @@ from schedlab.perf.models import TraceDuration
 from schedlab.policies.api import SERVE
 from schedlab.policies.wiring import PolicyChoice, build
 from schedlab.serve.apply import Applier
-from schedlab.serve.client import SlurmClient, SlurmError
+from schedlab.serve.client import ShadowSlurm, SlurmClient, SlurmError
 from schedlab.serve.journal import Journal, read_journal
 from schedlab.serve.live import LiveView, build_view, node_model
 from schedlab.serve.preemption import Guard, PreemptionRules, checkpoints
@@ -55,6 +55,7 @@ class ServeConfig:
     seed: int = 0
     until_idle: bool = False
     plugins: tuple[str, ...] = ()
+    shadow: bool = False  # decide and journal, change nothing in Slurm
     min_runtime: float = 0.0  # seconds a run lasts before it may be preempted
     grace: float = 0.0  # seconds between the SIGTERM to a victim and its requeue
 
@@ -144,6 +145,8 @@ class Server:
     ) -> None:
         if not config.interval > 0:
             raise InputError(f"'--interval' must be > 0 seconds (got {config.interval})")
+        if config.shadow:
+            client = ShadowSlurm(client)
         self.policies = build(SERVE, config.choice)
         self.client = client
         self.config = config
@@ -188,7 +191,8 @@ class Server:
         """Write a record, except an error or skip identical (but for its time and cycle) to
         one of the previous cycle: a condition that lasts is journaled when it starts, not at
         every cycle."""
-        if record["action"] in REPEATING:
+        # In shadow mode nothing changes, so every decision would repeat at every cycle.
+        if record["action"] in REPEATING or (self.config.shadow and record["job"] is not None):
             key = json.dumps(
                 {k: v for k, v in record.items() if k not in ("time", "cycle")}, sort_keys=True
             )
@@ -347,7 +351,9 @@ class Server:
             idle=view.idle and not outcome.started,
             seconds=time.perf_counter() - t0,
         )
-        if decisions or records or outcome.records:
+        if (decisions or records or outcome.records) and not (
+            self.config.shadow and not self._repeats[1] - self._repeats[0]
+        ):
             self._write(
                 None,
                 "cycle",
@@ -396,6 +402,7 @@ class Server:
             node_cpus=[n.cpus for n in nodes],
             node_memory_mib=[n.memory_mib for n in nodes],
             cluster=cluster_spec(nodes),
+            shadow=cfg.shadow,
         )
         previous = {
             sig: signal.signal(sig, self._on_signal) for sig in (signal.SIGTERM, signal.SIGINT)
