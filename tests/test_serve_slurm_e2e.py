@@ -642,9 +642,11 @@ def test_two_hundred_mixed_jobs_and_a_sigkill_lose_nothing(
     t0 = time.monotonic()
     with Sampler(slurm) as sampler:
         first = serve(journal, until_idle=False)
-        wait_until(lambda: journal.exists() and len(journal_starts(journal)) >= 40, t0 + 120)
-        first.send_signal(signal.SIGKILL)
-        first.communicate()
+        try:
+            wait_until(lambda: journal.exists() and len(journal_starts(journal)) >= 40, t0 + 120)
+        finally:
+            first.send_signal(signal.SIGKILL)
+            first.communicate()
         finish(serve(journal), t0 + 420)
     wall = time.monotonic() - t0
     tasks = [

@@ -22,6 +22,7 @@ from schedlab.serve.import_slurm import TIMINGS, import_slurm, load_sacct
 from schedlab.serve.journal import Journal
 from schedlab.serve.lock import PartitionLock, default_state_dir
 from schedlab.serve.loop import CycleReport, ServeConfig, Server
+from schedlab.serve.metrics import Metrics, serve_metrics
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -94,6 +95,13 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         "--journal", type=Path, default=None, help="append-only JSONL record of every decision"
     )
     slurm.add_argument("--seed", type=int, default=0, help="random seed (default 0, as replay)")
+    slurm.add_argument(
+        "--metrics-port",
+        type=int,
+        default=None,
+        metavar="PORT",
+        help="answer GET /metrics (Prometheus text) on 127.0.0.1:PORT",
+    )
     slurm.add_argument(
         "--shadow",
         action="store_true",
@@ -187,10 +195,20 @@ def run_slurm(args: argparse.Namespace) -> int:
 
 
 def _serve(args: argparse.Namespace, config: ServeConfig) -> int:
+    metrics = Metrics()
+    endpoint = None
+    if args.metrics_port is not None:
+        try:
+            endpoint = serve_metrics(metrics, args.metrics_port)
+        except OSError as exc:
+            raise InputError(
+                f"'--metrics-port' {args.metrics_port}: cannot listen on 127.0.0.1 ({exc.strerror})"
+            ) from None
     journal = Journal(args.journal)
     server = Server(SubprocessSlurm(), config, journal)
 
     def report(r: CycleReport) -> None:
+        metrics.update(r)
         if args.quiet or not (r.started or r.errors or not r.ok):
             return
         if not r.ok:
@@ -207,7 +225,11 @@ def _serve(args: argparse.Namespace, config: ServeConfig) -> int:
             f"serving Slurm ({where}) with {config.label}/{config.placement}, "
             f"every {config.interval:g} s" + (f"; journal {args.journal}" if args.journal else "")
         )
-    status = server.run(report)
+    try:
+        status = server.run(report)
+    finally:
+        if endpoint is not None:
+            endpoint.shutdown()
     if not args.quiet:
         console.print(f"stopped after {server.cycle_no} cycles ({server.stop_reason})")
     return status

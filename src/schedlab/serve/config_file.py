@@ -30,6 +30,7 @@ KEYS: dict[str, tuple[tuple[type, ...], str]] = {
     "until_idle": ((bool,), "true or false"),
     "quiet": ((bool,), "true or false"),
     "shadow": ((bool,), "true or false"),
+    "metrics_port": ((int,), "a port number"),
     "min_runtime": (_NUMBER, "a number of seconds"),
     "grace": (_NUMBER, "a number of seconds"),
     "state_dir": ((str,), "a folder name"),
