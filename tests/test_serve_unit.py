@@ -162,7 +162,10 @@ def test_fifo_bestfit_cycle_sends_the_exact_commands(tmp_path: Path) -> None:
         released(4),
     ]
     assert (report.queued, report.running, report.started, report.errors) == (2, 2, 2, 0)
-    starts = [r for r in journal(tmp_path) if r["action"] == "start"]
+    # Jobs 1 and 2 were released before this journal began: their starts are recovered.
+    recovered = [r["job"] for r in journal(tmp_path) if r.get("recovered")]
+    assert recovered == [1, 2]
+    starts = [r for r in journal(tmp_path) if r["action"] == "start" and not r.get("recovered")]
     assert [(r["job"], r["nodes"], r["gpus"], r["cycle"]) for r in starts] == [
         (3, ["node1"], 4, 1),
         (4, ["node2"], 1, 1),
@@ -513,3 +516,23 @@ def test_shadow_mode_journals_the_decisions_and_changes_nothing(tmp_path: Path) 
     starts = [(r["job"], r["cycle"]) for r in journal(tmp_path) if r["action"] == "start"]
     assert starts == [(1, 1), (2, 1)]
     assert [r["cycle"] for r in journal(tmp_path) if r["action"] == "cycle"] == [1]
+
+
+def test_a_start_the_journal_missed_is_recovered_once(tmp_path: Path) -> None:
+    """Killed after releasing job 5 but before journaling it: the next scheduler finds it
+    running, journals its start from Slurm's record (marked recovered), and a third one, reading
+    that journal, does not do it again."""
+    fake = FakeSlurm(
+        two_nodes(),
+        [
+            fake_job(
+                5, 4, T0, state="RUNNING", held=False, nodes="node2", gpu_idx=["gpu:4(IDX:0-3)"]
+            )
+        ],
+    )
+    server(fake, tmp_path).cycle()
+    server(fake, tmp_path).cycle()
+    starts = [r for r in journal(tmp_path) if r["action"] == "start"]
+    assert [(r["job"], r["nodes"], r["gpus"], r["recovered"]) for r in starts] == [
+        (5, ["node2"], 4, True)
+    ]

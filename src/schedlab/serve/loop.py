@@ -103,6 +103,13 @@ def saved_policy_state(path: Path | None, identity: Record) -> Record:
     return state
 
 
+def journaled_starts(path: Path | None) -> set[int]:
+    """The jobs a journal already records a start for."""
+    if path is None or not path.exists():
+        return set()
+    return {int(r["job"]) for r in read_journal(path) if r["action"] == "start" and r.get("job")}
+
+
 def saved_credit(path: Path | None) -> dict[int, tuple[float, float]]:
     """Attained GPU-seconds and seconds run that checkpointing jobs carried through their
     requeues, summed from the journal's ``requeued`` records."""
@@ -165,6 +172,7 @@ class Server:
         self._why: dict[int, str] = {}  # the last reason journaled for a job left unplaced
         self._run_of: dict[int, tuple[float, int]] = {}  # running job → (its start, its GPUs)
         self._credit = saved_credit(journal.path)  # checkpointing jobs' earlier runs
+        self._journaled_starts = journaled_starts(journal.path)
         self._protected: dict[int, str] = {}
         self.guard = Guard(
             PreemptionRules(config.min_runtime, config.grace), self._signal, self._protect
@@ -223,6 +231,20 @@ class Server:
         now_active = set(view.running) | set(view.launching)
         self._ran.update(view.running)
         by_id = {j.job_id: j for j in jobs}
+        for job_id in view.running + view.launching:
+            if job_id not in self._journaled_starts:
+                # Released by a scheduler killed before it journaled the start: say so now, with
+                # the nodes Slurm gives, so the journal accounts for every run.
+                info = by_id[job_id]
+                self._write(
+                    job_id,
+                    "start",
+                    nodes=list(info.nodes or info.required_nodes),
+                    gpus=info.num_gpus,
+                    submit_time=info.submit_time,
+                    recovered=True,
+                )
+                self._journaled_starts.add(job_id)
         for job_id in view.running:
             info = by_id[job_id]
             if info.start_time > 0:
@@ -339,6 +361,7 @@ class Server:
         for rec in outcome.records:
             if rec["action"] == "start":
                 self._active[rec["job"]] = tuple(rec["nodes"])
+                self._journaled_starts.add(rec["job"])
         errors = outcome.errors + sum(r["action"] == "error" for r in records)
         report = CycleReport(
             cycle=self.cycle_no,
