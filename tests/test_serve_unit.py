@@ -536,3 +536,25 @@ def test_a_start_the_journal_missed_is_recovered_once(tmp_path: Path) -> None:
     assert [(r["job"], r["nodes"], r["gpus"], r["recovered"]) for r in starts] == [
         (5, ["node2"], 4, True)
     ]
+
+
+def test_a_short_job_that_ended_while_no_scheduler_ran_is_recovered(tmp_path: Path) -> None:
+    """Job 6 was released just before a kill (its start not journaled) and finished before the
+    restart: the restarted scheduler journals its start and finish from Slurm's record; job 7,
+    which ended before the journal's last line, is not its to account for."""
+    path = tmp_path / "journal.jsonl"
+    path.write_text(
+        json.dumps({"time": T0 + 50, "cycle": 1, "job": None, "action": "serve"}) + "\n"
+    )
+    done = {"state": "COMPLETED", "held": False, "nodes": "node1", "time_limit": 10}
+    fake = FakeSlurm(
+        two_nodes(),
+        [fake_job(6, 2, T0, start=T0 + 52, **done), fake_job(7, 2, T0, start=T0 + 10, **done)],  # type: ignore[arg-type]
+    )
+    server(fake, tmp_path).cycle()
+    recovered = [
+        (r["job"], r["action"])
+        for r in journal(tmp_path)
+        if r.get("recovered") or r["action"] == "finish"
+    ]
+    assert recovered == [(6, "start"), (6, "finish")]

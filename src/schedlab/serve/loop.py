@@ -103,11 +103,18 @@ def saved_policy_state(path: Path | None, identity: Record) -> Record:
     return state
 
 
-def journaled_starts(path: Path | None) -> set[int]:
-    """The jobs a journal already records a start for."""
+def journaled_starts(path: Path | None) -> tuple[set[int], float | None]:
+    """The jobs a journal already records a start for, and the time of its last line (None
+    for a new journal)."""
     if path is None or not path.exists():
-        return set()
-    return {int(r["job"]) for r in read_journal(path) if r["action"] == "start" and r.get("job")}
+        return set(), None
+    started: set[int] = set()
+    last: float | None = None
+    for r in read_journal(path):
+        last = float(r.get("time", last or 0.0))
+        if r["action"] == "start" and r.get("job"):
+            started.add(int(r["job"]))
+    return started, last
 
 
 def saved_credit(path: Path | None) -> dict[int, tuple[float, float]]:
@@ -172,7 +179,7 @@ class Server:
         self._why: dict[int, str] = {}  # the last reason journaled for a job left unplaced
         self._run_of: dict[int, tuple[float, int]] = {}  # running job → (its start, its GPUs)
         self._credit = saved_credit(journal.path)  # checkpointing jobs' earlier runs
-        self._journaled_starts = journaled_starts(journal.path)
+        self._journaled_starts, self._resumed_at = journaled_starts(journal.path)
         self._protected: dict[int, str] = {}
         self.guard = Guard(
             PreemptionRules(config.min_runtime, config.grace), self._signal, self._protect
@@ -231,6 +238,8 @@ class Server:
         now_active = set(view.running) | set(view.launching)
         self._ran.update(view.running)
         by_id = {j.job_id: j for j in jobs}
+        if self._resumed_at is not None:
+            self._recover_finished(jobs)
         for job_id in view.running + view.launching:
             if job_id not in self._journaled_starts:
                 # Released by a scheduler killed before it journaled the start: say so now, with
@@ -265,6 +274,24 @@ class Server:
             self._ran.discard(job_id)
             self._run_of.pop(job_id, None)
         self._journal_reasons(view)
+
+    def _recover_finished(self, jobs: list[JobInfo]) -> None:
+        """First cycle after a restart: jobs of schedlab's that started after the journal's
+        last line and already ended (a kill came between their release and its journal line,
+        and they were short) get their start and finish journaled from Slurm's record."""
+        since, self._resumed_at = self._resumed_at, None
+        assert since is not None
+        for info in jobs:
+            if not (info.finished and info.admin_comment.startswith("schedlab:")):
+                continue
+            if info.job_id in self._journaled_starts or not info.nodes:
+                continue
+            if not info.start_time >= since - 1.0:
+                continue
+            fields = {"nodes": list(info.nodes), "gpus": info.num_gpus, "recovered": True}
+            self._write(info.job_id, "start", submit_time=info.submit_time, **fields)
+            self._write(info.job_id, "finish", nodes=list(info.nodes), state=info.state)
+            self._journaled_starts.add(info.job_id)
 
     def _requeued(self, info: JobInfo, nodes: tuple[str, ...]) -> None:
         """A job seen running is pending again; a checkpointing one keeps what it attained."""
