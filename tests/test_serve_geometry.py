@@ -147,3 +147,11 @@ def test_serve_starts_a_two_node_job_on_two_whole_nodes(tmp_path: Path) -> None:
     assert ["update", "JobId=3", "ReqNodeList=node3,node4"] in fake.calls
     assert ["update", "JobId=4", "ReqNodeList=node2"] in fake.calls
     assert not [r for r in read_journal(tmp_path / "j.jsonl") if r["action"] == "skip"]
+
+
+def test_the_generic_trace_reads_checkpoint_with_resuming_as_the_default(tmp_path: Path) -> None:
+    path = tmp_path / "t.csv"
+    path.write_text("job_id,submit_time,num_gpus,duration,checkpoint\na,0,1,60,0\nb,1,1,60,\n")
+    assert read_jobs(path).jobs.checkpoint.tolist() == [False, True]
+    path.write_text("job_id,submit_time,num_gpus,duration\na,0,1,60\n")
+    assert read_jobs(path).jobs.checkpoint.tolist() == [True]

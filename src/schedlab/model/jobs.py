@@ -40,6 +40,9 @@ JOB_COLUMNS: dict[str, tuple[str, object]] = {
     "gpus_per_node": ("int64", 0),
     "num_nodes": ("int64", 0),
     "exclusive": ("bool", False),
+    # Whether a preempted job resumes where it stopped (True, the simulator's long-standing
+    # model) or, like a requeued Slurm job without a checkpoint, starts again from nothing.
+    "checkpoint": ("bool", True),
 }
 
 
@@ -62,6 +65,7 @@ class JobTable:
     gpus_per_node: np.ndarray
     num_nodes: np.ndarray
     exclusive: np.ndarray
+    checkpoint: np.ndarray
     source: str = field(default="<memory>")
     schema_version: int = JOB_SCHEMA_VERSION
 

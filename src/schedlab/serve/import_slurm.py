@@ -69,6 +69,7 @@ class JournalJob:
     gpus_per_node: int = 0
     num_nodes: int = 0
     exclusive: bool = False
+    checkpoint: bool = False  # a live job that does not say it checkpoints does not
 
 
 @dataclass
@@ -190,6 +191,7 @@ def read_journal_jobs(path: Path) -> tuple[dict[int, JournalJob], dict[str, obje
             job.gpus_per_node = int(rec.get("gpus_per_node") or 0)
             job.num_nodes = int(rec.get("num_nodes") or 0)
             job.exclusive = bool(rec.get("exclusive"))
+            job.checkpoint = bool(rec.get("checkpoint"))
         elif action == "start":
             job.started = t
             job.nodes = tuple(rec.get("nodes") or ())
@@ -263,6 +265,7 @@ def import_slurm(journal: Path, sacct_text: str, timing: str = "slurm") -> Impor
                 "gpus_per_node": job.gpus_per_node,
                 "num_nodes": job.num_nodes,
                 "exclusive": int(job.exclusive),
+                "checkpoint": int(job.checkpoint),
                 "nodes": ",".join(job.nodes),
                 "ran_on": ",".join(last.nodes),
                 "slurm_state": last.state,

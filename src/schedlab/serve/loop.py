@@ -234,6 +234,7 @@ class Server:
                     gpus_per_node=info.gpus_per_node if info.shaped else 0,
                     num_nodes=max(info.node_count, 1) if info.shaped else 0,
                     exclusive=info.exclusive,
+                    checkpoint=checkpoints(info),
                 )
         now_active = set(view.running) | set(view.launching)
         self._ran.update(view.running)

@@ -37,6 +37,9 @@ Optional (blank = the default in brackets):
     ``num_gpus``).
 ``exclusive`` [0]
     1: the job shares none of its nodes.
+``checkpoint`` [1]
+    0: a preempted job loses its progress and starts again from nothing (as a requeued Slurm job
+    that saves no checkpoint); 1: it resumes where it stopped.
 
 Example::
 
@@ -85,6 +88,7 @@ OPTIONAL = [
     "gpus_per_node",
     "num_nodes",
     "exclusive",
+    "checkpoint",
 ]
 
 
@@ -127,6 +131,17 @@ def _geometry(frame: pd.DataFrame, num_gpus: np.ndarray, path: Path) -> dict[str
         "num_nodes": nodes if per_node is not None else None,
         "exclusive": None if exclusive is None else exclusive > 0,
     }
+
+
+def _checkpoint(frame: pd.DataFrame, path: Path) -> np.ndarray | None:
+    """The optional ``checkpoint`` column (blank: 1, the job resumes after a preemption)."""
+    if "checkpoint" not in frame.columns:
+        return None
+    filled = frame[["checkpoint"]].copy()
+    filled.attrs = frame.attrs
+    text = filled["checkpoint"].astype(str).str.strip()
+    filled["checkpoint"] = filled["checkpoint"].where(text != "", "1")
+    return int_column(filled, "checkpoint", path, low=0) > 0
 
 
 def _first(frame: pd.DataFrame, mask: np.ndarray) -> int | None:
@@ -190,6 +205,7 @@ def read_generic(
         "cpu_milli": _blank_int(frame, "cpu_milli", path),
         "memory_mib": _blank_int(frame, "memory_mib", path),
         **_geometry(frame, num_gpus, path),
+        "checkpoint": _checkpoint(frame, path),
     }
     if "gpu_model" in frame.columns:
         cols["gpu_model_mask"] = gpu_model_masks(frame, "gpu_model", path)
