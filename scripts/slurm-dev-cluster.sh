@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # A private Slurm cluster on localhost for developing and testing `schedlab serve slurm`.
 #
-#   scripts/slurm-dev-cluster.sh start  [--nodes N] [--gpus G] [--dir DIR]
+#   scripts/slurm-dev-cluster.sh start  [--nodes N] [--gpus G] [--dir DIR] [--no-submit-hold]
 #   scripts/slurm-dev-cluster.sh status [--dir DIR]
 #   scripts/slurm-dev-cluster.sh stop   [--dir DIR]
 #
@@ -12,6 +12,12 @@
 # state, logs, sockets, dummy device files, the job-completion file) lives under DIR, default
 # /tmp/schedlab-slurm. A second start while the cluster runs only says so.
 #
+# The ports are derived from DIR (a checksum of its path picks one of 500 blocks of 65 ports
+# from 20000 up), so clusters in different folders do not collide; start refuses a port that
+# something else already listens on. Partition `gpu` (the default) is managed by schedlab: the
+# Lua job_submit plugin (docs/job_submit.lua) holds every job submitted to it. Partition `free`
+# spans the same nodes and is left to Slurm. --no-submit-hold leaves the plugin out.
+#
 # stop ends only the processes this script started, by the PIDs it recorded under DIR/run: SIGTERM
 # first, SIGKILL after a grace period (a slurmd whose controller is gone ignores SIGTERM).
 set -euo pipefail
@@ -21,8 +27,7 @@ CMD="${1:-}"
 NODES=4
 GPUS=8
 DIR=/tmp/schedlab-slurm
-CTLD_PORT=16817
-NODE_PORT_BASE=17001
+SUBMIT_HOLD=1
 GRACE=5
 
 usage() {
@@ -35,12 +40,21 @@ while [[ $# -gt 0 ]]; do
         --nodes) NODES="${2:?--nodes needs a number}"; shift 2 ;;
         --gpus) GPUS="${2:?--gpus needs a number}"; shift 2 ;;
         --dir) DIR="${2:?--dir needs a folder}"; shift 2 ;;
+        --no-submit-hold) SUBMIT_HOLD=0; shift ;;
         -h|--help) usage ;;
         *) echo "slurm-dev-cluster: unknown option '$1'" >&2; usage ;;
     esac
 done
 [[ "$NODES" =~ ^[1-9][0-9]*$ ]] || { echo "slurm-dev-cluster: --nodes must be ≥ 1 (got '$NODES')" >&2; exit 2; }
 [[ "$GPUS" =~ ^[1-9][0-9]*$ ]] || { echo "slurm-dev-cluster: --gpus must be ≥ 1 (got '$GPUS')" >&2; exit 2; }
+((NODES <= 64)) || { echo "slurm-dev-cluster: --nodes must be ≤ 64 (got '$NODES')" >&2; exit 2; }
+
+DIR=$(realpath -m "$DIR")
+# One block of 65 ports per folder: the controller's, then one per node.
+PORT_BLOCK=$(($(printf '%s' "$DIR" | cksum | cut -d' ' -f1) % 500))
+CTLD_PORT=$((20000 + PORT_BLOCK * 65))
+NODE_PORT_BASE=$((CTLD_PORT + 1))
+REPO_ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 
 CONF="$DIR/etc/slurm.conf"
 RUN="$DIR/run"
@@ -108,7 +122,15 @@ KillWait=2
 JobRequeue=1
 NodeName=node[1-$NODES] NodeHostname=localhost NodeAddr=127.0.0.1 Port=[$NODE_PORT_BASE-$last] CPUs=16 RealMemory=64000 Gres=gpu:$GPUS State=UNKNOWN
 PartitionName=gpu Nodes=ALL Default=YES MaxTime=INFINITE State=UP
+PartitionName=free Nodes=ALL MaxTime=INFINITE State=UP
 EOF
+    if ((SUBMIT_HOLD)); then
+        echo "JobSubmitPlugins=lua" >>"$CONF"
+        # The plugin names its managed partitions in its first lines.
+        sed -e 's/^local MANAGED = .*/local MANAGED = { gpu = true }/' \
+            -e 's/^local DEFAULT_PARTITION = .*/local DEFAULT_PARTITION = "gpu"/' \
+            "$REPO_ROOT/docs/job_submit.lua" >"$DIR/etc/job_submit.lua"
+    fi
     : >"$DIR/etc/gres.conf"
     echo "AutoDetect=off" >>"$DIR/etc/gres.conf"
     for ((k = 1; k <= NODES; k++)); do
@@ -149,7 +171,7 @@ wait_idle() {
     local i states
     for i in $(seq 150); do
         states=$(sinfo -h -N -o '%t' 2>/dev/null | sort -u | tr '\n' ' ')
-        if [[ "$states" == "idle " ]] && [[ $(sinfo -h -N -o '%N' | wc -l) -eq $NODES ]]; then
+        if [[ "$states" == "idle " ]] && [[ $(sinfo -h -N -o '%N' | sort -u | wc -l) -eq $NODES ]]; then
             return 0
         fi
         sleep 0.2
@@ -158,12 +180,23 @@ wait_idle() {
     return 1
 }
 
+port_busy() {  # port_busy PORT: something listens on 127.0.0.1:PORT
+    (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null
+}
+
 start() {
     if alive "$RUN/slurmctld.pid"; then
         say "already running in $DIR"
         echo "export SLURM_CONF=$CONF"
         return 0
     fi
+    local p
+    for ((p = CTLD_PORT; p < NODE_PORT_BASE + NODES; p++)); do
+        if port_busy "$p"; then
+            say "port $p (block $CTLD_PORT-$((NODE_PORT_BASE + NODES - 1)) of $DIR) is in use"
+            exit 1
+        fi
+    done
     install_packages
     rm -rf "$DIR/state" "$DIR/spool"
     write_config

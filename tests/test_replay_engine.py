@@ -496,3 +496,18 @@ def test_empty_trace() -> None:
     rec = run("1x1:V100", jobs, queue())
     assert len(rec.ts_time) == 0
     assert rec.decision_points == 0
+
+
+@pytest.mark.parametrize(("checkpoint", "end_a"), [(True, 110.0), (False, 160.0)])
+def test_a_preempted_job_without_a_checkpoint_starts_again_from_nothing(
+    checkpoint: bool, end_a: float
+) -> None:
+    """One GPU; A (100 s) from t=0, B (10 s) at t=50: srtf preempts A for B (50 s left > 10).
+    B runs 50→60; A then resumes with 50 s left (ends at 110) or, without a checkpoint, starts
+    its 100 s again (ends at 160)."""
+    jobs = make_jobs([("a", 0, 1, 100.0), ("b", 50, 1, 10.0)], checkpoint=[checkpoint, True])
+    record = run("1x1:V100", jobs, queue("srtf"))
+    i = by_id(record)
+    assert record.end_time[i["b"]] == 60.0
+    assert record.end_time[i["a"]] == end_a
+    assert record.preemptions[i["a"]] == 1

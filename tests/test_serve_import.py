@@ -193,3 +193,27 @@ def test_a_live_run_with_a_plugin_replays_with_it(tmp_path: Path, monkeypatch) -
     finally:
         forget("spread")
     assert starts["1"] != starts["2"] and starts["3"] == starts["1"]
+
+
+def test_the_replay_command_carries_the_live_runs_parameters(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    serve = {**SERVE, "policy": "tiresias", "params": {"thresholds": "60,3600"}}
+    journal = write_journal(tmp_path / "j.jsonl", [serve, *journal_records()[1:]])
+    (tmp_path / "runs.txt").write_text(sacct_text())
+    out = tmp_path / "w.csv"
+    argv = ["trace", "import-slurm", "--journal", str(journal), "--sacct"]
+    assert main([*argv, str(tmp_path / "runs.txt"), "--out", str(out)]) == 0
+    err = capsys.readouterr().err
+    assert "--policy tiresias --param thresholds=60,3600 --placement bestfit" in err
+
+
+def test_a_job_cancelled_while_running_is_left_out_not_imported_as_completed(
+    tmp_path: Path,
+) -> None:
+    """Job 2's only run ended CANCELLED: its 8 s are not a workload's run time."""
+    journal = write_journal(tmp_path / "j.jsonl", journal_records())
+    text = sacct_text().replace(f"2|COMPLETED|{stamp(T + 1)}", f"2|CANCELLED by 0|{stamp(T + 1)}")
+    result = import_slurm(journal, text, "slurm")
+    assert sorted(result.frame["job_id"]) == ["1", "3"]
+    assert result.left_out == {"rejected": 1, "never started": 1, "cancelled": 1}

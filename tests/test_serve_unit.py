@@ -35,6 +35,16 @@ def server(fake: FakeSlurm, tmp_path: Path, policy: str = "fifo", **kw: object) 
     return Server(fake, cfg, Journal(tmp_path / "journal.jsonl"), clock=lambda: T0 + 100)
 
 
+def released(job: int) -> list[str]:
+    """The last command of a start: the ownership marker says schedlab released the job."""
+    return ["update", f"JobId={job}", "AdminComment=schedlab:released"]
+
+
+def hold(job: int) -> list[str]:
+    """schedlab's hold: an admin hold plus the marker that it owns the job."""
+    return ["update", f"JobId={job}", "Priority=0", "AdminComment=schedlab:queued"]
+
+
 def journal(tmp_path: Path) -> list[dict]:
     return list(read_journal(tmp_path / "journal.jsonl"))
 
@@ -79,8 +89,18 @@ def test_recorded_payloads_are_read_as_slurm_meant_them() -> None:
     assert jobs[17].held and jobs[17].restart_count == 1
 
 
+def load_marked() -> dict:
+    """The recorded squeue with schedlab's ownership marker on the jobs it released (14-16);
+    job 17 is held by its owner (``--hold``), which hands it to schedlab unmarked."""
+    data = load("squeue.json")
+    for raw in data["jobs"]:
+        if raw["job_id"] in (14, 15, 16):
+            raw["admin_comment"] = "schedlab:released"
+    return data
+
+
 def test_recorded_payloads_make_the_snapshot_a_policy_sees() -> None:
-    jobs = read_jobs(load("squeue.json"))
+    jobs = read_jobs(load_marked())
     view = build_view(jobs, read_nodes(load("sinfo.json")), now=T0)
     snap = view.snapshot
     assert view.running == [14, 15]
@@ -136,11 +156,16 @@ def test_fifo_bestfit_cycle_sends_the_exact_commands(tmp_path: Path) -> None:
     assert fake.calls == [
         ["update", "JobId=3", "ReqNodeList=node1"],
         ["release", "3"],
+        released(3),
         ["update", "JobId=4", "ReqNodeList=node2"],
         ["release", "4"],
+        released(4),
     ]
     assert (report.queued, report.running, report.started, report.errors) == (2, 2, 2, 0)
-    starts = [r for r in journal(tmp_path) if r["action"] == "start"]
+    # Jobs 1 and 2 were released before this journal began: their starts are recovered.
+    recovered = [r["job"] for r in journal(tmp_path) if r.get("recovered")]
+    assert recovered == [1, 2]
+    starts = [r for r in journal(tmp_path) if r["action"] == "start" and not r.get("recovered")]
     assert [(r["job"], r["nodes"], r["gpus"], r["cycle"]) for r in starts] == [
         (3, ["node1"], 4, 1),
         (4, ["node2"], 1, 1),
@@ -167,7 +192,7 @@ def test_fifo_stops_at_a_head_that_does_not_fit(tmp_path: Path) -> None:
     assert fake.calls == []
     fake.calls.clear()
     server(fake, tmp_path, backfill=True).cycle()  # backfill may start job 3 around the head
-    assert fake.calls[-1] == ["release", "3"]
+    assert fake.calls[-2:] == [["release", "3"], released(3)]
 
 
 def test_impossible_jobs_are_rejected_visibly_and_do_not_block(tmp_path: Path) -> None:
@@ -196,7 +221,11 @@ def test_impossible_jobs_are_rejected_visibly_and_do_not_block(tmp_path: Path) -
         ["update", "JobId=3", "Comment=schedlab: rejected: needs 20 GPUs; the partition has 16"],
     ]
     # Both nodes empty: the seeded tie order (2 nodes: node1 first) decides.
-    assert fake.calls[3:] == [["update", "JobId=4", "ReqNodeList=node1"], ["release", "4"]]
+    assert fake.calls[3:] == [
+        ["update", "JobId=4", "ReqNodeList=node1"],
+        ["release", "4"],
+        released(4),
+    ]
     rejects = [r for r in journal(tmp_path) if r["action"] == "reject"]
     assert [r["job"] for r in rejects] == [1, 2, 3]
     assert rejects[0]["reason"] == "asks for 16 GPUs per node; the largest node has 8"
@@ -223,6 +252,7 @@ def test_one_failing_update_is_journaled_and_the_cycle_goes_on(tmp_path: Path) -
         ["update", "JobId=1", "ReqNodeList=node1"],
         ["update", "JobId=2", "ReqNodeList=node2"],
         ["release", "2"],
+        released(2),
     ]
     assert report.errors == 1 and report.started == 1
     err = next(r for r in journal(tmp_path) if r["action"] == "error")
@@ -247,7 +277,11 @@ def test_drained_nodes_are_never_chosen(tmp_path: Path) -> None:
     )
     srv = server(fake, tmp_path)
     srv.cycle()
-    assert fake.calls == [["update", "JobId=1", "ReqNodeList=node1"], ["release", "1"]]
+    assert fake.calls == [
+        ["update", "JobId=1", "ReqNodeList=node1"],
+        ["release", "1"],
+        released(1),
+    ]
 
 
 def test_a_job_pinned_to_a_drained_node_is_held_and_placed_again(tmp_path: Path) -> None:
@@ -258,12 +292,13 @@ def test_a_job_pinned_to_a_drained_node_is_held_and_placed_again(tmp_path: Path)
     srv = server(fake, tmp_path)
     srv.cycle()
     assert fake.calls == [
-        ["hold", "7"],
+        hold(7),
         ["update", "JobId=7", "ReqNodeList=node1"],
         ["release", "7"],
+        released(7),
     ]
-    hold = next(r for r in journal(tmp_path) if r["action"] == "hold")
-    assert hold["job"] == 7 and "node2" in hold["reason"]
+    record = next(r for r in journal(tmp_path) if r["action"] == "hold")
+    assert record["job"] == 7 and "node2" in record["reason"]
 
 
 def test_a_requeued_job_is_repinned_with_an_immediate_start_time(tmp_path: Path) -> None:
@@ -272,6 +307,7 @@ def test_a_requeued_job_is_repinned_with_an_immediate_start_time(tmp_path: Path)
     assert fake.calls == [
         ["update", "JobId=9", "ReqNodeList=node1", "StartTime=now"],
         ["release", "9"],
+        released(9),
     ]
 
 
@@ -292,14 +328,16 @@ def test_restart_never_places_a_released_job_twice(tmp_path: Path) -> None:
     ]
     pins = {j: fake.jobs[j]["required_nodes"] for j in (1, 2, 3)}
     assert pins[1] == pins[2] != pins[3]
-    # Now restart with job 3 still held (as if the kill came between its update and release).
-    fake.jobs[3].update(priority=0, state_reason="JobHeldUser")
+    # Now restart with job 3 still held (as if the kill came between its update and release,
+    # so before its marker said released).
+    fake.jobs[3].update(priority=0, state_reason="JobHeldUser", admin_comment="schedlab:queued")
     fake.calls.clear()
     second = server(fake, tmp_path)
     second.cycle()
     assert fake.calls == [
         ["update", "JobId=3", f"ReqNodeList={pins[3]}"],
         ["release", "3"],
+        released(3),
     ]
     fake.calls.clear()
     server(fake, tmp_path).cycle()  # and a third process: nothing left to do
@@ -364,10 +402,12 @@ def test_preempt_resize_and_start_commands(tmp_path: Path) -> None:
         ],
     )
     assert fake.calls == [
+        ["update", "JobId=1", "AdminComment=schedlab:queued"],
         ["requeuehold", "1"],
-        ["hold", "2"],
+        hold(2),
         ["update", "JobId=3", "ReqNodeList=node1,node2", "NumNodes=2"],
         ["release", "3"],
+        released(3),
     ]
     actions = [r["action"] for r in out.records]
     assert actions == ["preempt", "preempt", "skip", "skip", "start", "skip"]
@@ -378,9 +418,10 @@ def test_preempt_resize_and_start_commands(tmp_path: Path) -> None:
 def test_start_commands_for_a_released_job_hold_it_first() -> None:
     job = read_jobs({"jobs": [fake_job(5, 1, T0, held=False, required="node9")]})[0]
     assert start_commands(job, ["node1"], held=False) == [
-        ["hold", "5"],
+        hold(5),
         ["update", "JobId=5", "ReqNodeList=node1"],
         ["release", "5"],
+        released(5),
     ]
 
 
@@ -440,3 +481,80 @@ def test_bad_policy_is_one_line_before_touching_slurm(capsys: pytest.CaptureFixt
 def test_tie_order_matches_the_replay_engine() -> None:
     """The same seed gives the same node tie-break order as replay (bestfit ties → node2 first)."""
     assert np.random.default_rng(0).permutation(4).tolist() == [2, 0, 1, 3]
+
+
+def test_a_lasting_failure_is_journaled_once_and_each_busy_cycle_says_what_it_did(
+    tmp_path: Path,
+) -> None:
+    """Job 1's pin fails in every cycle: one error record for three cycles; every cycle that
+    decided something has a ``cycle`` record with its time and counts."""
+    fake = FakeSlurm(two_nodes(), [fake_job(1, 8, T0)])
+    fake.fail_jobs[1] = "Job resizing not supported for job arrays"
+    srv = server(fake, tmp_path)
+    for _ in range(3):
+        srv.cycle()
+    errors = [r for r in journal(tmp_path) if r["action"] == "error"]
+    assert [r["cycle"] for r in errors] == [1]
+    cycles = [r for r in journal(tmp_path) if r["action"] == "cycle"]
+    assert [r["cycle"] for r in cycles] == [1, 2, 3]
+    assert all(r["decisions"] == 1 and r["errors"] == 1 and r["seconds"] >= 0 for r in cycles)
+    del fake.fail_jobs[1]
+    fake.jobs[1].update(priority=0, state_reason="JobHeldUser")
+    srv.cycle()  # works now: the pin and release go through
+    assert ["release", "1"] in fake.calls
+
+
+def test_shadow_mode_journals_the_decisions_and_changes_nothing(tmp_path: Path) -> None:
+    """Jobs 1 (8 GPUs) and 2 (4): the starts fifo would make are journaled once, with a cycle
+    record, and no scontrol command reaches Slurm, in any cycle."""
+    fake = FakeSlurm(two_nodes(), [fake_job(1, 8, T0), fake_job(2, 4, T0 + 1)])
+    srv = server(fake, tmp_path, shadow=True)
+    for _ in range(3):
+        srv.cycle()
+    assert fake.calls == []
+    assert fake.jobs[1]["priority"] == 0 and fake.jobs[1]["required_nodes"] == ""
+    starts = [(r["job"], r["cycle"]) for r in journal(tmp_path) if r["action"] == "start"]
+    assert starts == [(1, 1), (2, 1)]
+    assert [r["cycle"] for r in journal(tmp_path) if r["action"] == "cycle"] == [1]
+
+
+def test_a_start_the_journal_missed_is_recovered_once(tmp_path: Path) -> None:
+    """Killed after releasing job 5 but before journaling it: the next scheduler finds it
+    running, journals its start from Slurm's record (marked recovered), and a third one, reading
+    that journal, does not do it again."""
+    fake = FakeSlurm(
+        two_nodes(),
+        [
+            fake_job(
+                5, 4, T0, state="RUNNING", held=False, nodes="node2", gpu_idx=["gpu:4(IDX:0-3)"]
+            )
+        ],
+    )
+    server(fake, tmp_path).cycle()
+    server(fake, tmp_path).cycle()
+    starts = [r for r in journal(tmp_path) if r["action"] == "start"]
+    assert [(r["job"], r["nodes"], r["gpus"], r["recovered"]) for r in starts] == [
+        (5, ["node2"], 4, True)
+    ]
+
+
+def test_a_short_job_that_ended_while_no_scheduler_ran_is_recovered(tmp_path: Path) -> None:
+    """Job 6 was released just before a kill (its start not journaled) and finished before the
+    restart: the restarted scheduler journals its start and finish from Slurm's record; job 7,
+    which ended before the journal's last line, is not its to account for."""
+    path = tmp_path / "journal.jsonl"
+    path.write_text(
+        json.dumps({"time": T0 + 50, "cycle": 1, "job": None, "action": "serve"}) + "\n"
+    )
+    done = {"state": "COMPLETED", "held": False, "nodes": "node1", "time_limit": 10}
+    fake = FakeSlurm(
+        two_nodes(),
+        [fake_job(6, 2, T0, start=T0 + 52, **done), fake_job(7, 2, T0, start=T0 + 10, **done)],  # type: ignore[arg-type]
+    )
+    server(fake, tmp_path).cycle()
+    recovered = [
+        (r["job"], r["action"])
+        for r in journal(tmp_path)
+        if r.get("recovered") or r["action"] == "finish"
+    ]
+    assert recovered == [(6, "start"), (6, "finish")]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import shlex
 import sys
 from pathlib import Path
 
@@ -17,9 +18,12 @@ from schedlab.policies.registry import ordering_names, placement_names
 from schedlab.policies.wiring import build
 from schedlab.results import atomic_write
 from schedlab.serve.client import SubprocessSlurm
+from schedlab.serve.config_file import read_config
 from schedlab.serve.import_slurm import TIMINGS, import_slurm, load_sacct
 from schedlab.serve.journal import Journal
+from schedlab.serve.lock import PartitionLock, default_state_dir
 from schedlab.serve.loop import CycleReport, ServeConfig, Server
+from schedlab.serve.metrics import Metrics, serve_metrics
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -51,7 +55,15 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         ),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    slurm.add_argument("--policy", required=True, help=f"ordering: {', '.join(ordering_names())}")
+    slurm.add_argument(
+        "--config",
+        type=Path,
+        default=None,
+        metavar="FILE",
+        help="TOML file of these settings (keys: the long options; params as a table); the "
+        "command line wins",
+    )
+    slurm.add_argument("--policy", default=None, help=f"ordering: {', '.join(ordering_names())}")
     slurm.add_argument(
         "--placement",
         default="bestfit",
@@ -84,9 +96,42 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         "--journal", type=Path, default=None, help="append-only JSONL record of every decision"
     )
     slurm.add_argument("--seed", type=int, default=0, help="random seed (default 0, as replay)")
+    slurm.add_argument(
+        "--metrics-port",
+        type=int,
+        default=None,
+        metavar="PORT",
+        help="answer GET /metrics (Prometheus text) on 127.0.0.1:PORT",
+    )
+    slurm.add_argument(
+        "--shadow",
+        action="store_true",
+        help="compute and journal the decisions without sending any of them to Slurm",
+    )
+    slurm.add_argument(
+        "--min-runtime",
+        type=float,
+        default=0.0,
+        metavar="SECONDS",
+        help="a run lasts this long before the policy may preempt it (default 0)",
+    )
+    slurm.add_argument(
+        "--grace",
+        type=float,
+        default=0.0,
+        metavar="SECONDS",
+        help="SIGTERM a victim this long before requeueing it, as Slurm's GraceTime (default 0)",
+    )
     slurm.add_argument("--quiet", action="store_true", help="no per-cycle status lines on stderr")
+    slurm.add_argument(
+        "--state-dir",
+        type=Path,
+        default=None,
+        help="where the one-scheduler-per-partition lock lives (default: "
+        "$XDG_STATE_HOME/schedlab, /var/lib/schedlab for root)",
+    )
     add_plugin_option(slurm)
-    slurm.set_defaults(run=run_slurm)
+    slurm.set_defaults(run=run_slurm, serve_parser=slurm)
 
 
 def _usage(p: argparse.ArgumentParser) -> int:
@@ -94,11 +139,37 @@ def _usage(p: argparse.ArgumentParser) -> int:
     return 2
 
 
+def merge_config_file(args: argparse.Namespace) -> None:
+    """Take every setting the command line left at its default from ``--config``."""
+    if args.config is None:
+        return
+    settings = read_config(args.config)
+    parser = args.serve_parser
+    for name, value in settings.items():
+        if name == "params":
+            pairs = [f"{k}={v}" for k, v in value.items()]
+            args.param = pairs + list(args.param)
+        elif name == "plugins":
+            args.plugin = [str(p) for p in value] + list(args.plugin)
+        elif name in ("journal", "state_dir"):
+            if getattr(args, name) is None:
+                setattr(args, name, Path(value))
+        elif getattr(args, name) == parser.get_default(name):
+            setattr(args, name, value)
+
+
 def config_from_args(args: argparse.Namespace) -> ServeConfig:
+    merge_config_file(args)
+    if not args.policy:
+        raise InputError("'--policy' is required (on the command line or in --config)")
     if args.seed < 0:
         raise InputError(f"'--seed' must be ≥ 0 (got {args.seed})")
     if not (args.interval > 0 and math.isfinite(args.interval)):
         raise InputError(f"'--interval' must be > 0 seconds and finite (got {args.interval})")
+    for name in ("min_runtime", "grace"):
+        value = getattr(args, name)
+        if not 0 <= value < float("inf"):
+            raise InputError(f"'--{name.replace('_', '-')}' must be ≥ 0 seconds (got {value})")
     config = ServeConfig(
         policy=args.policy,
         placement=args.placement,
@@ -109,6 +180,9 @@ def config_from_args(args: argparse.Namespace) -> ServeConfig:
         seed=args.seed,
         until_idle=args.until_idle,
         plugins=tuple(args.plugin),
+        min_runtime=args.min_runtime,
+        grace=args.grace,
+        shadow=args.shadow,
     )
     build(SERVE, config.choice)  # every refusal before the journal is opened
     return config
@@ -116,10 +190,26 @@ def config_from_args(args: argparse.Namespace) -> ServeConfig:
 
 def run_slurm(args: argparse.Namespace) -> int:
     config = config_from_args(args)
+    # The lock comes before the journal is opened: a second instance changes nothing at all.
+    with PartitionLock(args.state_dir or default_state_dir(), config.partition):
+        return _serve(args, config)
+
+
+def _serve(args: argparse.Namespace, config: ServeConfig) -> int:
+    metrics = Metrics()
+    endpoint = None
+    if args.metrics_port is not None:
+        try:
+            endpoint = serve_metrics(metrics, args.metrics_port)
+        except OSError as exc:
+            raise InputError(
+                f"'--metrics-port' {args.metrics_port}: cannot listen on 127.0.0.1 ({exc.strerror})"
+            ) from None
     journal = Journal(args.journal)
     server = Server(SubprocessSlurm(), config, journal)
 
     def report(r: CycleReport) -> None:
+        metrics.update(r)
         if args.quiet or not (r.started or r.errors or not r.ok):
             return
         if not r.ok:
@@ -136,7 +226,11 @@ def run_slurm(args: argparse.Namespace) -> int:
             f"serving Slurm ({where}) with {config.label}/{config.placement}, "
             f"every {config.interval:g} s" + (f"; journal {args.journal}" if args.journal else "")
         )
-    status = server.run(report)
+    try:
+        status = server.run(report)
+    finally:
+        if endpoint is not None:
+            endpoint.shutdown()
     if not args.quiet:
         console.print(f"stopped after {server.cycle_no} cycles ({server.stop_reason})")
     return status
@@ -195,9 +289,11 @@ def run_import_slurm(args: argparse.Namespace) -> int:
         policy = result.policy.removesuffix("+backfill")
         backfill = " --backfill" if result.policy.endswith("+backfill") else ""
         plugins = "".join(f" --plugin {p}" for p in result.plugins)
+        params = "".join(f" --param {shlex.quote(f'{k}={v}')}" for k, v in result.params.items())
         console.print(
             f"replay it: schedlab replay --cluster {result.cluster} --trace {args.out} "
-            f"--policy {policy}{backfill} --placement {result.placement}{plugins} --out <folder>",
+            f"--policy {policy}{backfill}{params} --placement {result.placement}{plugins} "
+            "--out <folder>",
             soft_wrap=True,
         )
     return 0

@@ -251,6 +251,11 @@ class _Run:
             elif isinstance(d, Preempt):
                 expect(d.job, RUNNING, "preempted")
                 self.stop_progress(d.job, now)
+                if not self.jobs.checkpoint[d.job]:
+                    # No checkpoint: the run's work is lost, and so is the service it attained.
+                    rt.remaining[d.job] = self.e.work[d.job]
+                    rt.attained[d.job] = 0.0
+                    rt.executed[d.job] = 0.0
                 self.vacate(d.job)
                 if self.net is not None:
                     self.net.stop(d.job, now)

@@ -33,6 +33,16 @@ JOB_COLUMNS: dict[str, tuple[str, object]] = {
     "gpu_model_mask": ("int64", ANY_MODEL_MASK),
     "cpu_milli": ("int64", 0),
     "memory_mib": ("int64", 0),
+    # Geometry (Slurm's -N, --gpus-per-node, --ntasks-per-node, --exclusive): when
+    # ``gpus_per_node`` > 0 the job runs on exactly ``num_nodes`` nodes with that many GPUs on
+    # each (``num_gpus`` = their product); 0 lets any split through. An exclusive job shares
+    # none of its nodes.
+    "gpus_per_node": ("int64", 0),
+    "num_nodes": ("int64", 0),
+    "exclusive": ("bool", False),
+    # Whether a preempted job resumes where it stopped (True, the simulator's long-standing
+    # model) or, like a requeued Slurm job without a checkpoint, starts again from nothing.
+    "checkpoint": ("bool", True),
 }
 
 
@@ -52,6 +62,10 @@ class JobTable:
     gpu_model_mask: np.ndarray
     cpu_milli: np.ndarray
     memory_mib: np.ndarray
+    gpus_per_node: np.ndarray
+    num_nodes: np.ndarray
+    exclusive: np.ndarray
+    checkpoint: np.ndarray
     source: str = field(default="<memory>")
     schema_version: int = JOB_SCHEMA_VERSION
 

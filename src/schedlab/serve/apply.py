@@ -4,12 +4,19 @@ What each decision becomes (and nothing else is ever changed on a job):
 
 * ``Start(job, allocation)``: ``scontrol update JobId=ID ReqNodeList=NODES`` (plus
   ``NumNodes=K`` when the node count differs from the request, and ``StartTime=now`` for a requeued
-  job, whose begin time Slurm pushes back), then ``scontrol release ID``. A job that was released
-  before (stranded) is held first, so it cannot start on its old pin between the two commands.
-* ``Preempt(job)``: ``scontrol requeuehold ID``: it stops, goes back to pending held, and is
-  placed afresh by a later cycle (a job still launching is simply held again).
+  job, whose begin time Slurm pushes back), then ``scontrol release ID``, then the ownership
+  marker becomes ``AdminComment=schedlab:released``. A job that was released before (stranded)
+  is held first, so it cannot start on its old pin between the commands. (Killed between the
+  release and the marker, the next cycle sees a job of schedlab's released by someone else, and
+  holds and places it again; Slurm may already have started it, which is then simply counted.)
+* ``Preempt(job)``: ``AdminComment=schedlab:queued``, then ``scontrol requeuehold ID``: it stops,
+  goes back to pending held, and is placed afresh by a later cycle (a job still launching is
+  simply held again).
 * ``Reject(job, reason)``: ``scontrol update JobId=ID Comment="schedlab: rejected: REASON"``;
   the job stays held, ``squeue -O jobid,comment`` shows why, and later cycles pass it over.
+* Holding (a claim of a ``--hold`` job, a stranded job, one released outside schedlab) is one
+  ``scontrol update JobId=ID Priority=0 AdminComment=schedlab:queued``: an admin hold, which the
+  job's owner cannot release, and the marker, in one step.
 * ``Resize``: Slurm cannot change a running job's GPUs, so it is journaled as skipped, as is
   any decision kind that only means something in simulation.
 
@@ -28,7 +35,7 @@ from typing import Any
 from schedlab.model.snapshot import Decision, Preempt, Reject, Resize, Start
 from schedlab.serve.client import SlurmClient, SlurmError
 from schedlab.serve.live import LiveView
-from schedlab.serve.slurm_state import REJECT_MARK, JobInfo
+from schedlab.serve.slurm_state import MARK_QUEUED, MARK_RELEASED, REJECT_MARK, JobInfo
 
 #: Longest ``Comment`` schedlab writes (Slurm keeps long comments, squeue columns do not).
 MAX_COMMENT = 200
@@ -45,27 +52,38 @@ class Outcome:
     errors: int = 0
 
 
+def hold_command(job_id: int | str) -> list[str]:
+    """Hold a job for schedlab: an admin hold and the ownership marker, in one update."""
+    return ["update", f"JobId={job_id}", "Priority=0", f"AdminComment={MARK_QUEUED}"]
+
+
 def start_commands(job: JobInfo, nodes: list[str], held: bool) -> list[list[str]]:
-    """The ``scontrol`` argument lists that put a pending ``job`` on ``nodes`` and let it run."""
-    update = ["update", f"JobId={job.job_id}", f"ReqNodeList={','.join(nodes)}"]
+    """The ``scontrol`` argument lists that put a pending ``job`` on ``nodes`` and let it run.
+
+    Every command names the job as ``squeue`` shows it: an array task as ``ARRAY_TASK``, because
+    the last task of an array keeps the array's own id, which ``scontrol`` reads as the whole
+    array ("Job resizing not supported for job arrays")."""
+    update = ["update", f"JobId={job.label}", f"ReqNodeList={','.join(nodes)}"]
     if len(nodes) != job.node_count:
         update.append(f"NumNodes={len(nodes)}")
     if job.restart_count > 0:
         update.append("StartTime=now")
-    cmds = [] if held else [["hold", str(job.job_id)]]
-    return [*cmds, update, ["release", str(job.job_id)]]
+    cmds = [] if held else [hold_command(job.label)]
+    mark = ["update", f"JobId={job.label}", f"AdminComment={MARK_RELEASED}"]
+    return [*cmds, update, ["release", job.label], mark]
 
 
 def reject_commands(job: JobInfo, reason: str) -> list[list[str]]:
     text = f"{REJECT_MARK} {reason}".replace('"', "'")[:MAX_COMMENT]
-    cmds = [] if job.held else [["hold", str(job.job_id)]]
-    return [*cmds, ["update", f"JobId={job.job_id}", f"Comment={text}"]]
+    cmds = [] if job.held and job.marked_queued else [hold_command(job.label)]
+    return [*cmds, ["update", f"JobId={job.label}", f"Comment={text}"]]
 
 
 def preempt_commands(job: JobInfo) -> list[list[str]]:
     if job.active:
-        return [["requeuehold", str(job.job_id)]]
-    return [["hold", str(job.job_id)]]  # released but not started yet
+        mark = ["update", f"JobId={job.label}", f"AdminComment={MARK_QUEUED}"]
+        return [mark, ["requeuehold", job.label]]
+    return [hold_command(job.label)]  # released but not started yet
 
 
 def check_start(view: LiveView, job: JobInfo, decision: Start) -> str | None:
@@ -130,7 +148,28 @@ class Applier:
         """Hold every stranded job so it is placed afresh (whether or not it starts now)."""
         out = []
         for job_id, why in view.stranded.items():
-            out.append(self._run(job_id, "hold", [["hold", str(job_id)]], reason=why))
+            label = view.infos[view.index_of(job_id)].label
+            out.append(self._run(job_id, "hold", [hold_command(label)], reason=why))
+        return out
+
+    def claim(self, view: LiveView, started: list[int]) -> list[Record]:
+        """Mark the ``--hold`` jobs this cycle did not start as schedlab's (admin hold)."""
+        done = set(started)
+        out = []
+        for job_id in view.claim:
+            if job_id not in done:
+                label = view.infos[view.index_of(job_id)].label
+                out.append(self._run(job_id, "claim", [hold_command(label)]))
+        return out
+
+    def split_arrays(self, view: LiveView) -> list[Record]:
+        """Split tasks off the arrays schedlab owns: each becomes a job of its own (Slurm gives
+        it a new job id), held and marked, which later cycles offer to the policy."""
+        out = []
+        for rest, tasks in view.split:
+            for task in tasks:
+                label = f"{rest.array_job_id or rest.job_id}_{task}"
+                out.append(self._run(rest.job_id, "split", [hold_command(label)], task=label))
         return out
 
     def reject_impossible(self, view: LiveView) -> list[Record]:

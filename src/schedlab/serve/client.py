@@ -40,6 +40,10 @@ class SlurmClient(Protocol):
         """True if the controller answers."""
         ...
 
+    def signal(self, job: str, name: str) -> None:
+        """Send signal ``name`` (e.g. ``TERM``) to every step of ``job``, cancelling nothing."""
+        ...
+
 
 def _first_line(text: str) -> str:
     lines = [ln.strip() for ln in text.strip().splitlines() if ln.strip()]
@@ -95,11 +99,37 @@ class SubprocessSlurm:
     def scontrol(self, args: Sequence[str]) -> None:
         self._run(["scontrol", *args])
 
+    def signal(self, job: str, name: str) -> None:
+        self._run(["scancel", f"--signal={name}", "--full", job])
+
     def ping(self) -> bool:
         try:
             return " is UP" in self._run(["scontrol", "ping"])
         except SlurmError:
             return False
+
+
+class ShadowSlurm:
+    """Reads Slurm like the real client and changes nothing: every ``scontrol`` and signal is
+    dropped, so a scheduler in shadow mode computes and journals the decisions it would take."""
+
+    def __init__(self, inner: SlurmClient) -> None:
+        self.inner = inner
+
+    def squeue(self) -> dict[str, Any]:
+        return self.inner.squeue()
+
+    def sinfo(self) -> dict[str, Any]:
+        return self.inner.sinfo()
+
+    def scontrol(self, args: Sequence[str]) -> None:
+        return None
+
+    def signal(self, job: str, name: str) -> None:
+        return None
+
+    def ping(self) -> bool:
+        return self.inner.ping()
 
 
 def slurm_reachable() -> tuple[bool, str]:

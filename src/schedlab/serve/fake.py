@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from schedlab.serve.classify import array_task_ids as array_tasks
 from schedlab.serve.client import SlurmError
 from schedlab.serve.hostlist import expand_hostlist, gpu_indices
 
@@ -53,8 +54,19 @@ def fake_job(
     restarts: int = 0,
     comment: str = "",
     partition: str = "gpu",
+    mark: str | None = None,
+    dependency: str = "",
+    eligible: float = 0.0,
+    array: tuple[int, int | None, str, int] | None = None,
 ) -> Raw:
-    """A ``squeue --json`` job entry (``time_limit`` in minutes, as Slurm prints it)."""
+    """A ``squeue --json`` job entry (``time_limit`` in minutes, as Slurm prints it).
+
+    ``mark`` is the ``AdminComment``; by default the one schedlab's own job would carry in that
+    state (queued while held, released otherwise). ``array`` is (array job id, task id or None,
+    unsplit task string, throttle)."""
+    if mark is None:
+        mark = "schedlab:queued" if held and state == "PENDING" else "schedlab:released"
+    array_id, task_id, tasks, throttle = array or (0, None, "", 0)
     gres = f"gres:gpu:{gpu_type}:{gpus}" if gpu_type else f"gres:gpu:{gpus}"
     return {
         "job_id": job_id,
@@ -77,6 +89,13 @@ def fake_job(
         "time_limit": time_limit,
         "restart_cnt": restarts,
         "comment": comment,
+        "admin_comment": mark,
+        "dependency": dependency,
+        "eligible_time": int(eligible),
+        "array_job_id": array_id,
+        "array_task_id": task_id,
+        "array_task_string": tasks,
+        "array_max_tasks": throttle,
     }
 
 
@@ -106,6 +125,9 @@ class FakeSlurm:
     def ping(self) -> bool:
         return True
 
+    def signal(self, job: str, name: str) -> None:
+        self.calls.append(["signal", job, name])
+
     # -- scontrol --------------------------------------------------------------------------
     def scontrol(self, args: Sequence[str]) -> None:
         args = list(args)
@@ -113,9 +135,9 @@ class FakeSlurm:
         verb = args[0]
         if verb == "update":
             fields = dict(a.split("=", 1) for a in args[1:])
-            job_id = int(fields.pop("JobId"))
+            job_id = self._resolve(fields.pop("JobId"))
         else:
-            fields, job_id = {}, int(args[1])
+            fields, job_id = {}, self._resolve(args[1])
         if job_id in self.fail_jobs:
             raise SlurmError(
                 f"'scontrol {' '.join(args)}' failed (exit 1): {self.fail_jobs[job_id]}"
@@ -130,6 +152,10 @@ class FakeSlurm:
                 job["node_count"] = int(fields["NumNodes"])
             if "Comment" in fields:
                 job["comment"] = fields["Comment"]
+            if "AdminComment" in fields:
+                job["admin_comment"] = fields["AdminComment"]
+            if fields.get("Priority") == "0":
+                job.update(priority=0, state_reason="JobHeldAdmin")
         elif verb == "hold":
             job.update(priority=0, state_reason="JobHeldAdmin")
         elif verb == "release":
@@ -147,6 +173,33 @@ class FakeSlurm:
             )
         else:
             raise SlurmError(f"fake Slurm does not know 'scontrol {verb}'")
+
+    def _resolve(self, text: str) -> int:
+        """A job id, or ``ARRAY_TASK``: a task still in its array's rest is split off into a
+        record of its own with the next free job id, as Slurm does on an update."""
+        if "_" not in text:
+            return int(text)
+        array_id, task = (int(p) for p in text.split("_", 1))
+        for job_id, job in self.jobs.items():
+            if job["array_job_id"] == array_id and job["array_task_id"] == task:
+                return job_id
+        rest = self.jobs.get(array_id)
+        if rest is None or task not in array_tasks(rest["array_task_string"]):
+            raise SlurmError(f"'scontrol update JobId={text}' failed (exit 1): Invalid job id")
+        left = [t for t in array_tasks(rest["array_task_string"]) if t != task]
+        if not left:  # the last task is the array's own record
+            rest.update(array_task_id=task, array_task_string="")
+            return array_id
+        new_id = max(self.jobs) + 1
+        self.jobs[new_id] = {
+            **rest,
+            "job_id": new_id,
+            "array_task_id": task,
+            "array_task_string": "",
+        }
+        throttle = rest["array_max_tasks"]
+        rest["array_task_string"] = ",".join(map(str, left)) + (f"%{throttle}" if throttle else "")
+        return new_id
 
     # -- what Slurm itself would do ----------------------------------------------------------
     def start(self, job_id: int, now: float = 0.0) -> None:

@@ -66,6 +66,10 @@ class JournalJob:
     finished: float = math.nan  # the cycle that saw its last run end
     starts: int = 0
     rejected: str = ""
+    gpus_per_node: int = 0
+    num_nodes: int = 0
+    exclusive: bool = False
+    checkpoint: bool = False  # a live job that does not say it checkpoints does not
 
 
 @dataclass
@@ -77,6 +81,8 @@ class ImportResult:
     left_out: dict[str, int] = field(default_factory=dict)
     #: ``module:Class`` plugins the live run loaded (a replay of it needs them too).
     plugins: tuple[str, ...] = ()
+    #: The ordering parameters the live run was given (``--param KEY=VALUE``).
+    params: dict[str, str] = field(default_factory=dict)
 
 
 def _epoch(text: str) -> float:
@@ -182,6 +188,10 @@ def read_journal_jobs(path: Path) -> tuple[dict[int, JournalJob], dict[str, obje
             job.gpus = int(rec.get("gpus", job.gpus))
             job.gpu_type = str(rec.get("gpu_type") or "")
             job.user = str(rec.get("user") or "")
+            job.gpus_per_node = int(rec.get("gpus_per_node") or 0)
+            job.num_nodes = int(rec.get("num_nodes") or 0)
+            job.exclusive = bool(rec.get("exclusive"))
+            job.checkpoint = bool(rec.get("checkpoint"))
         elif action == "start":
             job.started = t
             job.nodes = tuple(rec.get("nodes") or ())
@@ -214,7 +224,7 @@ def import_slurm(journal: Path, sacct_text: str, timing: str = "slurm") -> Impor
         if math.isnan(r.end) or r.end < math.floor(first) - 1:
             continue
         runs.setdefault(r.job_id, []).append(r)
-    left_out = {"rejected": 0, "never started": 0, "no completion record": 0}
+    left_out = {"rejected": 0, "never started": 0, "no completion record": 0, "cancelled": 0}
     rows = []
     for job_id in sorted(jobs):
         job = jobs[job_id]
@@ -229,6 +239,11 @@ def import_slurm(journal: Path, sacct_text: str, timing: str = "slurm") -> Impor
             left_out["no completion record"] += 1
             continue
         last = max(ran, key=lambda r: r.end)
+        if last.state.upper().startswith("CANCELLED"):
+            # Its recorded run was cut short by a person, not by the workload ending: replaying it
+            # as a job of that length would invent a completion that never happened.
+            left_out["cancelled"] += 1
+            continue
         if timing == "observed":
             submit = job.arrived if not math.isnan(job.arrived) else job.started
             if math.isnan(job.finished):
@@ -247,6 +262,10 @@ def import_slurm(journal: Path, sacct_text: str, timing: str = "slurm") -> Impor
                 "duration": max(duration, 0.0),
                 "user": job.user,
                 "gpu_model": job.gpu_type.upper() if is_known_model(job.gpu_type) else "",
+                "gpus_per_node": job.gpus_per_node,
+                "num_nodes": job.num_nodes,
+                "exclusive": int(job.exclusive),
+                "checkpoint": int(job.checkpoint),
                 "nodes": ",".join(job.nodes),
                 "ran_on": ",".join(last.nodes),
                 "slurm_state": last.state,
@@ -269,7 +288,15 @@ def import_slurm(journal: Path, sacct_text: str, timing: str = "slurm") -> Impor
         placement=str(serve.get("placement", "")),
         left_out={k: v for k, v in left_out.items() if v},
         plugins=tuple(str(p) for p in serve.get("plugins") or ()),
+        params=_params(serve.get("params")),
     )
+
+
+def _params(raw: object) -> dict[str, str]:
+    """The serve record's ``params`` object as ``--param`` pairs (anything else: none)."""
+    if not isinstance(raw, dict):
+        return {}
+    return {str(k): str(v) for k, v in raw.items()}
 
 
 def load_sacct(path: Path | None) -> str:

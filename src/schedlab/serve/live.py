@@ -14,14 +14,18 @@ the scheduler manages falls in one class:
   down, or the node is full, e.g. after a requeue). It is held again and placed afresh in the same
   cycle, so it counts as queued.
 
-Held jobs marked rejected (``Comment=schedlab: rejected: …``) and pending jobs nobody pinned
-(Slurm schedules those itself) are left alone. Unavailable nodes stay in the cluster (a job too big
-for the nodes that are up now is not impossible) but none of their GPUs is free.
+Which jobs are schedlab's at all, and which of those Slurm would let run now, is decided in
+:mod:`schedlab.serve.classify`: only schedlab's jobs enter the job table; running jobs of other
+owners only occupy their GPUs (a policy can neither place nor preempt them). Held jobs marked
+rejected (``Comment=schedlab: rejected: …``) are left alone. Unavailable nodes stay in the
+cluster (a job too big for the nodes that are up now is not impossible) but none of their GPUs is
+free.
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -31,7 +35,8 @@ from schedlab.model.gpu_models import ANY_MODEL_MASK, is_known_model, model_inde
 from schedlab.model.jobs import JobTable
 from schedlab.model.snapshot import PENDING, RUNNING, Allocation, JobRuntime, Snapshot
 from schedlab.policies.api import never_fits
-from schedlab.serve.slurm_state import JobInfo, NodeInfo
+from schedlab.serve.classify import classify
+from schedlab.serve.slurm_state import MARK_QUEUED, MARK_RELEASED, JobInfo, NodeInfo
 
 #: The model of a node whose GRES names no type, or a type schedlab does not know.
 UNNAMED_MODEL = model_index("GPU")
@@ -107,6 +112,11 @@ class LiveView:
     stranded: dict[int, str] = field(default_factory=dict)  # job id → why it must be re-placed
     impossible: list[tuple[JobInfo, str]] = field(default_factory=list)  # held, never fits: why
     problems: list[tuple[int, str]] = field(default_factory=list)  # (job id, what was odd)
+    claim: list[int] = field(default_factory=list)  # queued without the ownership marker yet
+    waiting: dict[int, str] = field(default_factory=dict)  # schedlab's, not eligible now: why
+    limited: dict[int, str] = field(default_factory=dict)  # released, kept back by a limit
+    foreign_held: list[int] = field(default_factory=list)  # held by someone after release
+    split: list[tuple[JobInfo, list[int]]] = field(default_factory=list)  # array tasks to split
 
     def index_of(self, job_id: int) -> int:
         return self._index[job_id]
@@ -117,7 +127,10 @@ class LiveView:
     @property
     def idle(self) -> bool:
         """Nothing waits for the scheduler and nothing it placed is still running."""
-        return not (self.queued or self.running or self.launching)
+        return (
+            not (self.queued or self.running or self.launching or self.waiting or self.limited)
+            and not self.split
+        )
 
 
 def _occupy(state: ClusterState, alloc: list[tuple[int, list[int]]]) -> Allocation | None:
@@ -158,35 +171,45 @@ def _split(total: int, nodes: list[int], state: ClusterState) -> list[tuple[int,
     return out
 
 
+def queue_key(job: JobInfo) -> tuple[float, int, int, int]:
+    """Submit order; ties by job id, the tasks of one array (which share a submit time, and
+    whose ids Slurm hands out as they are split off) in task order."""
+    return (job.submit_time, job.array_job_id or job.job_id, job.array_task_id or 0, job.job_id)
+
+
 def build_view(
-    jobs: list[JobInfo], nodes: list[NodeInfo], now: float, reject_impossible: bool = True
+    jobs: list[JobInfo],
+    nodes: list[NodeInfo],
+    now: float,
+    reject_impossible: bool = True,
+    credit: Mapping[int, tuple[float, float]] | None = None,
 ) -> LiveView:
-    """The snapshot for one cycle (see the module docstring for how jobs are classed)."""
+    """The snapshot for one cycle (see the module docstring for how jobs are classed).
+
+    ``credit``: GPU-seconds attained and seconds run in earlier runs, by job id, for the jobs
+    that checkpoint (:mod:`schedlab.serve.preemption`); every other job starts from nothing."""
     cluster = build_cluster(nodes)
     state = cluster.new_state()
     where = {name: i for i, name in enumerate(cluster.names.tolist())}
     view_jobs: list[JobInfo] = []
-    running: list[tuple[JobInfo, Allocation | None]] = []
-    launching: list[JobInfo] = []
+    classes = classify(jobs, now)
+    launching = classes.launching
     queued: list[JobInfo] = []
     impossible: list[tuple[JobInfo, str]] = []
     problems: list[tuple[int, str]] = []
-    for job in jobs:
-        if job.active:
-            running.append((job, None))
-        elif job.pending and job.held:
-            if job.rejected:
-                continue
-            why = impossible_reason(job, nodes) if reject_impossible else None
-            if why is not None:
-                impossible.append((job, why))
-                continue
-            queued.append(job)
-        elif job.pending and job.required_nodes:
-            launching.append(job)
-    # Running jobs hold what Slurm says, on every node (available or not).
+    for job in classes.queued:
+        why = impossible_reason(job, nodes) if reject_impossible else None
+        if why is not None:
+            impossible.append((job, why))
+            continue
+        queued.append(job)
+    by_id = {j.job_id: j for j in jobs}
+    stranded: dict[int, str] = dict(classes.rehold)
+    queued += [by_id[j] for j in classes.rehold]
+    # Running jobs hold what Slurm says, on every node (available or not); only schedlab's own
+    # enter the job table.
     placed_running: list[tuple[JobInfo, Allocation]] = []
-    for job, _ in running:
+    for job in classes.active:
         alloc: list[tuple[int, list[int]]] = []
         for k, name in enumerate(job.nodes):
             if name not in where:
@@ -201,12 +224,15 @@ def build_view(
         if taken is None:
             problems.append((job.job_id, "Slurm reports more GPUs in use than the node has"))
             taken = ()
-        placed_running.append((job, taken))
+        if job.exclusive:  # the rest of its nodes is no one else's either
+            for node, _ in alloc:
+                state.set_gpu_free(node, np.zeros(state.gpu_free.shape[1], dtype=np.int64))
+        if job.admin_comment in (MARK_QUEUED, MARK_RELEASED):
+            placed_running.append((job, taken))
     # Unavailable nodes lend nothing to new work.
     for i, node in enumerate(nodes):
         if not node.available:
             state.set_gpu_free(i, np.zeros(state.gpu_free.shape[1], dtype=np.int64))
-    stranded: dict[int, str] = {}
     placed_launching: list[tuple[JobInfo, Allocation]] = []
     for job in launching:
         pinned = [where.get(n) for n in job.required_nodes]
@@ -232,7 +258,7 @@ def build_view(
         placed_launching.append((job, taken))
     # The job table: every managed job, in submit order (ties: Slurm's job id).
     actives = [j for j, _ in placed_running] + [j for j, _ in placed_launching]
-    view_jobs = sorted(actives + queued, key=lambda j: (j.submit_time, j.job_id))
+    view_jobs = sorted(actives + queued, key=queue_key)
     index = {j.job_id: i for i, j in enumerate(view_jobs)}
     n = len(view_jobs)
     duration = np.asarray(
@@ -247,6 +273,9 @@ def build_view(
         duration=duration,
         user=[j.user for j in view_jobs],
         gpu_model_mask=[model_mask(j) for j in view_jobs],
+        gpus_per_node=[j.gpus_per_node if j.shaped else 0 for j in view_jobs],
+        num_nodes=[max(j.node_count, 1) if j.shaped else 0 for j in view_jobs],
+        exclusive=[j.exclusive for j in view_jobs],
     )
     rt = JobRuntime.new(n, duration)
     running_set: dict[int, None] = {}
@@ -262,7 +291,12 @@ def build_view(
         rt.alloc_n[i] = size
         rt.allocation[i] = alloc
         running_set[i] = None
-    pending_order = sorted(queued, key=lambda j: (j.submit_time, j.job_id))
+    for job_id, (attained, executed) in (credit or {}).items():
+        i = index.get(job_id)
+        if i is not None:
+            rt.attained[i] = attained
+            rt.executed[i] = executed
+    pending_order = sorted(queued, key=queue_key)
     pending_set: dict[int, None] = {}
     for job in pending_order:
         i = index[job.job_id]
@@ -293,4 +327,9 @@ def build_view(
         stranded=stranded,
         impossible=impossible,
         problems=problems,
+        claim=[j for j in classes.claim if j not in {i.job_id for i, _ in impossible}],
+        waiting=classes.waiting,
+        limited=classes.limited,
+        foreign_held=classes.foreign_held,
+        split=classes.split,
     )

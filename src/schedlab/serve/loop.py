@@ -33,9 +33,10 @@ from schedlab.perf.models import TraceDuration
 from schedlab.policies.api import SERVE
 from schedlab.policies.wiring import PolicyChoice, build
 from schedlab.serve.apply import Applier
-from schedlab.serve.client import SlurmClient, SlurmError
+from schedlab.serve.client import ShadowSlurm, SlurmClient, SlurmError
 from schedlab.serve.journal import Journal, read_journal
 from schedlab.serve.live import LiveView, build_view, node_model
+from schedlab.serve.preemption import Guard, PreemptionRules, checkpoints
 from schedlab.serve.slurm_state import JobInfo, NodeInfo, read_jobs, read_nodes
 
 Record = dict[str, Any]
@@ -54,6 +55,9 @@ class ServeConfig:
     seed: int = 0
     until_idle: bool = False
     plugins: tuple[str, ...] = ()
+    shadow: bool = False  # decide and journal, change nothing in Slurm
+    min_runtime: float = 0.0  # seconds a run lasts before it may be preempted
+    grace: float = 0.0  # seconds between the SIGTERM to a victim and its requeue
 
     @property
     def choice(self) -> PolicyChoice:
@@ -83,6 +87,8 @@ class CycleReport:
 
 #: The journal action that carries a stateful policy's state from one cycle (or process) on.
 POLICY_STATE = "policy-state"
+#: Record kinds written once while the same condition lasts from cycle to cycle.
+REPEATING = frozenset({"error", "skip", "warning"})
 
 
 def saved_policy_state(path: Path | None, identity: Record) -> Record:
@@ -95,6 +101,36 @@ def saved_policy_state(path: Path | None, identity: Record) -> Record:
         if record["action"] == POLICY_STATE and record.get("policy") == identity:
             state = dict(record.get("state") or {})
     return state
+
+
+def journaled_starts(path: Path | None) -> tuple[set[int], float | None]:
+    """The jobs a journal already records a start for, and the time of its last line (None
+    for a new journal)."""
+    if path is None or not path.exists():
+        return set(), None
+    started: set[int] = set()
+    last: float | None = None
+    for r in read_journal(path):
+        last = float(r.get("time", last or 0.0))
+        if r["action"] == "start" and r.get("job"):
+            started.add(int(r["job"]))
+    return started, last
+
+
+def saved_credit(path: Path | None) -> dict[int, tuple[float, float]]:
+    """Attained GPU-seconds and seconds run that checkpointing jobs carried through their
+    requeues, summed from the journal's ``requeued`` records."""
+    credit: dict[int, tuple[float, float]] = {}
+    if path is None or not path.exists():
+        return credit
+    for record in read_journal(path):
+        if record["action"] == "requeued" and "attained" in record and record.get("job"):
+            a, e = credit.get(int(record["job"]), (0.0, 0.0))
+            credit[int(record["job"])] = (
+                a + float(record["attained"]),
+                e + float(record.get("executed", 0.0)),
+            )
+    return credit
 
 
 def cluster_spec(nodes: list[NodeInfo]) -> str:
@@ -123,6 +159,8 @@ class Server:
     ) -> None:
         if not config.interval > 0:
             raise InputError(f"'--interval' must be > 0 seconds (got {config.interval})")
+        if config.shadow:
+            client = ShadowSlurm(client)
         self.policies = build(SERVE, config.choice)
         self.client = client
         self.config = config
@@ -132,10 +170,20 @@ class Server:
         self.sleep = sleep
         self.cycle_no = 0
         self.now = clock()
-        self.applier = Applier(client, self._stamp, journal.write)
+        self.applier = Applier(client, self._stamp, self._sink)
+        self._repeats: tuple[set[str], set[str]] = (set(), set())  # (last cycle's, this one's)
         self.stop_reason: str | None = None
         self._arrived: set[int] = set()
         self._active: dict[int, tuple[str, ...]] = {}
+        self._ran: set[int] = set()  # jobs seen running: only these can be "requeued"
+        self._why: dict[int, str] = {}  # the last reason journaled for a job left unplaced
+        self._run_of: dict[int, tuple[float, int]] = {}  # running job → (its start, its GPUs)
+        self._credit = saved_credit(journal.path)  # checkpointing jobs' earlier runs
+        self._journaled_starts, self._resumed_at = journaled_starts(journal.path)
+        self._protected: dict[int, str] = {}
+        self.guard = Guard(
+            PreemptionRules(config.min_runtime, config.grace), self._signal, self._protect
+        )
 
     # -- journal helpers -------------------------------------------------------------------
     def _identity(self) -> Record:
@@ -152,7 +200,21 @@ class Server:
         return {"time": round(self.now, 3), "cycle": self.cycle_no}
 
     def _write(self, job: int | None, action: str, **fields: Any) -> None:
-        self.journal.write({**self._stamp(), "job": job, "action": action, **fields})
+        self._sink({**self._stamp(), "job": job, "action": action, **fields})
+
+    def _sink(self, record: Record) -> None:
+        """Write a record, except an error or skip identical (but for its time and cycle) to
+        one of the previous cycle: a condition that lasts is journaled when it starts, not at
+        every cycle."""
+        # In shadow mode nothing changes, so every decision would repeat at every cycle.
+        if record["action"] in REPEATING or (self.config.shadow and record["job"] is not None):
+            key = json.dumps(
+                {k: v for k, v in record.items() if k not in ("time", "cycle")}, sort_keys=True
+            )
+            self._repeats[1].add(key)
+            if key in self._repeats[0]:
+                return
+        self.journal.write(record)
 
     def _observe(self, view: LiveView, jobs: list[JobInfo]) -> None:
         """Journal jobs that arrived in the queue or left the cluster since the last cycle."""
@@ -169,19 +231,106 @@ class Server:
                     time_limit=info.time_limit if info.time_limit != float("inf") else None,
                     user=info.user,
                     name=info.name,
+                    gpus_per_node=info.gpus_per_node if info.shaped else 0,
+                    num_nodes=max(info.node_count, 1) if info.shaped else 0,
+                    exclusive=info.exclusive,
+                    checkpoint=checkpoints(info),
                 )
         now_active = set(view.running) | set(view.launching)
+        self._ran.update(view.running)
         by_id = {j.job_id: j for j in jobs}
+        if self._resumed_at is not None:
+            self._recover_finished(jobs)
+        for job_id in view.running + view.launching:
+            if job_id not in self._journaled_starts:
+                # Released by a scheduler killed before it journaled the start: say so now, with
+                # the nodes Slurm gives, so the journal accounts for every run.
+                info = by_id[job_id]
+                self._write(
+                    job_id,
+                    "start",
+                    nodes=list(info.nodes or info.required_nodes),
+                    gpus=info.num_gpus,
+                    submit_time=info.submit_time,
+                    recovered=True,
+                )
+                self._journaled_starts.add(job_id)
+        for job_id in view.running:
+            info = by_id[job_id]
+            if info.start_time > 0:
+                self._run_of[job_id] = (info.start_time, info.num_gpus)
         for job_id, nodes in list(self._active.items()):
             if job_id in now_active:
                 continue
             info = by_id.get(job_id)
             if info is not None and info.pending:
-                self._write(job_id, "requeued", nodes=list(nodes), reason=info.reason)
+                # A released job held again before it ever ran was not requeued: its hold
+                # record says what happened.
+                if job_id in self._ran:
+                    self._requeued(info, nodes)
             else:
                 state = info.state if info is not None else "GONE"
                 self._write(job_id, "finish", nodes=list(nodes), state=state)
             del self._active[job_id]
+            self._ran.discard(job_id)
+            self._run_of.pop(job_id, None)
+        self._journal_reasons(view)
+
+    def _recover_finished(self, jobs: list[JobInfo]) -> None:
+        """First cycle after a restart: jobs of schedlab's that started after the journal's
+        last line and already ended (a kill came between their release and its journal line,
+        and they were short) get their start and finish journaled from Slurm's record."""
+        since, self._resumed_at = self._resumed_at, None
+        assert since is not None
+        for info in jobs:
+            if not (info.finished and info.admin_comment.startswith("schedlab:")):
+                continue
+            if info.job_id in self._journaled_starts or not info.nodes:
+                continue
+            if not info.start_time >= since - 1.0:
+                continue
+            fields = {"nodes": list(info.nodes), "gpus": info.num_gpus, "recovered": True}
+            self._write(info.job_id, "start", submit_time=info.submit_time, **fields)
+            self._write(info.job_id, "finish", nodes=list(info.nodes), state=info.state)
+            self._journaled_starts.add(info.job_id)
+
+    def _requeued(self, info: JobInfo, nodes: tuple[str, ...]) -> None:
+        """A job seen running is pending again; a checkpointing one keeps what it attained."""
+        extra: dict[str, Any] = {"checkpoint": checkpoints(info)}
+        start, gpus = self._run_of.get(info.job_id, (0.0, info.num_gpus))
+        if checkpoints(info) and start > 0:
+            ran = max(0.0, self.now - start)
+            extra.update(attained=round(gpus * ran, 3), executed=round(ran, 3))
+            attained, executed = self._credit.get(info.job_id, (0.0, 0.0))
+            self._credit[info.job_id] = (attained + gpus * ran, executed + ran)
+        self._write(info.job_id, "requeued", nodes=list(nodes), reason=info.reason, **extra)
+
+    def _signal(self, info: JobInfo) -> None:
+        try:
+            self.client.signal(info.label, "TERM")
+        except SlurmError as exc:
+            self._write(info.job_id, "error", attempted="signal", reason=str(exc))
+            return
+        self._write(info.job_id, "signal", signal="TERM", grace=self.config.grace)
+
+    def _protect(self, job_id: int, action: str, reason: str) -> None:
+        if self._protected.get(job_id) != reason:
+            self._protected[job_id] = reason
+            self._write(job_id, action, reason=reason)
+
+    def _journal_reasons(self, view: LiveView) -> None:
+        """Why each of schedlab's jobs is not offered or not counted, once per change."""
+        now: dict[int, tuple[str, str]] = {}
+        for job_id, why in view.waiting.items():
+            now[job_id] = ("wait", why)
+        for job_id, why in view.limited.items():
+            now[job_id] = ("limited", why)
+        for job_id in view.foreign_held:
+            now[job_id] = ("foreign-hold", "held outside schedlab after its release; left alone")
+        for job_id, (action, why) in now.items():
+            if self._why.get(job_id) != why:
+                self._write(job_id, action, reason=why)
+        self._why = {job_id: why for job_id, (_, why) in now.items()}
 
     # -- one cycle -------------------------------------------------------------------------
     def read(self) -> tuple[list[JobInfo], list[NodeInfo]]:
@@ -192,6 +341,7 @@ class Server:
         """Read, decide, apply and journal once."""
         self.cycle_no += 1
         self.now = self.clock()
+        self._repeats = (self._repeats[1], set())
         t0 = time.perf_counter()
         try:
             jobs, nodes = self.read()
@@ -199,11 +349,15 @@ class Server:
             self._write(None, "error", reason=str(exc))
             self.journal.sync()
             return CycleReport(self.cycle_no, ok=False)
-        view = build_view(jobs, nodes, self.now)
+        view = build_view(jobs, nodes, self.now, credit=self._credit)
         self._observe(view, jobs)
         for job_id, what in view.problems:
             self._write(job_id, "warning", reason=what)
-        records = self.applier.hold_stranded(view) + self.applier.reject_impossible(view)
+        records = (
+            self.applier.hold_stranded(view)
+            + self.applier.reject_impossible(view)
+            + self.applier.split_arrays(view)
+        )
         policy = self.policies.scheduler
         assert policy is not None
         decisions = []
@@ -225,7 +379,9 @@ class Server:
             if state != self._policy_state:
                 self._write(None, POLICY_STATE, policy=self._identity(), state=state)
                 self._policy_state = state
+        decisions = self.guard.filter(view, decisions, self.now)
         outcome = self.applier.apply(view, decisions)
+        records += self.applier.claim(view, outcome.started)
         for job_id in view.running + view.launching + outcome.started:
             if job_id not in self._active:
                 info = view.infos[view.index_of(job_id)]
@@ -233,9 +389,9 @@ class Server:
         for rec in outcome.records:
             if rec["action"] == "start":
                 self._active[rec["job"]] = tuple(rec["nodes"])
-        self.journal.sync()
+                self._journaled_starts.add(rec["job"])
         errors = outcome.errors + sum(r["action"] == "error" for r in records)
-        return CycleReport(
+        report = CycleReport(
             cycle=self.cycle_no,
             ok=True,
             queued=len(view.queued),
@@ -246,6 +402,21 @@ class Server:
             idle=view.idle and not outcome.started,
             seconds=time.perf_counter() - t0,
         )
+        if (decisions or records or outcome.records) and not (
+            self.config.shadow and not self._repeats[1] - self._repeats[0]
+        ):
+            self._write(
+                None,
+                "cycle",
+                seconds=round(report.seconds, 4),
+                decisions=report.decisions,
+                started=report.started,
+                queued=report.queued,
+                running=report.running,
+                errors=report.errors,
+            )
+        self.journal.sync()
+        return report
 
     # -- the loop --------------------------------------------------------------------------
     def _on_signal(self, signum: int, _frame: FrameType | None) -> None:
@@ -282,6 +453,7 @@ class Server:
             node_cpus=[n.cpus for n in nodes],
             node_memory_mib=[n.memory_mib for n in nodes],
             cluster=cluster_spec(nodes),
+            shadow=cfg.shadow,
         )
         previous = {
             sig: signal.signal(sig, self._on_signal) for sig in (signal.SIGTERM, signal.SIGINT)

@@ -43,6 +43,15 @@ UNAVAILABLE_FLAGS = frozenset(
 USABLE_STATES = frozenset({"IDLE", "MIXED", "ALLOCATED", "COMPLETING"})
 #: ``Comment`` prefix of a job schedlab has rejected; such a job stays held and is not re-examined.
 REJECT_MARK = "schedlab: rejected:"
+#: ``AdminComment`` of a job schedlab owns and holds until its policy places it. The Lua
+#: job_submit plugin (docs/job_submit.lua) sets it on submission; serve sets it when it claims a
+#: job submitted with ``--hold`` and when it holds a job again (preemption, a stranded job).
+MARK_QUEUED = "schedlab:queued"
+#: ``AdminComment`` of a job schedlab owns and has released onto the nodes its policy chose.
+MARK_RELEASED = "schedlab:released"
+#: Pending reasons by which Slurm keeps a released job back for a limit (QOS, association,
+#: partition): it must not count as about to start.
+LIMIT_REASON = re.compile(r"^(QOS|Assoc|Partition).*(Limit|Max|Min)|^(QOS|Assoc)(Grp|Max)")
 
 # gres:gpu:2, gres/gpu:a100:2, gpu:8(S:0-1), gpu (count 1), gpu:a100:2(IDX:0-1)
 _GPU_ITEM = re.compile(r"^(?:gres[:/])?gpu(?::([A-Za-z][\w.\-]*))?(?::(\d+))?(?:\(.*\))?$")
@@ -138,6 +147,20 @@ class JobInfo:
     time_limit: float  # inf: no limit
     restart_count: int
     comment: str
+    admin_comment: str = ""
+    dependency: str = ""  # e.g. "afterok:12(unfulfilled)"; "" when none is left
+    eligible_time: float = 0.0  # --begin while held; 0 when none
+    array_job_id: int = 0  # the array a task belongs to (0: not an array)
+    array_task_id: int | None = None  # None for a plain job or an array's unsplit rest
+    array_tasks: str = ""  # the unsplit rest of an array ("2-6%2"), else ""
+    array_max_tasks: int = 0  # the array's throttle (``%N``), 0 when none
+    reservation: str = ""
+    exclusive: bool = False  # --exclusive: shares none of its nodes
+
+    @property
+    def shaped(self) -> bool:
+        """Asks for a fixed number of GPUs on each of a fixed number of nodes."""
+        return bool(self.gpus_per_node) and not self.gpus_per_job
 
     @property
     def num_gpus(self) -> int:
@@ -167,6 +190,33 @@ class JobInfo:
     def rejected(self) -> bool:
         return self.comment.startswith(REJECT_MARK)
 
+    @property
+    def marked_queued(self) -> bool:
+        """Owned by schedlab and meant to be held until placed."""
+        return self.admin_comment == MARK_QUEUED
+
+    @property
+    def marked_released(self) -> bool:
+        """Owned by schedlab and released onto the nodes its policy chose."""
+        return self.admin_comment == MARK_RELEASED
+
+    @property
+    def user_held(self) -> bool:
+        """Held by its owner (``sbatch --hold``): the unmarked way to hand a job to schedlab."""
+        return self.pending and self.priority == 0 and self.reason == "JobHeldUser"
+
+    @property
+    def array_rest(self) -> bool:
+        """The record of an array's tasks that are not split off yet (not itself runnable)."""
+        return bool(self.array_tasks) and self.array_task_id is None
+
+    @property
+    def label(self) -> str:
+        """The id a user sees in ``squeue`` (``ARRAY_TASK`` for an array task)."""
+        if self.array_job_id and self.array_task_id is not None:
+            return f"{self.array_job_id}_{self.array_task_id}"
+        return str(self.job_id)
+
     def in_partition(self, partition: str | None) -> bool:
         return partition is None or partition in self.partition.split(",")
 
@@ -177,7 +227,11 @@ def parse_job(raw: Mapping[str, Any]) -> JobInfo:
     per_job, kind_job = parse_gpu_tres(_text(raw.get("tres_per_job")))
     per_task, kind_task = parse_gpu_tres(_text(raw.get("tres_per_task")))
     if per_task and not per_job and not per_node:
-        per_job = per_task * int(_number(raw.get("tasks")) or 1)
+        tasks_per_node = int(_number(raw.get("tasks_per_node")) or 0)
+        if tasks_per_node:  # --ntasks-per-node with GPUs per task: a per-node request
+            per_node = per_task * tasks_per_node
+        else:
+            per_job = per_task * int(_number(raw.get("tasks")) or 1)
     nodes = tuple(expand_hostlist(_text(raw.get("nodes"))))
     detail = raw.get("gres_detail") or []
     idx = tuple(tuple(gpu_indices(str(d))) for d in detail) if len(detail) == len(nodes) else ()
@@ -204,7 +258,24 @@ def parse_job(raw: Mapping[str, Any]) -> JobInfo:
         time_limit=math.inf if limit is None or math.isinf(limit) else limit * 60.0,
         restart_count=int(_number(raw.get("restart_cnt")) or 0),
         comment=_text(raw.get("comment")),
+        admin_comment=_text(raw.get("admin_comment")),
+        dependency=_text(raw.get("dependency")),
+        eligible_time=_number(raw.get("eligible_time")) or 0.0,
+        array_job_id=int(_number(raw.get("array_job_id")) or 0),
+        array_task_id=_task_id(raw.get("array_task_id")),
+        array_tasks=_text(raw.get("array_task_string")),
+        array_max_tasks=int(_number(raw.get("array_max_tasks")) or 0),
+        reservation=_text(raw.get("resv_name") or raw.get("reservation")),
+        exclusive=_text(raw.get("shared")).lower() in ("none", "user", "mcs", "exclusive")
+        or bool(raw.get("exclusive")),
     )
+
+
+def _task_id(value: Any) -> int | None:
+    number = _number(value)
+    if number is None or not math.isfinite(number):
+        return None
+    return int(number)
 
 
 def parse_node(raw: Mapping[str, Any]) -> NodeInfo:

@@ -32,6 +32,14 @@ Optional (blank = the default in brackets):
     :data:`schedlab.model.gpu_models.GPU_MODELS`.
 ``cpu_milli``, ``memory_mib`` [0]
     CPU (thousandths of a core) and memory (MiB) per job.
+``gpus_per_node``, ``num_nodes`` [0 = any split]
+    A fixed geometry: ``num_nodes`` nodes with ``gpus_per_node`` GPUs each (their product must be
+    ``num_gpus``).
+``exclusive`` [0]
+    1: the job shares none of its nodes.
+``checkpoint`` [1]
+    0: a preempted job loses its progress and starts again from nothing (as a requeued Slurm job
+    that saves no checkpoint); 1: it resumes where it stopped.
 
 Communication, read only by ``replay --topology`` (see :mod:`schedlab.network.jobcomm` and
 ``docs/network.md``; other commands ignore them):
@@ -91,6 +99,10 @@ OPTIONAL = [
     "gpu_model",
     "cpu_milli",
     "memory_mib",
+    "gpus_per_node",
+    "num_nodes",
+    "exclusive",
+    "checkpoint",
 ]
 
 
@@ -109,6 +121,41 @@ def _blank_int(frame: pd.DataFrame, column: str, path: Path) -> np.ndarray | Non
     filled.attrs = frame.attrs
     filled[column] = filled[column].where(filled[column].astype(str).str.strip() != "", "0")
     return int_column(filled, column, path, low=0)
+
+
+def _geometry(frame: pd.DataFrame, num_gpus: np.ndarray, path: Path) -> dict[str, object]:
+    """The optional geometry columns; a fixed split must multiply out to ``num_gpus``."""
+    per_node = _blank_int(frame, "gpus_per_node", path)
+    nodes = _blank_int(frame, "num_nodes", path)
+    exclusive = _blank_int(frame, "exclusive", path)
+    if per_node is not None:
+        count = np.maximum(nodes if nodes is not None else 1, 1)
+        bad = (per_node > 0) & (per_node * count != num_gpus)
+        line = _first(frame, bad)
+        if line is not None:
+            raise InputError(
+                "'gpus_per_node' × 'num_nodes' must equal 'num_gpus'",
+                path=str(path),
+                row=line,
+                column="gpus_per_node",
+            )
+        nodes = np.where(per_node > 0, count, 0)
+    return {
+        "gpus_per_node": per_node,
+        "num_nodes": nodes if per_node is not None else None,
+        "exclusive": None if exclusive is None else exclusive > 0,
+    }
+
+
+def _checkpoint(frame: pd.DataFrame, path: Path) -> np.ndarray | None:
+    """The optional ``checkpoint`` column (blank: 1, the job resumes after a preemption)."""
+    if "checkpoint" not in frame.columns:
+        return None
+    filled = frame[["checkpoint"]].copy()
+    filled.attrs = frame.attrs
+    text = filled["checkpoint"].astype(str).str.strip()
+    filled["checkpoint"] = filled["checkpoint"].where(text != "", "1")
+    return int_column(filled, "checkpoint", path, low=0) > 0
 
 
 def _first(frame: pd.DataFrame, mask: np.ndarray) -> int | None:
@@ -171,6 +218,8 @@ def read_generic(
         "batch_size": _blank_int(frame, "batch_size", path),
         "cpu_milli": _blank_int(frame, "cpu_milli", path),
         "memory_mib": _blank_int(frame, "memory_mib", path),
+        **_geometry(frame, num_gpus, path),
+        "checkpoint": _checkpoint(frame, path),
     }
     if "gpu_model" in frame.columns:
         cols["gpu_model_mask"] = gpu_model_masks(frame, "gpu_model", path)

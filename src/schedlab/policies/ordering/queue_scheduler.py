@@ -121,6 +121,9 @@ class QueueScheduler(SchedulingPolicy):
             int(j.memory_mib[job]),
             int(j.gpu_model_mask[job]),
             state,
+            per_node=int(j.gpus_per_node[job]),
+            nodes=int(j.num_nodes[job]),
+            exclusive=bool(j.exclusive[job]),
         )
 
     def _earliest_end(self, snap: Snapshot, job: int) -> float:

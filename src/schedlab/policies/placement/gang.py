@@ -4,6 +4,10 @@ A job that fits in a single node always gets a single node (the policy's choice 
 fit): splitting an all-reduce job across nodes for want of room is what fragments a cluster, and
 schedulers usually refuse it. A job larger than any node takes the fewest nodes: fully free nodes
 first, grouped by rack so it spans as few racks as possible, then a remainder placed by the policy.
+
+A job with a fixed geometry (``gpus_per_node`` on each of ``num_nodes`` nodes, Slurm's ``-N`` with
+``--gpus-per-node`` or ``--gres=gpu:G``) gets exactly that: the policy chooses each node in turn
+among those with that many GPUs free (all of them free for an exclusive job), never one twice.
 """
 
 from __future__ import annotations
@@ -26,8 +30,20 @@ class GangPlacer:
         self.rack = cluster.rack
 
     def place(
-        self, num_gpus: int, cpu_milli: int, memory_mib: int, model_mask: int, state: ClusterState
+        self,
+        num_gpus: int,
+        cpu_milli: int,
+        memory_mib: int,
+        model_mask: int,
+        state: ClusterState,
+        per_node: int = 0,
+        nodes: int = 0,
+        exclusive: bool = False,
     ) -> Allocation | None:
+        if per_node > 0 or exclusive:
+            return self._place_shaped(
+                num_gpus, cpu_milli, memory_mib, model_mask, state, per_node, nodes, exclusive
+            )
         if num_gpus <= 0:
             pod = PodRequest(cpu_milli, memory_mib, 0, 0, model_mask)
             p = self.placer.place(pod, state)
@@ -37,6 +53,40 @@ class GangPlacer:
             p = self.placer.place(pod, state)
             return None if p is None else ((p.node, p.gpus),)
         return self._place_multi_node(pod, state)
+
+    def _place_shaped(
+        self,
+        num_gpus: int,
+        cpu_milli: int,
+        memory_mib: int,
+        model_mask: int,
+        state: ClusterState,
+        per_node: int,
+        nodes: int,
+        exclusive: bool,
+    ) -> Allocation | None:
+        """``nodes`` nodes of ``per_node`` GPUs each (an exclusive job with no fixed split: the
+        fewest whole free nodes its GPUs fill)."""
+        count = max(nodes, 1)
+        if per_node <= 0:  # exclusive, any split: whole nodes, filled in the policy's order
+            per_node = min(num_gpus, self.max_per_node) if num_gpus > 0 else 0
+            count = max(count, -(-num_gpus // per_node) if per_node else 1)
+        busy = set()
+        if exclusive:
+            whole = state.gpu_free >= GPU_MILLI
+            full = whole.sum(axis=1) == state.cluster.num_gpus
+            busy = set(np.flatnonzero(~full).tolist())
+        chosen: list[tuple[int, tuple[int, ...]]] = []
+        left = num_gpus
+        for _ in range(count):
+            size = min(per_node, left) if nodes <= 0 else per_node
+            pod = PodRequest(cpu_milli, memory_mib, size, GPU_MILLI if size else 0, model_mask)
+            p = self.placer.place(pod, state, exclude=busy | {n for n, _ in chosen})
+            if p is None:
+                return None
+            chosen.append((p.node, tuple(p.gpus)))
+            left -= size
+        return tuple(chosen)
 
     def _place_multi_node(self, pod: PodRequest, state: ClusterState) -> Allocation | None:
         # CPU and memory requests are per node taking part (a simplification traces allow: they

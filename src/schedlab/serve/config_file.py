@@ -1,0 +1,63 @@
+"""``schedlab serve slurm --config FILE``: the scheduler's settings in a TOML file.
+
+Keys are the long options without their dashes (``min-runtime`` or ``min_runtime``), plus
+``params`` (a table of ordering parameters) and ``plugins`` (a list). An option given on the
+command line wins over the file, and ``--param`` pairs are added to the file's ``params``. A key
+the command does not know, or a value of the wrong kind, is an error naming the file, the key and
+the value, before anything else happens.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from pathlib import Path
+from typing import Any
+
+from schedlab.errors import InputError
+from schedlab.input_files import check_input_file
+
+_NUMBER = (int, float)
+#: Key → (accepted Python types, what to call it in an error).
+KEYS: dict[str, tuple[tuple[type, ...], str]] = {
+    "policy": ((str,), "a name"),
+    "placement": ((str,), "a name"),
+    "backfill": ((bool,), "true or false"),
+    "params": ((dict,), "a table"),
+    "partition": ((str,), "a partition name"),
+    "interval": (_NUMBER, "a number of seconds"),
+    "journal": ((str,), "a file name"),
+    "seed": ((int,), "a whole number"),
+    "until_idle": ((bool,), "true or false"),
+    "quiet": ((bool,), "true or false"),
+    "shadow": ((bool,), "true or false"),
+    "metrics_port": ((int,), "a port number"),
+    "min_runtime": (_NUMBER, "a number of seconds"),
+    "grace": (_NUMBER, "a number of seconds"),
+    "state_dir": ((str,), "a folder name"),
+    "plugins": ((list,), "a list of module:Class names"),
+}
+
+
+def read_config(path: Path) -> dict[str, Any]:
+    """The file's settings, keyed like the parsed options (``min_runtime``)."""
+    check_input_file(path, "config file")
+    try:
+        raw = tomllib.loads(path.read_text(encoding="utf-8"))
+    except tomllib.TOMLDecodeError as exc:
+        raise InputError(f"not valid TOML ({exc})", path=str(path)) from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InputError(f"cannot read it ({exc})", path=str(path)) from None
+    out: dict[str, Any] = {}
+    for key, value in raw.items():
+        name = key.replace("-", "_")
+        if name not in KEYS:
+            known = ", ".join(k.replace("_", "-") for k in KEYS)
+            raise InputError(f"unknown key '{key}' (known: {known})", path=str(path))
+        types, what = KEYS[name]
+        if not isinstance(value, types) or (isinstance(value, bool) and bool not in types):
+            raise InputError(f"'{key}' must be {what} (got {value!r})", path=str(path))
+        out[name] = value
+    for k, v in (out.get("params") or {}).items():
+        if isinstance(v, dict | list):
+            raise InputError(f"params.{k} must be a single value (got {v!r})", path=str(path))
+    return out

@@ -1,0 +1,121 @@
+"""Preemption on a live cluster: a minimum run, a grace signal, and credit only for jobs that
+checkpoint (fake Slurm, hand-computed cycles)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from schedlab.cli import main
+from schedlab.serve.fake import FakeSlurm, fake_job, fake_node
+from schedlab.serve.journal import Journal, read_journal
+from schedlab.serve.loop import ServeConfig, Server
+from schedlab.serve.preemption import checkpoints
+from schedlab.serve.slurm_state import read_jobs
+
+T0 = 1_000_000.0
+
+
+class Clock:
+    def __init__(self, t: float) -> None:
+        self.t = t
+
+    def __call__(self) -> float:
+        return self.t
+
+
+def long_running(comment: str = "") -> dict:
+    """Job 1: 8 GPUs on the only node since T0, 60 min limit (srtf's victim)."""
+    job = fake_job(
+        1, 8, T0, state="RUNNING", held=False, nodes="node1", gpu_idx=["gpu:8(IDX:0-7)"], start=T0
+    )
+    job.update(time_limit=60, comment=comment)
+    return job
+
+
+def setup(tmp_path: Path, clock: Clock, **rules: float) -> tuple[FakeSlurm, Server]:
+    fake = FakeSlurm([fake_node("node1")], [long_running(), fake_job(2, 2, T0 + 1, time_limit=1)])
+    cfg = ServeConfig(policy="srtf", **rules)  # type: ignore[arg-type]
+    return fake, Server(fake, cfg, Journal(tmp_path / "j.jsonl"), clock=clock)
+
+
+def actions(tmp_path: Path, job: int) -> list[str]:
+    """What the journal says about ``job``, but for the start it recovers for job 1 (running
+    before the journal began)."""
+    return [
+        r["action"]
+        for r in read_journal(tmp_path / "j.jsonl")
+        if r["job"] == job and not r.get("recovered")
+    ]
+
+
+def test_a_run_shorter_than_the_minimum_is_not_preempted(tmp_path: Path) -> None:
+    """srtf wants job 1's GPUs for job 2 at once; with --min-runtime 30 it waits until job 1
+    has run 30 s, and job 2's start waits with it (journaled once)."""
+    clock = Clock(T0 + 10)
+    fake, srv = setup(tmp_path, clock, min_runtime=30)
+    srv.cycle()
+    clock.t = T0 + 20
+    srv.cycle()
+    assert fake.calls == []
+    assert actions(tmp_path, 1) == ["protect"]
+    clock.t = T0 + 31
+    srv.cycle()
+    assert fake.calls[:2] == [
+        ["update", "JobId=1", "AdminComment=schedlab:queued"],
+        ["requeuehold", "1"],
+    ]
+    assert ["release", "2"] in fake.calls
+
+
+def test_a_victim_gets_sigterm_and_its_grace_before_the_requeue(tmp_path: Path) -> None:
+    clock = Clock(T0 + 10)
+    fake, srv = setup(tmp_path, clock, grace=5)
+    srv.cycle()
+    assert fake.calls == [["signal", "1", "TERM"]]
+    clock.t = T0 + 13
+    srv.cycle()  # still in its grace: nothing more, not even a second signal
+    assert fake.calls == [["signal", "1", "TERM"]]
+    clock.t = T0 + 15.5
+    srv.cycle()
+    assert ["requeuehold", "1"] in fake.calls and ["release", "2"] in fake.calls
+    assert actions(tmp_path, 1)[:2] == ["signal", "protect"]
+
+
+def test_only_a_checkpointing_job_keeps_its_attained_service(tmp_path: Path) -> None:
+    """Job 1 runs 40 s on 8 GPUs and is requeued: with --comment=checkpoint it carries 320
+    GPU-seconds into its next run (journaled, and taken back by a restarted scheduler);
+    without, it starts from nothing."""
+    for comment, credit in (("checkpoint", 320.0), ("", None)):
+        path = tmp_path / (comment or "plain")
+        path.mkdir()
+        fake = FakeSlurm([fake_node("node1")], [long_running(comment)])
+        clock = Clock(T0 + 20)
+        srv = Server(fake, ServeConfig(policy="tiresias"), Journal(path / "j.jsonl"), clock=clock)
+        srv.cycle()
+        fake.scontrol(["requeuehold", "1"])
+        clock.t = T0 + 40
+        srv.cycle()
+        requeued = [r for r in read_journal(path / "j.jsonl") if r["action"] == "requeued"]
+        assert requeued[0]["checkpoint"] is bool(comment)
+        assert requeued[0].get("attained") == credit
+        again = Server(fake, ServeConfig(policy="tiresias"), Journal(path / "j.jsonl"))
+        assert again._credit == ({1: (320.0, 40.0)} if credit else {})
+
+
+def test_the_checkpoint_convention() -> None:
+    def job(comment: str):
+        return read_jobs({"jobs": [{**fake_job(1, 1, T0), "comment": comment}]})[0]
+
+    assert checkpoints(job("checkpoint")) and checkpoints(job("uses Checkpointing"))
+    assert not checkpoints(job("")) and not checkpoints(job("nocheck"))
+
+
+@pytest.mark.parametrize("flag", ["--min-runtime", "--grace"])
+def test_negative_preemption_rules_are_one_line_errors(
+    flag: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["serve", "slurm", "--policy", "fifo", flag, "-1"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == [f"schedlab: error: '{flag}' must be ≥ 0 seconds (got -1.0)"]
