@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -27,6 +27,7 @@ from schedlab.model.snapshot import Allocation, allocation_size
 from schedlab.network.collectives import CommSpec
 from schedlab.network.footprint import Footprint, footprint
 from schedlab.network.jobcomm import JobComm
+from schedlab.network.reservation import Reservations
 from schedlab.network.routing import Routing
 from schedlab.network.sharing import DEFAULT_ALPHA, SharingSolver, iteration_time
 from schedlab.network.topology import TIER_INTRA, TIERS, Topology
@@ -104,6 +105,8 @@ class NetworkState:
         self.solver = SharingSolver(model.rule, model.alpha, private=topo.link_tier == TIER_INTRA)
         self.active: dict[int, _Active] = {}
         self.changed: dict[int, None] = {}  # started jobs not in the solver, to report at settle
+        # Source routing: each job's paths are reserved at its start and released at its stop.
+        self.reservations = Reservations() if model.routing.mode == "source" else None
         # Per job, over all its runs.
         self.hosts = np.zeros(n, dtype=np.int64)
         self.leaves = np.zeros(n, dtype=np.int64)
@@ -150,7 +153,7 @@ class NetworkState:
             overlap=float(m.comm.overlap[job]),
             priority=int(m.comm.priority[job]),
         )
-        fp = footprint(spec, allocation, self.topo, m.routing, job)
+        fp = footprint(spec, allocation, self.topo, self._routing(job, allocation), job)
         self.footprints += 1
         links, _, load = fp.link_totals()
         # Intra-host links belong to one GPU each: a job using only those shares nothing.
@@ -189,6 +192,8 @@ class NetworkState:
     def stop(self, job: int, now: float) -> None:
         """``job`` gives up its allocation at ``now``."""
         act = self.active.pop(job)
+        if self.reservations is not None:
+            self.reservations.release(job)
         self._advance(job, act, now)
         self._set_t(act, math.inf, now)
         if act.shared:
@@ -295,9 +300,21 @@ class NetworkState:
             solver_rounds=self.solver.total_rounds,
             solves=self.solves,
             footprints=self.footprints,
+            extra={"shared_hops": self.reservations.shared_hops} if self.reservations else {},
         )
 
     # -- bookkeeping -----------------------------------------------------------------------------
+    def _routing(self, job: int, allocation: Allocation) -> Routing:
+        """The run's routing, with the job's freshly reserved paths under source routing."""
+        if self.reservations is None:
+            return self.m.routing
+        leaves = sorted({int(self.topo.host_leaf[node]) for node, slots in allocation if slots})
+        paths = self.reservations.reserve(self.topo, job, leaves, self.util)
+        for leaf in leaves:
+            paths[(leaf, leaf)] = ()  # never routed; marks the paths as replay's reservations
+        held = frozenset(link for path in paths.values() for link in path)
+        return replace(self.m.routing, reserved=held, leaf_paths=paths)
+
     def _swap_topology(self, topo: Topology, now: float) -> None:
         """Move the per-link state onto ``topo`` (no job active). Links before the fabric keep
         their ids; a circuit that survives keeps its utilisation integral, one that is torn down
