@@ -5,7 +5,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
+import numpy as np
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from schedlab.engines.replay import PolicyError, ReplayEngine, ReplayRecord
 from schedlab.experiments.replay_network import network_model, topology_cluster
@@ -141,3 +144,38 @@ def test_reconfigure_without_an_ocs_is_a_policy_error(tmp_path: Path) -> None:
     leafspine = "leafspine:leaves=3,spines=1,hosts_per_leaf=2,g=1,m=1,nic_gbps=100"
     with pytest.raises(PolicyError, match="has none"):
         _run(tmp_path, Scripted({0.0: [Reconfigure(SPINE_ONLY)]}), leafspine)
+
+
+@settings(
+    max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    st.lists(
+        st.tuples(st.integers(1, 400), st.sampled_from([SPINE_ONLY, WITH_DIRECT])),
+        min_size=1,
+        max_size=4,
+        unique_by=lambda change: change[0],
+    ),
+    st.floats(0.0, 5.0),
+)
+def test_pauses_only_delay_and_every_job_finishes(
+    tmp_path: Path, changes: list[tuple[int, tuple[tuple[int, int], ...]]], delay: float
+) -> None:
+    """Any sequence of re-wirings: both jobs finish, never faster than alone, and a longer delay
+    never makes a job finish earlier (a paused job's traffic still counts, so the other's speed
+    does not depend on the delay)."""
+    script: dict[float, list[Decision]] = {
+        0.0: [Reconfigure(SPINE_ONLY), Start(0, A_HOSTS), Start(1, B_HOSTS)]
+    }
+
+    def run(d: float) -> ReplayRecord:
+        for t, circuits in changes:
+            script[float(t)] = [Reconfigure(circuits, d)]
+        return _run(tmp_path, Scripted(script))
+
+    free, paused = run(0.0), run(delay)
+    for rec in (free, paused):
+        assert rec.network is not None
+        assert (rec.end_time >= np.array([300, 150]) * T_ISO / C - 1e-6).all()
+        assert rec.end_time[1] <= 150 * T_SHARED / C + len(changes) * 5.0 + 1e-6
+    assert (paused.end_time >= free.end_time - 1e-9).all()
