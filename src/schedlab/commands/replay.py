@@ -129,7 +129,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         "--net-routing",
         choices=REPLAY_ROUTING,
         help="ecmp: one hashed path per flow aggregate, seeded by --seed (default); "
-        "spray: bytes split evenly over all shortest paths",
+        "spray: bytes split evenly over all shortest paths; source: at each (re)start a job "
+        "reserves one least-loaded shortest path per pair of its leaves, which no other job's "
+        "flows use (where none is free it shares the least-held link)",
     )
     add_plugin_option(p)
     p.add_argument(

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from schedlab.errors import InputError
 from schedlab.model.cluster import GPU_MILLI, Cluster
 from schedlab.model.jobs import JobTable
 from schedlab.model.snapshot import (
@@ -34,6 +35,7 @@ from schedlab.model.snapshot import (
     JobRuntime,
     Overhead,
     Preempt,
+    Reconfigure,
     Reject,
     Resize,
     Snapshot,
@@ -266,6 +268,9 @@ class _Run:
                 del self.running[d.job]
                 self.pending[d.job] = None
                 self.schedule_completion(d.job)  # voids the pending completion
+        for d in decisions:
+            if isinstance(d, Reconfigure):
+                self.reconfigure(d, now)
         # Resizes are simultaneous: every resized job lets go first, then all take their new
         # allocations (one may grow into GPUs another gives up in the same decision).
         resizes = [d for d in decisions if isinstance(d, Resize)]
@@ -309,6 +314,25 @@ class _Run:
                 self.stop_progress(d.job, now)
                 rt.progress_from[d.job] += d.seconds
                 self.schedule_completion(d.job)
+
+    def reconfigure(self, d: Reconfigure, now: float) -> None:
+        """Re-wire the OCS (after preemptions, before resizes and starts, which take the new
+        circuits): the jobs whose ports move pause for the delay; new speeds come at settle."""
+        name = self.policy.describe()
+        if self.net is None or self.net.topo.ocs is None:
+            raise PolicyError(f"{name} reconfigured an OCS, but the run's network has none")
+        delay = self.net.topo.ocs.delay if d.delay is None else d.delay
+        if not delay >= 0:
+            raise PolicyError(f"{name} asked for an OCS reconfiguration delay of {delay} s")
+        rt = self.rt
+        try:
+            paused = self.net.reconfigure(list(d.circuits), now)
+        except InputError as exc:
+            raise PolicyError(f"{name} asked for circuits the OCS cannot make: {exc}") from None
+        for job in paused:
+            self.stop_progress(job, now)
+            rt.progress_from[job] += delay
+            self.schedule_completion(job)
 
     def settle_network(self, now: float) -> None:
         """Re-rate every job whose iteration time the network changed: bank its progress at the

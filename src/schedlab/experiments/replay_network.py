@@ -24,7 +24,7 @@ from schedlab.perf.models import PerfModel, ThroughputTable, interpolate
 from schedlab.traces.formats import detect_format
 
 #: ``--net-routing`` choices: ``policy`` needs a network controller, which replay has not got.
-REPLAY_ROUTING = ("ecmp", "spray")
+REPLAY_ROUTING = ("ecmp", "spray", "source")
 
 
 def check_routing(mode: str) -> str:
@@ -188,6 +188,9 @@ def network_block(
     jrt = np.where(done, end - start, np.nan)
     jct = np.where(done, end - submit, np.nan)
     started = np.isfinite(jwt)
+    source = {}
+    if net.routing == "source":  # hops where no free reserved path existed
+        source["source_shared_hops"] = int(net.extra["shared_hops"])
     return {
         "topology": net.topology.name,
         "sharing": net.rule,
@@ -210,4 +213,5 @@ def network_block(
         "footprints": net.footprints,
         "solves": net.solves,
         "solver_rounds": net.solver_rounds,
+        **source,
     }

@@ -71,7 +71,18 @@ class Overhead:
     seconds: float
 
 
-Decision = Start | Preempt | Resize | Reject | Overhead
+@dataclass(frozen=True, slots=True)
+class Reconfigure:
+    """Re-wire the optical circuit switch to exactly ``circuits``: pairs (leaf switch id, spine or
+    leaf switch id), one bidirectional circuit each. Every running job whose paths cross a circuit
+    torn down or set up makes no progress for ``delay`` seconds (``None``: the topology's OCS
+    delay); every job's speed is recomputed on the new fabric. Simulation only."""
+
+    circuits: tuple[tuple[int, int], ...]
+    delay: float | None = None
+
+
+Decision = Start | Preempt | Resize | Reject | Overhead | Reconfigure
 
 
 @dataclass

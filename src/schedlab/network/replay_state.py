@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -27,6 +27,7 @@ from schedlab.model.snapshot import Allocation, allocation_size
 from schedlab.network.collectives import CommSpec
 from schedlab.network.footprint import Footprint, footprint
 from schedlab.network.jobcomm import JobComm
+from schedlab.network.reservation import Reservations
 from schedlab.network.routing import Routing
 from schedlab.network.sharing import DEFAULT_ALPHA, SharingSolver, iteration_time
 from schedlab.network.topology import TIER_INTRA, TIERS, Topology
@@ -63,6 +64,7 @@ class _Active:
     t_iso: float
     t: float = math.inf
     last: float = 0.0
+    allocation: Allocation = ()
 
 
 @dataclass
@@ -103,6 +105,8 @@ class NetworkState:
         self.solver = SharingSolver(model.rule, model.alpha, private=topo.link_tier == TIER_INTRA)
         self.active: dict[int, _Active] = {}
         self.changed: dict[int, None] = {}  # started jobs not in the solver, to report at settle
+        # Source routing: each job's paths are reserved at its start and released at its stop.
+        self.reservations = Reservations() if model.routing.mode == "source" else None
         # Per job, over all its runs.
         self.hosts = np.zeros(n, dtype=np.int64)
         self.leaves = np.zeros(n, dtype=np.int64)
@@ -149,7 +153,7 @@ class NetworkState:
             overlap=float(m.comm.overlap[job]),
             priority=int(m.comm.priority[job]),
         )
-        fp = footprint(spec, allocation, self.topo, m.routing, job)
+        fp = footprint(spec, allocation, self.topo, self._routing(job, allocation), job)
         self.footprints += 1
         links, _, load = fp.link_totals()
         # Intra-host links belong to one GPU each: a job using only those shares nothing.
@@ -157,7 +161,17 @@ class NetworkState:
         t_iso = iteration_time(spec, fp.comm_time(m.alpha))
         hosts = tuple((node, len(slots)) for node, slots in allocation)
         act = _Active(
-            fp, spec, m.base_time(job, gpus), gpus, hosts, links, load, shared, t_iso, last=now
+            fp,
+            spec,
+            m.base_time(job, gpus),
+            gpus,
+            hosts,
+            links,
+            load,
+            shared,
+            t_iso,
+            last=now,
+            allocation=allocation,
         )
         self.active[job] = act
         if shared:
@@ -178,6 +192,8 @@ class NetworkState:
     def stop(self, job: int, now: float) -> None:
         """``job`` gives up its allocation at ``now``."""
         act = self.active.pop(job)
+        if self.reservations is not None:
+            self.reservations.release(job)
         self._advance(job, act, now)
         self._set_t(act, math.inf, now)
         if act.shared:
@@ -191,6 +207,33 @@ class NetworkState:
                 self.hosts_active -= 1
                 self.cap_active -= int(self.topo.host_gpus[node])
         self.busy_total -= act.gpus
+
+    def reconfigure(self, circuits: list[tuple[int, int]], now: float) -> list[int]:
+        """Re-wire the OCS to exactly ``circuits`` at ``now``; the jobs that must pause.
+
+        Link ids after the fabric shift when the number of circuits changes, so every running
+        job's footprint is recomputed on the new fabric and handed to the solver (its rate is
+        then recomputed at :meth:`settle`, like any other change). The jobs returned are those
+        whose paths, before or after, cross a circuit that was torn down or set up: their ports
+        are re-wired, so they make no progress for the reconfiguration delay.
+        """
+        old_topo = self.topo
+        new_topo = old_topo.with_circuits(circuits)
+        old_pairs = _circuit_counts(old_topo)
+        new_pairs = _circuit_counts(new_topo)
+        moved = {p for p in old_pairs | new_pairs if old_pairs.get(p) != new_pairs.get(p)}
+        before = {job: _fabric_pairs(old_topo, act.links) for job, act in self.active.items()}
+        allocations = {job: act.allocation for job, act in self.active.items()}
+        for job in allocations:
+            self.stop(job, now)
+        self._swap_topology(new_topo, now)
+        paused = []
+        for job, allocation in allocations.items():
+            self.start(job, allocation, now)
+            after = _fabric_pairs(new_topo, self.active[job].links)
+            if (before[job] | after) & moved:
+                paused.append(job)
+        return paused
 
     def settle(self, now: float) -> list[tuple[int, float]]:
         """Re-solve the jobs whose links changed; (job, rate factor base/T) of each of them."""
@@ -222,7 +265,8 @@ class NetworkState:
         ts["compute"].append(max(0.0, self.compute_sum) / self.total_gpus)
         for name, values in self.ts_tier.items():
             i = TIERS.index(name)
-            values.append(max(0.0, self.tier_sum[i]) / self.tier_count[i])
+            count = self.tier_count[i]  # 0 once an OCS reconfiguration empties the tier
+            values.append(max(0.0, self.tier_sum[i]) / count if count else 0.0)
 
     def finish(self, end: float) -> NetworkRecord:
         """Close every integral at ``end`` and hand the results over."""
@@ -256,9 +300,67 @@ class NetworkState:
             solver_rounds=self.solver.total_rounds,
             solves=self.solves,
             footprints=self.footprints,
+            extra={"shared_hops": self.reservations.shared_hops} if self.reservations else {},
         )
 
     # -- bookkeeping -----------------------------------------------------------------------------
+    def _routing(self, job: int, allocation: Allocation) -> Routing:
+        """The run's routing, with the job's freshly reserved paths under source routing."""
+        if self.reservations is None:
+            return self.m.routing
+        leaves = sorted({int(self.topo.host_leaf[node]) for node, slots in allocation if slots})
+        paths = self.reservations.reserve(self.topo, job, leaves, self.util)
+        for leaf in leaves:
+            paths[(leaf, leaf)] = ()  # never routed; marks the paths as replay's reservations
+        held = frozenset(link for path in paths.values() for link in path)
+        return replace(self.m.routing, reserved=held, leaf_paths=paths)
+
+    def _swap_topology(self, topo: Topology, now: float) -> None:
+        """Move the per-link state onto ``topo`` (no job active). Links before the fabric keep
+        their ids; a circuit that survives keeps its utilisation integral, one that is torn down
+        hands it to a new circuit from the same switch port if there is one (the port is the
+        same), else its integral leaves the per-link averages."""
+        old = self.topo
+        self.util_int += self.util * np.maximum(0.0, now - self.util_last)
+        n = topo.num_links
+        util_int = np.zeros(n)
+        base = old.fabric_base
+        util_int[:base] = self.util_int[:base]
+        old_fab = self.util_int[base : base + len(old.fabric_src)]
+        spare: dict[tuple[int, int], list[float]] = {}
+        for i, pair in enumerate(_pairs(old)):
+            spare.setdefault(pair, []).append(float(old_fab[i]))
+        fresh = []
+        for i, pair in enumerate(_pairs(topo)):
+            if spare.get(pair):
+                util_int[base + i] = spare[pair].pop(0)
+            else:
+                fresh.append((i, pair[0]))
+        by_port: dict[int, list[float]] = {}
+        for (src, _), values in spare.items():
+            by_port.setdefault(src, []).extend(values)
+        for i, src in fresh:
+            if by_port.get(src):
+                util_int[base + i] = by_port[src].pop(0)
+        old_agg = old.agg_link_of
+        for switch, link in topo.agg_link_of.items():
+            if switch in old_agg:
+                util_int[link] = self.util_int[old_agg[switch]]
+        self.topo = topo
+        self.util_int = util_int
+        self.util = np.zeros(n)
+        self.util_last = np.full(n, now)
+        self.tier = topo.link_tier
+        self.tier_sum = np.zeros(len(TIERS))
+        self.tier_count = np.bincount(self.tier, minlength=len(TIERS)).astype(np.float64)
+        rounds = self.solver.total_rounds
+        self.solver = SharingSolver(self.m.rule, self.m.alpha, private=self.tier == TIER_INTRA)
+        self.solver.total_rounds = rounds
+        for i in range(len(TIERS)):
+            if self.tier_count[i] > 0 and TIERS[i] not in self.ts_tier:
+                # A tier that appears now (e.g. the first leaf-to-leaf circuit) was empty before.
+                self.ts_tier[TIERS[i]] = [0.0] * len(self.ts["machines"])
+
     def _advance(self, job: int, act: _Active, now: float) -> None:
         """Add the job's integrals from its last change to ``now`` at its current T."""
         dt = now - act.last
@@ -286,3 +388,23 @@ class NetworkState:
             change = act.load * delta
             self.util[links] += change
             self.tier_sum += np.bincount(self.tier[links], change, len(TIERS))
+
+
+def _pairs(topo: Topology) -> list[tuple[int, int]]:
+    """(source switch, destination switch) of each fabric link, in link order."""
+    return list(zip(topo.fabric_src.tolist(), topo.fabric_dst.tolist(), strict=True))
+
+
+def _circuit_counts(topo: Topology) -> dict[tuple[int, int], int]:
+    """How many fabric links join each ordered switch pair (parallel circuits count apiece)."""
+    out: dict[tuple[int, int], int] = {}
+    for pair in _pairs(topo):
+        out[pair] = out.get(pair, 0) + 1
+    return out
+
+
+def _fabric_pairs(topo: Topology, links: np.ndarray) -> set[tuple[int, int]]:
+    """The switch pairs of the fabric links among ``links``."""
+    base, count = topo.fabric_base, len(topo.fabric_src)
+    fab = links[(links >= base) & (links < base + count)] - base
+    return set(zip(topo.fabric_src[fab].tolist(), topo.fabric_dst[fab].tolist(), strict=True))

@@ -8,7 +8,8 @@ decides how the flow's bytes split over them:
   src host, dst host, channel, switch) — the per-hop hashing of real switches, reproducible
   across runs and Python versions;
 * ``spray``: bytes split evenly over the candidates;
-* ``source``: split evenly over the candidates that are among the job's reserved links (vClos);
+* ``source``: split evenly over the candidates that are among the job's reserved links (vClos),
+  or, where ``leaf_paths`` names one, the one path reserved for that leaf pair;
 * ``policy``: explicit per-aggregate link shares set by a network controller.
 
 In a symmetric Clos, per-hop even splitting equals an even split over whole paths.
@@ -93,14 +94,18 @@ def _triples(rows: list[tuple[int, int, float]]) -> tuple[np.ndarray, np.ndarray
 class Routing:
     """How a job's flows take paths.
 
-    ``reserved`` (for ``source``) is the set of fabric link ids the job owns; ``paths`` (for
-    ``policy``) maps a flow key to (link, share) pairs; flows without an entry fall back to ECMP.
+    ``reserved`` (for ``source``) is the set of fabric link ids the job owns; ``leaf_paths`` (for
+    ``source``, set by replay's reservations) maps a (leaf, leaf) pair to its reserved path, and
+    when it is given, switch pairs it does not name (in-network aggregation toward a switch) are
+    spread over all shortest paths; ``paths`` (for ``policy``) maps a flow key to (link, share)
+    pairs; flows without an entry fall back to ECMP.
     """
 
     mode: str = "ecmp"
     seed: int = 0
     reserved: frozenset[int] = frozenset()
     paths: Mapping[FlowKey, tuple[tuple[int, float], ...]] = field(default_factory=dict)
+    leaf_paths: Mapping[tuple[int, int], tuple[int, ...]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if self.mode not in MODES:
@@ -228,6 +233,11 @@ class Routing:
         return out
 
     def _split(self, topo: Topology, a: int, b: int) -> list[tuple[int, float]]:
+        if self.leaf_paths:
+            path = self.leaf_paths.get((a, b))
+            if path is not None:
+                return [(link, 1.0) for link in path]
+        restrict = self.mode == "source" and not self.leaf_paths
         shares: dict[int, float] = {}
         frontier = {a: 1.0}
         while frontier and set(frontier) != {b}:
@@ -237,7 +247,7 @@ class Routing:
                     nxt[b] = nxt.get(b, 0.0) + mass
                     continue
                 hops = topo.next_hops(x, b)
-                if self.mode == "source":
+                if restrict:
                     hops = hops[np.isin(hops, list(self.reserved))]
                     if len(hops) == 0:
                         raise InputError(
