@@ -6,15 +6,20 @@ import argparse
 import math
 import re
 import sys
+import time
 import tomllib
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
+from typing import TypeVar
 
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from schedlab.errors import InputError
 from schedlab.input_files import read_text
+
+T = TypeVar("T")
+R = TypeVar("R")
 
 #: Human-facing output goes to stderr so stdout stays clean for tables a script may parse.
 #: Wide enough for the comparison tables when the output is a file or a pipe (rich assumes 80).
@@ -110,3 +115,26 @@ def progress_bar(transient: bool = True) -> Progress:
         transient=transient,
         disable=not sys.stderr.isatty(),
     )
+
+
+def run_resumable(
+    tasks: Sequence[T],
+    finished: Callable[[T], R | None],
+    run_grid: Callable[..., list[R]],
+    workers: int,
+    what: str,
+    where: object,
+) -> tuple[list[R], int, float]:
+    """Run the tasks an earlier sweep into the same grid folder did not finish, with a progress
+    bar; returns every task's result in task order, how many were already done, and the wall
+    time of the runs made now."""
+    done = {i: r for i, t in enumerate(tasks) if (r := finished(t)) is not None}
+    todo = [t for i, t in enumerate(tasks) if i not in done]
+    if done:
+        console.print(f"resuming {where}: {len(done)} of {len(tasks)} runs already done")
+    started = time.perf_counter()
+    with progress_bar(transient=False) as bar:
+        job = bar.add_task(f"{len(todo)} {what} on {workers} worker(s)", total=len(todo))
+        ran = iter(run_grid(todo, workers, on_done=lambda _r: bar.advance(job)))
+    results = [done[i] if i in done else next(ran) for i in range(len(tasks))]
+    return results, len(done), time.perf_counter() - started

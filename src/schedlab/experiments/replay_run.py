@@ -15,6 +15,7 @@ from schedlab import __version__
 from schedlab.engines.replay import ReplayConfig, ReplayEngine, ReplayRecord
 from schedlab.errors import InputError
 from schedlab.metrics.replay_metrics import job_metrics, json_ready, summarize
+from schedlab.metrics.steady_state import steady_state
 from schedlab.model.cluster import Cluster
 from schedlab.model.gpu_models import GPU_MODELS
 from schedlab.model.jobs import JobTable
@@ -225,6 +226,7 @@ def replay_summary(
             "cluster": spec.cluster if not Path(spec.cluster).exists() else Path(spec.cluster).name,
             "gpus": record.cluster.total_gpus,
             **summary,
+            **steady_state(jobs, series),
             "decision_points": record.decision_points,
             "wall_seconds": round(record.wall_seconds, 3),
             "jobs_per_second": round(len(record.jobs) / record.wall_seconds, 1)
