@@ -12,6 +12,7 @@ from schedlab import __version__
 from schedlab.commands.common import stdout
 from schedlab.experiments.replay_sweep import KEY_COLUMNS, RESULT_FIELDS, WRITTEN_TO, results_table
 from schedlab.experiments.seed_stats import mean_ci, seed_stats
+from schedlab.report.grid_report import build_grid_report, make_grid
 from schedlab.report.html_report import build_report
 from schedlab.results import write_config, write_csv
 
@@ -22,14 +23,18 @@ def write_replay_grid(
     """results.csv (a row per run), aggregate.csv (statistics over seeds per cell), config.toml,
     and report-<trace>.html per trace."""
     table = results_table(summaries)
-    write_csv(out / "aggregate.csv", replay_aggregate(table))
+    aggregate = replay_aggregate(table)
+    write_csv(out / "aggregate.csv", aggregate)
     written = {str(s["run_dir"]): str(s.get(WRITTEN_TO, s["run_dir"])) for s in summaries}
     for trace, rows in table.groupby("trace", sort=False):
-        build_report(
-            [Path(written[str(d)]) for d in rows["run_dir"]],
-            out / f"report-{trace}.html",
-            f"schedlab replay — {trace}",
-        )
+        report = out / f"report-{trace}.html"
+        title = f"schedlab replay — {trace}"
+        if rows["seed"].nunique() > 1 or rows["load"].nunique() > 1:  # a page per policy
+            rows = rows.assign(**{WRITTEN_TO: [written[str(d)] for d in rows["run_dir"]]})
+            cells = aggregate[aggregate["trace"] == trace]
+            build_grid_report(make_grid(str(trace), rows, cells), report, title)
+        else:  # a run per policy: the run report, with its time series
+            build_report([Path(written[str(d)]) for d in rows["run_dir"]], report, title)
     write_config(out / "config.toml", config, f"schedlab {__version__} replay grid")
     write_csv(out / "results.csv", table)  # last: its presence marks a complete grid
     return table
