@@ -11,11 +11,13 @@ import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from schedlab.engines.pack import PackConfig, run_pack
+from schedlab.experiments.live_progress import reporter
 from schedlab.experiments.parallel import run_all
 from schedlab.experiments.seed_stats import ci_half_width
 from schedlab.experiments.workloads import Workload
@@ -39,7 +41,12 @@ class PackTask:
 def run_task(task: PackTask) -> dict[str, object]:
     """Run one cell of the grid; returns its summary with the workload label added."""
     cluster, pods = task.workload.load()
-    result = run_pack(cluster, pods, PackConfig(task.policy, task.seed, task.inflate, task.plugins))
+    config = PackConfig(task.policy, task.seed, task.inflate, task.plugins)
+    label = f"{task.workload.label}/{task.policy}-s{task.seed}"
+    report = reporter(label)
+    result = run_pack(cluster, pods, config, progress=report)
+    if report is not None:
+        report(1, 1)  # done: its bar goes
     summary = {"workload": task.workload.label, **result.summary()}
     if task.out is not None:
         write_json(Path(task.out), summary)
@@ -66,11 +73,14 @@ def run_grid(
     tasks: Sequence[PackTask],
     workers: int,
     on_done: Callable[[dict[str, object]], None] | None = None,
+    progress: Any = None,
 ) -> list[dict[str, object]]:
     """Run every task, ``workers`` at a time (1 = in this process); summaries in task order.
 
     fgd runs take longest, so they are started first."""
-    return run_all(run_task, tasks, workers, on_done, slow_first=lambda t: t.policy == "fgd")
+    return run_all(
+        run_task, tasks, workers, on_done, slow_first=lambda t: t.policy == "fgd", progress=progress
+    )
 
 
 def default_workers() -> int:

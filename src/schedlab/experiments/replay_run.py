@@ -147,9 +147,13 @@ def check_speed_models(
 
 
 def run_replay(
-    spec: ReplaySpec, cluster: Cluster | None = None, jobs: JobTable | None = None
+    spec: ReplaySpec,
+    cluster: Cluster | None = None,
+    jobs: JobTable | None = None,
+    progress: Callable[[int, int], None] | None = None,
 ) -> ReplayRecord:
-    """Run ``spec``; ``cluster``/``jobs`` may be passed in to skip loading (sweeps, demo)."""
+    """Run ``spec``; ``cluster``/``jobs`` may be passed in to skip loading (sweeps, demo);
+    ``progress(jobs arrived, jobs)`` is called now and then if given."""
     cluster = cluster if cluster is not None else parse_cluster_spec(spec.cluster)
     if jobs is None:
         jobs = read_jobs(spec.trace, spec.trace_format).jobs
@@ -163,7 +167,7 @@ def run_replay(
         seed=spec.seed, restart_overhead=spec.restart_overhead, resize_overhead=spec.resize_overhead
     )
     engine = ReplayEngine(cluster, jobs, policies.scheduler, policies.placement, perf, config)
-    return engine.run()
+    return engine.run(progress)
 
 
 def jobs_frame(record: ReplayRecord) -> pd.DataFrame:

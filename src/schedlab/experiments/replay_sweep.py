@@ -17,10 +17,12 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
 
+from schedlab.experiments.live_progress import reporter
 from schedlab.experiments.load_scaling import scale_to_load
 from schedlab.experiments.parallel import run_all
 from schedlab.experiments.replay_run import ReplaySpec, run_replay, write_run
@@ -128,7 +130,10 @@ def run_task(task: ReplayTask) -> dict[str, object]:
         jobs = _trace(task.spec.trace, task.spec.trace_format)
         if task.load is not None:
             jobs = _scaled(task.spec.trace, task.spec.trace_format, cluster.total_gpus, task.load)
-    record = run_replay(task.spec, cluster, jobs)
+    report = reporter(f"{task.spec.label}/{Path(task.out).name}")
+    record = run_replay(task.spec, cluster, jobs, report)
+    if report is not None:
+        report(len(jobs), len(jobs))  # done: its bar goes
     with staged_dir(Path(task.out), "run folder") as folder:
         summary = write_run(folder, task.spec, record)
     return with_task(summary, task)
@@ -164,12 +169,18 @@ def run_grid(
     tasks: Sequence[ReplayTask],
     workers: int,
     on_done: Callable[[dict[str, object]], None] | None = None,
+    progress: Any = None,
 ) -> list[dict[str, object]]:
     """Every task, ``workers`` at a time (1: in this process); summaries in task order.
 
     Preemptive orderings take longest under contention, so they are started first."""
     return run_all(
-        run_task, tasks, workers, on_done, slow_first=lambda t: t.spec.policy in PREEMPTIVE_FIRST
+        run_task,
+        tasks,
+        workers,
+        on_done,
+        slow_first=lambda t: t.spec.policy in PREEMPTIVE_FIRST,
+        progress=progress,
     )
 
 
