@@ -23,11 +23,11 @@ from schedlab.cli import main
 BUSY_JOBS = 20_000
 
 
-def _busy_trace(path: Path) -> Path:
+def _busy_trace(path: Path, jobs: int = BUSY_JOBS) -> Path:
     rng = random.Random(1)
     rows = ["job_id,submit_time,num_gpus,duration"]
     t = 0.0
-    for i in range(BUSY_JOBS):
+    for i in range(jobs):
         t += rng.expovariate(1 / 20)
         rows.append(f"j{i},{t:.1f},{rng.choice([1, 1, 2, 4, 8])},{rng.expovariate(1 / 3000):.1f}")
     path.write_text("\n".join(rows) + "\n")

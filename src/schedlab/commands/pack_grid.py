@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import pandas as pd
@@ -33,11 +33,13 @@ def run_pack_grid(
     workers: int,
     plugins: Sequence[str] = (),
     keep: Path | None = None,
+    runner: Callable[..., list[dict[str, object]]] = run_grid,
 ) -> tuple[list[dict[str, object]], float]:
     """Every (workload, policy, seed) once; returns the summaries and the wall time.
 
     With ``keep`` (a resumable grid folder) each run's summary is kept under it as it finishes,
-    and runs kept there by an earlier sweep are not run again."""
+    and runs kept there by an earlier sweep are not run again. ``runner`` runs the tasks (the
+    local process pool unless told otherwise)."""
     tasks = [
         PackTask(
             w,
@@ -51,7 +53,7 @@ def run_pack_grid(
         for p in policies
         for s in seeds
     ]
-    summaries, _, wall = run_resumable(tasks, finished_run, run_grid, workers, "runs", keep)
+    summaries, _, wall = run_resumable(tasks, finished_run, runner, workers, "runs", keep)
     return summaries, wall
 
 

@@ -12,8 +12,10 @@ missing.
 from __future__ import annotations
 
 import argparse
+from collections.abc import Callable, Sequence
 from itertools import product
 from pathlib import Path
+from typing import Any
 
 from schedlab.commands.common import (
     add_plugin_option,
@@ -35,9 +37,11 @@ from schedlab.commands.sweep_axes import (
     variant_label,
 )
 from schedlab.errors import InputError
+from schedlab.experiments import pack_sweep, replay_sweep
 from schedlab.experiments.grid_dir import open_grid
 from schedlab.experiments.load_scaling import scale_to_load
 from schedlab.experiments.pack_sweep import default_workers
+from schedlab.experiments.pack_sweep import run_grid as run_pack_grid_local
 from schedlab.experiments.replay_run import ReplaySpec
 from schedlab.experiments.replay_sweep import SyntheticJobs, finished_run, run_grid, staged_task
 from schedlab.experiments.workloads import FileWorkload
@@ -123,6 +127,19 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     )
     add_plugin_option(p)
     p.add_argument(
+        "--engine",
+        choices=("local", "ray"),
+        default="local",
+        help="where the runs go: 'local' worker processes (default) or a Ray cluster "
+        "(pip install 'schedlab[ray]')",
+    )
+    p.add_argument(
+        "--address",
+        metavar="HOST:PORT",
+        help="with --engine ray: the cluster's head node (default: RAY_ADDRESS, or a Ray of "
+        "this machine alone)",
+    )
+    p.add_argument(
         "--workers",
         type=int,
         default=default_workers(),
@@ -131,7 +148,21 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(run=run)
 
 
+def _runner(args: argparse.Namespace, local: Callable[..., Any], kind: Any) -> Callable[..., Any]:
+    """The local process pool, or Ray with the run/land pair of the grid's ``kind`` module."""
+    if args.engine == "local":
+        return local
+    from schedlab.experiments.ray_engine import run_all_ray
+
+    def on_ray(tasks: Sequence[Any], _workers: int, on_done: Any = None, progress: Any = None):
+        return run_all_ray(kind.run_task_files, tasks, kind.land_run, on_done, args.address)
+
+    return on_ray
+
+
 def run(args: argparse.Namespace) -> int:
+    if args.address is not None and args.engine != "ray":
+        raise InputError("'--address' is for '--engine ray'")
     pack_mode = args.nodes is not None or args.pods is not None
     replay_mode = args.cluster is not None or args.traces is not None
     if pack_mode == replay_mode:
@@ -169,8 +200,9 @@ def _run_pack(args: argparse.Namespace) -> int:
     }
     manifest = {k: v for k, v in config.items() if k != "workers"}
     open_grid(args.out, manifest, args.force)  # an unwritable --out fails here, before the runs
+    runner = _runner(args, run_pack_grid_local, pack_sweep)
     summaries, wall = run_pack_grid(
-        workloads, policies, seeds, inflate, workers, args.plugin, keep=args.out
+        workloads, policies, seeds, inflate, workers, args.plugin, keep=args.out, runner=runner
     )
     _, agg = write_grid_outputs(args.out, summaries, policies, inflate, config, not args.no_figures)
     print_aggregate(agg, inflate)
@@ -247,9 +279,8 @@ def _run_replay(args: argparse.Namespace) -> int:
             synthetic = SyntheticJobs(args.synthetic, load, seed) if kind else None
             variant = variant_label(params)
             tasks.append(staged_task(spec, args.out, args.out, synthetic, variant, load))
-    summaries, done, wall = run_resumable(
-        tasks, finished_run, run_grid, workers, "replays", args.out
-    )
+    runner = _runner(args, run_grid, replay_sweep)
+    summaries, done, wall = run_resumable(tasks, finished_run, runner, workers, "replays", args.out)
     table = write_replay_grid(args.out, summaries, config)
     print_replay_table(table)
     stdout.print(

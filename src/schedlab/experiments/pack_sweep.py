@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -48,6 +48,17 @@ def run_task(task: PackTask) -> dict[str, object]:
     if report is not None:
         report(1, 1)  # done: its bar goes
     summary = {"workload": task.workload.label, **result.summary()}
+    if task.out is not None:
+        write_json(Path(task.out), summary)
+    return summary
+
+
+def run_task_files(task: PackTask) -> dict[str, object]:
+    """Run ``task`` without writing (on another machine); :func:`land_run` keeps its summary."""
+    return run_task(replace(task, out=None))
+
+
+def land_run(task: PackTask, summary: dict[str, object]) -> dict[str, object]:
     if task.out is not None:
         write_json(Path(task.out), summary)
     return summary

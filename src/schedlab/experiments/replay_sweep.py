@@ -13,8 +13,9 @@ results do not depend on the worker count.
 from __future__ import annotations
 
 import json
+import tempfile
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -26,6 +27,7 @@ from schedlab.experiments.live_progress import reporter
 from schedlab.experiments.load_scaling import scale_to_load
 from schedlab.experiments.parallel import run_all
 from schedlab.experiments.replay_run import ReplaySpec, run_replay, write_run
+from schedlab.experiments.shipped import local_path
 from schedlab.model.cluster import Cluster
 from schedlab.model.jobs import JobTable
 from schedlab.output_dir import staged_dir
@@ -110,7 +112,7 @@ def _cluster(spec: str) -> Cluster:
 
 @cache
 def _trace(path: str, trace_format: str | None) -> JobTable:
-    return read_jobs(path, trace_format).jobs
+    return read_jobs(local_path(path), trace_format).jobs
 
 
 @cache
@@ -153,6 +155,27 @@ def with_task(summary: dict[str, object], task: ReplayTask) -> dict[str, object]
 @cache
 def _scaled(path: str, trace_format: str | None, total_gpus: int, load: float) -> JobTable:
     return scale_to_load(_trace(path, trace_format), total_gpus, load, path)
+
+
+def run_task_files(task: ReplayTask) -> tuple[dict[str, object], dict[str, bytes]]:
+    """Run ``task`` into a scratch folder and return its summary and files, for a run on
+    another machine (:mod:`schedlab.experiments.ray_engine`) whose folder the parent writes."""
+    with tempfile.TemporaryDirectory(prefix="schedlab-run-") as scratch:
+        local = replace(task, out=str(Path(scratch) / "run"))
+        run_task(local)
+        files = {f.name: f.read_bytes() for f in Path(local.out).iterdir()}
+    return json.loads(files["summary.json"]), files
+
+
+def land_run(task: ReplayTask, returned: tuple[dict[str, object], dict[str, bytes]]) -> dict:
+    """Write the files of a run made elsewhere into its folder (whole or not at all)."""
+    summary, files = returned
+    with staged_dir(Path(task.out), "run folder") as folder:
+        for name, data in files.items():
+            if name != "summary.json":
+                (folder / name).write_bytes(data)
+        (folder / "summary.json").write_bytes(files["summary.json"])  # last, as locally
+    return with_task(summary, task)
 
 
 def finished_run(task: ReplayTask) -> dict[str, object] | None:
