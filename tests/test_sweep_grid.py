@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import csv
 import math
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -214,3 +215,15 @@ def test_a_pack_grid_resumes(tmp_path: Path) -> None:
     half = T_975_DF2 * sd / math.sqrt(3)
     assert float(agg["unallocated_gpu_pct_100_ci95"]) == pytest.approx(half, abs=1e-5)
     assert agg["seeds"] == "3"
+
+
+def test_engine_ray_without_ray_is_one_line_and_writes_nothing(tmp_path: Path, capsys, monkeypatch):
+    monkeypatch.setitem(sys.modules, "ray", None)  # as if not installed
+    trace = _trace(tmp_path / "t.csv")
+    out = tmp_path / "g"
+    assert _sweep(out, "--traces", str(trace), "--engine", "ray") == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "pip install 'schedlab[ray]'" in err
+    assert not out.exists()
+    assert _sweep(out, "--traces", str(trace), "--address", "h:1") == 2
+    assert "'--address' is for '--engine ray'" in capsys.readouterr().err

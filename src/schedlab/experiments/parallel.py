@@ -83,6 +83,7 @@ def stop_pool(pool: ProcessPoolExecutor) -> None:
     """Cancel what has not started and end the workers now (SIGTERM, then SIGKILL after a
     grace period), instead of waiting for their runs to finish."""
     processes = list((getattr(pool, "_processes", None) or {}).values())
+    manager = getattr(pool, "_executor_manager_thread", None)
     pool.shutdown(wait=False, cancel_futures=True)
     for process in processes:
         if process.is_alive():
@@ -93,6 +94,10 @@ def stop_pool(pool: ProcessPoolExecutor) -> None:
         if process.is_alive():
             process.kill()
             process.join()
+    # Let the pool's own thread finish closing its wake-up pipe: the interpreter's exit hook
+    # writes to that pipe, and racing its close prints an "Exception ignored" traceback.
+    if manager is not None:
+        manager.join(TERMINATE_GRACE)
 
 
 def _init_worker(parent: int, progress: Any = None) -> None:

@@ -32,7 +32,8 @@ T = TypeVar("T")
 RETRIES = 5
 
 
-def _ray() -> Any:
+def require_ray() -> Any:
+    """The ray module, or an InputError saying how to install it."""
     try:
         import ray
     except ImportError:
@@ -44,7 +45,7 @@ def _ray() -> Any:
 
 def connect(address: str | None) -> Any:
     """Join the cluster at ``address`` (None: ``RAY_ADDRESS``, else a local one-machine Ray)."""
-    ray = _ray()
+    ray = require_ray()
     if not ray.is_initialized():
         try:
             ray.init(
