@@ -229,21 +229,23 @@ def test_report_command(two_runs, tmp_path):
         args.run(args)
 
 
-def test_renders_in_headless_chromium(two_runs):
-    """A real browser loads the page offline: no console error, every figure has a size."""
+def open_in_chromium(
+    page_path: Path, width: int = 1280, screenshot: Path | None = None
+) -> dict[str, object]:
+    """Load a report in headless Chromium, offline; what a test checks of it: console problems,
+    URLs fetched, each figure's size and text count, image widths, summary rows, widest table."""
     if not CHROMIUM.exists():
         pytest.skip(f"{CHROMIUM} not found (Debian package 'chromium')")
     try:
         from playwright.sync_api import sync_playwright
     except ImportError as exc:  # missing, or installed without its driver
         pytest.skip(f"Python package 'playwright' not usable ({exc})")
-    _, out = two_runs
     problems: list[str] = []
     fetched: list[str] = []
     with sync_playwright() as pw:
         browser = pw.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
         try:
-            page = browser.new_page(viewport={"width": 1280, "height": 900})
+            page = browser.new_page(viewport={"width": width, "height": 900})
             page.on(
                 "console",
                 lambda m: (
@@ -254,19 +256,36 @@ def test_renders_in_headless_chromium(two_runs):
             )
             page.on("pageerror", lambda e: problems.append(f"page error: {e}"))
             page.on("request", lambda r: fetched.append(r.url))
-            page.goto(out.as_uri(), wait_until="load")
-            svgs = page.evaluate(
-                """() => [...document.querySelectorAll('figure svg')].map(s => {
+            page.goto(page_path.as_uri(), wait_until="load")
+            seen = {
+                "svgs": page.evaluate(
+                    """() => [...document.querySelectorAll('figure svg')].map(s => {
                        const r = s.getBoundingClientRect();
                        return {w: r.width, h: r.height, texts: s.querySelectorAll('text').length};
                    })"""
-            )
-            images = page.evaluate(
-                "() => [...document.images].map(i => i.complete ? i.naturalWidth : 0)"
-            )
-            rows = page.locator("table.summary tbody tr").count()
+                ),
+                "images": page.evaluate(
+                    "() => [...document.images].map(i => i.complete ? i.naturalWidth : 0)"
+                ),
+                "rows": page.locator("table.summary tbody tr").count(),
+                "widest_table": page.evaluate(
+                    "() => Math.max(0, ...[...document.querySelectorAll('table')]"
+                    ".map(t => t.scrollWidth))"
+                ),
+            }
+            if screenshot is not None:
+                page.screenshot(path=str(screenshot), full_page=True)
         finally:
             browser.close()
+    return {**seen, "problems": problems, "fetched": fetched}
+
+
+def test_renders_in_headless_chromium(two_runs):
+    """A real browser loads the page offline: no console error, every figure has a size."""
+    _, out = two_runs
+    seen = open_in_chromium(out)
+    problems, fetched, svgs = seen["problems"], seen["fetched"], seen["svgs"]
+    images, rows = seen["images"], seen["rows"]
     assert problems == []
     assert fetched == [out.as_uri()]  # the page itself, nothing else
     assert len(svgs) == 4

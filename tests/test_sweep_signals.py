@@ -1,5 +1,6 @@
 """Stopping ``schedlab sweep`` (Ctrl-C, SIGTERM, SIGKILL) leaves no worker process behind, prints
-at most one line and no partial output; an interrupted or failed run of any command leaves no
+at most one line and no partial output (a sweep's grid folder keeps only its manifest and the
+runs that finished, so a rerun resumes it); an interrupted or failed run of any command leaves no
 partial folder. The sweep runs as a real process in its own session, so its workers share its
 process group and can be found in ``/proc`` after it is gone."""
 
@@ -22,11 +23,11 @@ from schedlab.cli import main
 BUSY_JOBS = 20_000
 
 
-def _busy_trace(path: Path) -> Path:
+def _busy_trace(path: Path, jobs: int = BUSY_JOBS) -> Path:
     rng = random.Random(1)
     rows = ["job_id,submit_time,num_gpus,duration"]
     t = 0.0
-    for i in range(BUSY_JOBS):
+    for i in range(jobs):
         t += rng.expovariate(1 / 20)
         rows.append(f"j{i},{t:.1f},{rng.choice([1, 1, 2, 4, 8])},{rng.expovariate(1 / 3000):.1f}")
     path.write_text("\n".join(rows) + "\n")
@@ -120,9 +121,14 @@ def test_stopping_a_sweep_leaves_no_worker_and_no_output(
     else:
         lines = err.strip().splitlines()
         assert len(lines) == 1 and lines[0].startswith(message), err
-    assert not out.exists()
+    # The grid folder holds its manifest and finished runs only: no tables, no partial run.
+    assert not (out / "results.csv").exists()
+    assert (out / "grid.json").is_file()
+    runs = [p for p in out.glob("runs/*/*")]
+    assert all((p / "summary.json").is_file() for p in runs), runs
     if code != -signal.SIGKILL:  # a SIGKILL cannot clean up: the next run into `out` does
-        assert list(tmp_path.iterdir()) == []
+        assert [p.name for p in tmp_path.iterdir()] == ["grid"]
+        assert not [p for p in out.rglob(".*tmp-*")]
 
 
 def test_after_a_kill_the_next_run_cleans_up(tmp_path: Path) -> None:
@@ -170,7 +176,8 @@ def test_a_replay_grid_rerun_has_only_its_own_run_folders(tmp_path: Path) -> Non
     out = tmp_path / "grid"
     argv = ["sweep", "--cluster", "1x8:V100", "--traces", str(trace), "--workers", "1"]
     assert main([*argv, "--policies", "fifo", "sjf", "--out", str(out)]) == 0
-    assert main([*argv, "--policies", "sjf", "--out", str(out)]) == 0
+    assert main([*argv, "--policies", "sjf", "--out", str(out)]) == 2  # another grid
+    assert main([*argv, "--policies", "sjf", "--out", str(out), "--force"]) == 0
     assert sorted(p.name for p in (out / "runs" / "t").iterdir()) == ["sjf-bestfit-s0"]
     rows = (out / "results.csv").read_text().splitlines()
     assert len(rows) == 2 and rows[1].endswith(str(out / "runs" / "t" / "sjf-bestfit-s0"))

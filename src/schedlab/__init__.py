@@ -6,12 +6,38 @@ data flow: ``traces`` (files → model) → ``engines`` (apply ``policies``) →
 ``report``.
 """
 
+from importlib import import_module
 from importlib.metadata import PackageNotFoundError, version
+from typing import TYPE_CHECKING
 
-from schedlab.engines.pack import PackConfig, PackResult, run_pack
 from schedlab.errors import InputError, SchedlabError
-from schedlab.model import Cluster, ClusterState, PodTable
-from schedlab.policies.registry import make_placement, placement_names
+
+if TYPE_CHECKING:
+    from schedlab.engines.pack import PackConfig, PackResult, run_pack
+    from schedlab.model import Cluster, ClusterState, PodTable
+    from schedlab.policies.registry import make_placement, placement_names
+
+#: Public names and the module each comes from. They are imported on first use, so that
+#: ``schedlab --help`` does not pay for numpy, pandas and every policy class.
+_LAZY = {
+    "PackConfig": "schedlab.engines.pack",
+    "PackResult": "schedlab.engines.pack",
+    "run_pack": "schedlab.engines.pack",
+    "Cluster": "schedlab.model",
+    "ClusterState": "schedlab.model",
+    "PodTable": "schedlab.model",
+    "make_placement": "schedlab.policies.registry",
+    "placement_names": "schedlab.policies.registry",
+}
+
+
+def __getattr__(name: str) -> object:
+    if name in _LAZY:
+        value = getattr(import_module(_LAZY[name]), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module 'schedlab' has no attribute {name!r}")
+
 
 try:
     __version__ = version("schedlab")

@@ -14,13 +14,27 @@ import argparse
 import os
 import signal
 import sys
-from collections.abc import Iterator, Sequence
+from collections.abc import Collection, Iterator, Sequence
 from contextlib import contextmanager
+from importlib import import_module
 from types import FrameType
 
 from schedlab import __version__
-from schedlab.commands import demo, pack, policies, replay, report, serve, sweep, trace
 from schedlab.errors import SchedlabError
+
+#: Every sub-command: its module under ``schedlab.commands`` and its one-line help. Only the
+#: module of the command being run is imported (``schedlab --help`` imports none), so that
+#: starting the command does not pay for the libraries of all the others.
+COMMANDS: dict[str, str] = {
+    "demo": "compare all placement policies on a generated cluster (no files needed)",
+    "pack": "place a pod stream once each and measure fragmentation (FGD protocol)",
+    "replay": "simulate a job trace over time (queueing, gang starts, preemption)",
+    "sweep": "run a grid of pack or replay runs in parallel",
+    "trace": "check a job trace and summarise it",
+    "report": "compare replay runs in one self-contained HTML page",
+    "policies": "list the policies with one line each",
+    "serve": "drive a live cluster (Slurm) with a schedlab policy",
+}
 
 EXIT_USAGE = 2
 EXIT_INTERRUPTED = 128 + signal.SIGINT
@@ -73,7 +87,9 @@ def describe_os_error(exc: OSError) -> str:
     return f"{reason} at {' and '.join(paths)}" if paths else reason
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(load: Collection[str] = COMMANDS) -> argparse.ArgumentParser:
+    """The command-line parser, with the options of the sub-commands in ``load`` (all by
+    default)."""
     parser = argparse.ArgumentParser(
         prog="schedlab",
         description=(
@@ -84,13 +100,25 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"schedlab {__version__}")
     sub = parser.add_subparsers(title="commands", dest="command", metavar="COMMAND")
-    for module in (demo, pack, replay, sweep, trace, report, policies, serve):
-        module.add_parser(sub)
+    for name, summary in COMMANDS.items():
+        if name in load:
+            import_module(f"schedlab.commands.{name}").add_parser(sub)
+        else:  # listed with its help; its options are read only when it is run
+            sub.add_parser(name, help=summary, add_help=False)
     return parser
 
 
+def _command_in(argv: Sequence[str]) -> str | None:
+    """The sub-command ``argv`` names: its first word that is not an option."""
+    for word in argv:
+        if not word.startswith("-"):
+            return word
+    return None
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
+    argv = list(sys.argv[1:] if argv is None else argv)
+    parser = build_parser({_command_in(argv)} & set(COMMANDS))
     args = parser.parse_args(argv)
     if getattr(args, "run", None) is None:
         parser.print_help(sys.stderr)

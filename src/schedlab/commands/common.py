@@ -3,18 +3,24 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import math
 import re
 import sys
+import time
 import tomllib
-from collections.abc import Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
+from typing import Any, TypeVar
 
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from schedlab.errors import InputError
 from schedlab.input_files import read_text
+
+T = TypeVar("T")
+R = TypeVar("R")
 
 #: Human-facing output goes to stderr so stdout stays clean for tables a script may parse.
 #: Wide enough for the comparison tables when the output is a file or a pipe (rich assumes 80).
@@ -99,6 +105,41 @@ def check_workers(value: int) -> int:
     return value
 
 
+@contextlib.contextmanager
+def run_bars(bar: Progress) -> Iterator[Any]:
+    """A queue the running simulations report to, shown as a bar per run under ``bar`` (jobs
+    arrived or pods placed / all of them); None, and no bars, when ``bar`` is quiet (not a
+    terminal)."""
+    if bar.disable:
+        yield None
+        return
+    import multiprocessing
+    import threading
+
+    queue = multiprocessing.Queue()
+    shown: dict[str, Any] = {}
+
+    def follow() -> None:
+        while (item := queue.get()) is not None:
+            label, done, total = item
+            if label not in shown:
+                shown[label] = bar.add_task(f"  {label}", total=total)
+            bar.update(shown[label], completed=done, total=total)
+            if done >= total:
+                bar.remove_task(shown.pop(label))
+
+    reader = threading.Thread(target=follow, name="schedlab-run-bars", daemon=True)
+    reader.start()
+    try:
+        yield queue
+    finally:
+        queue.put(None)
+        reader.join(timeout=2)
+        for task in shown.values():
+            bar.remove_task(task)
+        queue.close()
+
+
 def progress_bar(transient: bool = True) -> Progress:
     """A progress bar on stderr that stays quiet when stderr is not a terminal."""
     return Progress(
@@ -110,3 +151,27 @@ def progress_bar(transient: bool = True) -> Progress:
         transient=transient,
         disable=not sys.stderr.isatty(),
     )
+
+
+def run_resumable(
+    tasks: Sequence[T],
+    finished: Callable[[T], R | None],
+    run_grid: Callable[..., list[R]],
+    workers: int,
+    what: str,
+    where: object,
+) -> tuple[list[R], int, float]:
+    """Run the tasks an earlier sweep into the same grid folder did not finish, with a progress
+    bar; returns every task's result in task order, how many were already done, and the wall
+    time of the runs made now."""
+    done = {i: r for i, t in enumerate(tasks) if (r := finished(t)) is not None}
+    todo = [t for i, t in enumerate(tasks) if i not in done]
+    if done:
+        console.print(f"resuming {where}: {len(done)} of {len(tasks)} runs already done")
+    started = time.perf_counter()
+    with progress_bar(transient=False) as bar:
+        job = bar.add_task(f"{len(todo)} {what} on {workers} worker(s)", total=len(todo))
+        with run_bars(bar) as queue:
+            ran = iter(run_grid(todo, workers, on_done=lambda _r: bar.advance(job), progress=queue))
+    results = [done[i] if i in done else next(ran) for i in range(len(tasks))]
+    return results, len(done), time.perf_counter() - started

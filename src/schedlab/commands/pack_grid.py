@@ -2,17 +2,24 @@
 
 from __future__ import annotations
 
-import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import pandas as pd
 from rich.table import Table
 
 from schedlab import __version__
-from schedlab.commands.common import progress_bar, stdout
-from schedlab.experiments.pack_sweep import PackTask, aggregate, results_table, run_grid
+from schedlab.commands.common import run_resumable, stdout
+from schedlab.experiments.pack_sweep import (
+    PackTask,
+    aggregate,
+    finished_run,
+    results_table,
+    run_file,
+    run_grid,
+)
 from schedlab.experiments.published import reference_for
+from schedlab.experiments.seed_stats import mean_ci
 from schedlab.experiments.workloads import Workload
 from schedlab.report.pack_figures import curves_frame, write_pack_figures
 from schedlab.results import write_config, write_csv
@@ -25,19 +32,29 @@ def run_pack_grid(
     inflate: float,
     workers: int,
     plugins: Sequence[str] = (),
+    keep: Path | None = None,
+    runner: Callable[..., list[dict[str, object]]] = run_grid,
 ) -> tuple[list[dict[str, object]], float]:
-    """Every (workload, policy, seed) once; returns the summaries and the wall time."""
+    """Every (workload, policy, seed) once; returns the summaries and the wall time.
+
+    With ``keep`` (a resumable grid folder) each run's summary is kept under it as it finishes,
+    and runs kept there by an earlier sweep are not run again. ``runner`` runs the tasks (the
+    local process pool unless told otherwise)."""
     tasks = [
-        PackTask(w, p, s, inflate, tuple(plugins))
+        PackTask(
+            w,
+            p,
+            s,
+            inflate,
+            tuple(plugins),
+            None if keep is None else str(run_file(keep, w.label, p, s)),
+        )
         for w in workloads
         for p in policies
         for s in seeds
     ]
-    started = time.perf_counter()
-    with progress_bar(transient=False) as bar:
-        job = bar.add_task(f"{len(tasks)} runs on {workers} worker(s)", total=len(tasks))
-        summaries = run_grid(tasks, workers, on_done=lambda _s: bar.advance(job))
-    return summaries, time.perf_counter() - started
+    summaries, _, wall = run_resumable(tasks, finished_run, runner, workers, "runs", keep)
+    return summaries, wall
 
 
 def write_grid_outputs(
@@ -80,8 +97,7 @@ def print_aggregate(agg: pd.DataFrame, inflate: float) -> None:
             title_justify="left",
         )
         table.add_column("policy", no_wrap=True)
-        table.add_column("@100", justify="right")
-        table.add_column("sd", justify="right")
+        table.add_column("@100 ± 95 % CI", justify="right")
         table.add_column("@130", justify="right")
         table.add_column("frag@100", justify="right")
         if reference:
@@ -91,8 +107,7 @@ def print_aggregate(agg: pd.DataFrame, inflate: float) -> None:
         for _, r in rows.iterrows():
             cells = [
                 str(r["policy"]),
-                _fmt(r["unallocated_gpu_pct_100_mean"]),
-                _fmt(r["unallocated_gpu_pct_100_std"]),
+                mean_ci(r["unallocated_gpu_pct_100_mean"], r["unallocated_gpu_pct_100_ci95"]),
                 _fmt(r["unallocated_gpu_pct_130_mean"]),
                 _fmt(r["frag_amount_pct_100_mean"]),
             ]

@@ -7,9 +7,7 @@ import argparse
 from rich.table import Table
 
 from schedlab.commands.common import add_plugin_option, stdout
-from schedlab.policies.api import capabilities
-from schedlab.policies.plugins import load_references, plugins
-from schedlab.policies.registry import ordering_classes, placement_classes, sizing_classes
+from schedlab.policies.catalog import BUILTIN, KINDS, Listing
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -25,54 +23,83 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(run=run)
 
 
-def _runs_in(cls: type) -> str:
-    caps = capabilities(cls)
+#: Table titles by kind.
+TITLES = {
+    "placement": "placement policies (pack --policy, replay --placement)",
+    "ordering": "orderings (replay --policy; any placement; optional --backfill)",
+    "sizing": "whole-cluster policies (replay --policy; they pick sizes, leases or slices)",
+}
+
+
+def _runs_in(entry: Listing) -> str:
     notes = [
         word
         for word, on in (
-            ("stateful", caps["stateful"]),
-            ("preemptive", caps["preemptive"]),
-            ("own placement", not caps["uses_placement"]),
+            ("stateful", entry.stateful),
+            ("preemptive", entry.preemptive),
+            ("own placement", not entry.uses_placement),
         )
         if on
     ]
-    return " ".join(caps["engines"]) + (f" ({', '.join(notes)})" if notes else "")  # type: ignore[arg-type]
+    return " ".join(entry.engines) + (f" ({', '.join(notes)})" if notes else "")
 
 
-def _table(title: str, rows: dict[str, type], plugged: dict[str, str]) -> Table:
+def _table(title: str, rows: list[tuple[Listing, str | None]]) -> Table:
     table = Table(title=title, title_justify="left", show_header=True)
     table.add_column("name", style="bold", no_wrap=True)
     table.add_column("what it does")
     table.add_column("runs in")
     table.add_column("from")
-    for name, cls in rows.items():
-        origin = plugged.get(name)
+    for entry, origin in rows:
         table.add_row(
-            name, cls.summary, _runs_in(cls), "schedlab" if origin is None else f"plugin {origin}"
+            entry.name,
+            entry.summary,
+            _runs_in(entry),
+            "schedlab" if origin is None else f"plugin {origin}",
         )
     return table
 
 
-def run(args: argparse.Namespace) -> int:
-    load_references(args.plugin)
+def _has_installed_plugins() -> bool:
+    from importlib.metadata import entry_points
+
+    return bool(entry_points(group="schedlab.policies"))
+
+
+def _with_plugins(references: list[str]) -> list[tuple[Listing, str | None]]:
+    """Every policy read from its class (built-ins and plugins): imports them all."""
+    from schedlab.policies.api import capabilities
+    from schedlab.policies.plugins import load_references, plugins
+    from schedlab.policies.registry import ordering_classes, placement_classes, sizing_classes
+
+    load_references(references)
     plugged = {p.name: p.reference for p in plugins()}
-    stdout.print(
-        _table(
-            "placement policies (pack --policy, replay --placement)", placement_classes(), plugged
-        )
-    )
-    stdout.print(
-        _table(
-            "orderings (replay --policy; any placement; optional --backfill)",
-            ordering_classes(),
-            plugged,
-        )
-    )
-    stdout.print(
-        _table(
-            "whole-cluster policies (replay --policy; they pick sizes, leases or slices)",
-            sizing_classes(),
-            plugged,
-        )
-    )
+    rows = []
+    for kind, classes in (
+        ("placement", placement_classes()),
+        ("ordering", ordering_classes()),
+        ("sizing", sizing_classes()),
+    ):
+        for name, cls in classes.items():
+            caps = capabilities(cls)
+            entry = Listing(
+                kind,
+                name,
+                cls.summary,
+                caps["engines"],  # type: ignore[arg-type]
+                stateful=bool(caps["stateful"]),
+                preemptive=bool(caps["preemptive"]),
+                uses_placement=bool(caps["uses_placement"]),
+            )
+            rows.append((entry, plugged.get(name)))
+    return rows
+
+
+def run(args: argparse.Namespace) -> int:
+    if args.plugin or _has_installed_plugins():
+        rows = _with_plugins(args.plugin)
+    else:  # the declared table: no policy module imported, so the listing is instant
+        rows = [(entry, None) for entry in BUILTIN]
+    for kind in KINDS:
+        stdout.print(_table(TITLES[kind], [r for r in rows if r[0].kind == kind]))
     return 0

@@ -1,36 +1,53 @@
 """``schedlab sweep``: a grid of runs in parallel processes.
 
 Pack grids (``--nodes`` and ``--pods``): pod lists × placement policies × seeds.
-Replay grids (``--cluster`` and ``--traces``): traces × orderings × placements × seeds.
+Replay grids (``--cluster`` and ``--traces``/``--synthetic``): traces × policies × placements ×
+``--param`` variants × loads × seeds.
+
+Both kinds are resumable (:mod:`schedlab.experiments.grid_dir`): every finished run is kept on
+disk as it completes, and rerunning the same command into the same ``--out`` runs only what is
+missing.
 """
 
 from __future__ import annotations
 
 import argparse
-import time
+from collections.abc import Callable, Sequence
+from itertools import product
 from pathlib import Path
+from typing import Any
 
 from schedlab.commands.common import (
     add_plugin_option,
     check_inflate,
-    check_seconds,
     check_workers,
     console,
     parse_seeds,
-    progress_bar,
+    run_resumable,
     stdout,
 )
 from schedlab.commands.pack_grid import print_aggregate, run_pack_grid, write_grid_outputs
 from schedlab.commands.replay_grid import print_replay_table, write_replay_grid
+from schedlab.commands.sweep_axes import (
+    add_spec_options,
+    parse_loads,
+    parse_param_grid,
+    policy_variants,
+    spec_fields,
+    variant_label,
+)
 from schedlab.errors import InputError
+from schedlab.experiments import pack_sweep, replay_sweep
+from schedlab.experiments.grid_dir import open_grid
+from schedlab.experiments.load_scaling import scale_to_load
 from schedlab.experiments.pack_sweep import default_workers
+from schedlab.experiments.pack_sweep import run_grid as run_pack_grid_local
 from schedlab.experiments.replay_network import topology_cluster
 from schedlab.experiments.replay_run import ReplaySpec
-from schedlab.experiments.replay_sweep import run_grid, staged_task
+from schedlab.experiments.replay_sweep import SyntheticJobs, finished_run, run_grid, staged_task
 from schedlab.experiments.workloads import FileWorkload
-from schedlab.network.sharing import DEFAULT_RULE, RULES
-from schedlab.output_dir import staged_dir
 from schedlab.policies.api import PACK, REPLAY
+from schedlab.policies.plugins import load_references
 from schedlab.policies.registry import pack_study_names
 from schedlab.policies.wiring import PolicyChoice, build
 from schedlab.traces.alibaba import read_node_list, read_pod_list
@@ -38,6 +55,8 @@ from schedlab.traces.cluster_spec import parse_cluster_spec
 from schedlab.traces.formats import read_jobs
 
 DEFAULT_REPLAY_POLICIES = ("fifo", "sjf", "tiresias")
+#: Offered load of a generated workload when no --load is given.
+DEFAULT_SYNTHETIC_LOAD = 0.8
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -72,17 +91,25 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         "--placements", nargs="+", default=["bestfit"], help="placement policies (default bestfit)"
     )
     replay.add_argument(
-        "--restart-overhead",
-        type=float,
-        default=0.0,
-        help="seconds a preempted job needs to restart (default 0)",
+        "--synthetic",
+        type=int,
+        metavar="JOBS",
+        help="also replay a generated Philly-like trace of JOBS jobs; each seed generates its "
+        f"own (offered load: --load, default {DEFAULT_SYNTHETIC_LOAD})",
     )
     replay.add_argument(
-        "--topology", help="a network under --cluster for every run (see 'replay --help')"
+        "--param",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="policy parameter; repeat a key for alternatives (each a variant), different keys "
+        "are crossed; applies to the policies that take it",
     )
     replay.add_argument(
-        "--net-sharing", choices=RULES, help="with --topology: sharing rule (default random-phase)"
+        "--load",
+        help="offered loads to rescale every trace's inter-arrival times to, e.g. 0.5,0.7,0.9",
     )
+    add_spec_options(replay)
     p.add_argument(
         "--policies",
         nargs="+",
@@ -90,8 +117,29 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         "orderings, NAME or NAME+backfill (default: fifo sjf tiresias)",
     )
     p.add_argument("--seeds", help="seeds: 42-51, 1,2,3 or 7 (pack default 42-51, replay 0)")
-    p.add_argument("--out", required=True, type=Path, help="output folder")
+    p.add_argument(
+        "--out",
+        required=True,
+        type=Path,
+        help="output folder; rerunning the same grid into it resumes it (finished runs kept)",
+    )
+    p.add_argument(
+        "--force", action="store_true", help="start --out over when it holds a different grid"
+    )
     add_plugin_option(p)
+    p.add_argument(
+        "--engine",
+        choices=("local", "ray"),
+        default="local",
+        help="where the runs go: 'local' worker processes (default) or a Ray cluster "
+        "(pip install 'schedlab[ray]')",
+    )
+    p.add_argument(
+        "--address",
+        metavar="HOST:PORT",
+        help="with --engine ray: the cluster's head node (default: RAY_ADDRESS, or a Ray of "
+        "this machine alone)",
+    )
     p.add_argument(
         "--workers",
         type=int,
@@ -101,7 +149,25 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(run=run)
 
 
+def _runner(args: argparse.Namespace, local: Callable[..., Any], kind: Any) -> Callable[..., Any]:
+    """The local process pool, or Ray with the run/land pair of the grid's ``kind`` module."""
+    if args.engine == "local":
+        return local
+    from schedlab.experiments.ray_engine import run_all_ray
+
+    def on_ray(tasks: Sequence[Any], _workers: int, on_done: Any = None, progress: Any = None):
+        return run_all_ray(kind.run_task_files, tasks, kind.land_run, on_done, args.address)
+
+    return on_ray
+
+
 def run(args: argparse.Namespace) -> int:
+    if args.address is not None and args.engine != "ray":
+        raise InputError("'--address' is for '--engine ray'")
+    if args.engine == "ray":
+        from schedlab.experiments.ray_engine import require_ray
+
+        require_ray()  # before any output: a missing extra is a one-line error, nothing written
     pack_mode = args.nodes is not None or args.pods is not None
     replay_mode = args.cluster is not None or args.traces is not None
     if pack_mode == replay_mode:
@@ -137,9 +203,13 @@ def _run_pack(args: argparse.Namespace) -> int:
         "workers": workers,
         **({"plugin": list(args.plugin)} if args.plugin else {}),
     }
-    with staged_dir(args.out) as out:  # an unwritable --out fails here, before the runs
-        summaries, wall = run_pack_grid(workloads, policies, seeds, inflate, workers, args.plugin)
-        _, agg = write_grid_outputs(out, summaries, policies, inflate, config, not args.no_figures)
+    manifest = {k: v for k, v in config.items() if k != "workers"}
+    open_grid(args.out, manifest, args.force)  # an unwritable --out fails here, before the runs
+    runner = _runner(args, run_pack_grid_local, pack_sweep)
+    summaries, wall = run_pack_grid(
+        workloads, policies, seeds, inflate, workers, args.plugin, keep=args.out, runner=runner
+    )
+    _, agg = write_grid_outputs(args.out, summaries, policies, inflate, config, not args.no_figures)
     print_aggregate(agg, inflate)
     console.print(
         f"{len(summaries)} runs in {wall:.1f} s with {workers} worker(s); "
@@ -157,71 +227,72 @@ def split_backfill(name: str) -> tuple[str, bool]:
 
 
 def _run_replay(args: argparse.Namespace) -> int:
-    if args.cluster is None or args.traces is None:
-        raise InputError("a replay grid needs both --cluster and --traces")
+    if args.cluster is None or (args.traces is None and args.synthetic is None):
+        raise InputError("a replay grid needs --cluster and --traces (or --synthetic)")
     seeds = parse_seeds("0" if args.seeds is None else args.seeds)
     workers = check_workers(args.workers)
-    check_seconds("--restart-overhead", args.restart_overhead)
+    fields, options = spec_fields(args)
+    loads = parse_loads(args.load)
     orders = [split_backfill(n) for n in dict.fromkeys(args.policies or DEFAULT_REPLAY_POLICIES)]
     placements = list(dict.fromkeys(args.placements))
     plugins = tuple(args.plugin)
+    load_references(plugins)
+    variants = policy_variants([n for n, _ in orders], parse_param_grid(args.param))
     for name, backfill in orders:  # every refusal of every combination before any run
         for placement in placements:
-            build(REPLAY, PolicyChoice(name, placement, backfill, plugins=plugins))
+            for params in variants[name]:
+                choice = PolicyChoice(name, placement, backfill, params, fields["slot"], plugins)
+                build(REPLAY, choice)
     cluster = parse_cluster_spec(args.cluster)
-    if args.topology is not None:
-        topology_cluster(args.topology, cluster)  # a topology that disagrees fails here
-    elif args.net_sharing is not None:
-        raise InputError("'--net-sharing' needs '--topology'")
-    net_sharing = args.net_sharing or DEFAULT_RULE
-    labels = [Path(t).stem for t in args.traces]
+    if fields["topology"] is not None:
+        topology_cluster(fields["topology"], cluster)  # a topology that disagrees fails here
+    traces = list(args.traces or [])
+    labels = [Path(t).stem for t in traces]
+    if args.synthetic is not None:
+        if args.synthetic < 1:
+            raise InputError(f"'--synthetic' must be ≥ 1 jobs (got {args.synthetic})")
+        labels.append(f"synthetic-{args.synthetic}")
     if len(set(labels)) != len(labels):
         raise InputError("two '--traces' files share a file name; results are keyed by it")
-    for trace in args.traces:
-        read_jobs(trace, args.trace_format)  # fail on a bad row before any run starts
+    for trace in traces:
+        jobs = read_jobs(trace, args.trace_format).jobs  # fail on a bad row before any run
+        for load in loads:
+            scale_to_load(jobs, cluster.total_gpus, load, trace)
     config = {
         "cluster": args.cluster,
-        "traces": [str(Path(t).resolve()) for t in args.traces],
+        "traces": [str(Path(t).resolve()) for t in traces],
+        **({"synthetic": args.synthetic} if args.synthetic is not None else {}),
+        **({"trace_format": args.trace_format} if args.trace_format else {}),
         "policies": [n + ("+backfill" if b else "") for n, b in orders],
         "placements": placements,
+        "params": list(dict.fromkeys(args.param)),
+        **({"loads": loads} if loads else {}),
         "seeds": seeds,
-        "restart_overhead": args.restart_overhead,
+        **options,
         **({"plugin": list(plugins)} if plugins else {}),
-        **(
-            {"topology": args.topology, "net_sharing": net_sharing}
-            if args.topology is not None
-            else {}
-        ),
     }
-    with staged_dir(args.out) as out:  # an unwritable --out fails here, before the runs
-        tasks = []
-        for trace in args.traces:
-            for name, backfill in orders:
-                for placement in placements:
-                    for seed in seeds:
-                        spec = ReplaySpec(
-                            cluster=args.cluster,
-                            trace=trace,
-                            policy=name,
-                            placement=placement,
-                            backfill=backfill,
-                            seed=seed,
-                            trace_format=args.trace_format,
-                            restart_overhead=args.restart_overhead,
-                            plugins=plugins,
-                            topology=args.topology,
-                            net_sharing=net_sharing,
-                        )
-                        tasks.append(staged_task(spec, out, args.out))
-        started = time.perf_counter()
-        with progress_bar(transient=False) as bar:
-            job = bar.add_task(f"{len(tasks)} replays on {workers} worker(s)", total=len(tasks))
-            summaries = run_grid(tasks, workers, on_done=lambda _s: bar.advance(job))
-        wall = time.perf_counter() - started
-        table = write_replay_grid(out, summaries, config)
+    open_grid(args.out, config, args.force)  # an unwritable --out fails here, before the runs
+    sources: list[tuple[str, str | None]] = [(t, None) for t in traces]
+    if args.synthetic is not None:
+        sources.append((labels[-1], "synthetic"))
+    tasks = []
+    for (trace, kind), (name, backfill), placement in product(sources, orders, placements):
+        cells = product(variants[name], loads or [DEFAULT_SYNTHETIC_LOAD if kind else None], seeds)
+        for params, load, seed in cells:
+            spec = ReplaySpec(
+                args.cluster, trace, name, placement, backfill, seed, args.trace_format,
+                params=params, plugins=plugins, **fields,
+            )  # fmt: skip
+            synthetic = SyntheticJobs(args.synthetic, load, seed) if kind else None
+            variant = variant_label(params)
+            tasks.append(staged_task(spec, args.out, args.out, synthetic, variant, load))
+    runner = _runner(args, run_grid, replay_sweep)
+    summaries, done, wall = run_resumable(tasks, finished_run, runner, workers, "replays", args.out)
+    table = write_replay_grid(args.out, summaries, config)
     print_replay_table(table)
     stdout.print(
-        f"{len(summaries)} replays in {wall:.1f} s with {workers} worker(s); "
-        f"wrote {args.out}/results.csv and report-<trace>.html"
+        f"{len(tasks) - done} replays in {wall:.1f} s with {workers} worker(s)"
+        + (f" ({done} done before)" if done else "")
+        + f"; wrote {args.out}/results.csv, aggregate.csv and report-<trace>.html"
     )
     return 0

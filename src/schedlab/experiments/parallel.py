@@ -19,9 +19,10 @@ import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from concurrent.futures.process import BrokenProcessPool
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from schedlab.errors import SchedlabError
+from schedlab.experiments.live_progress import set_queue
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -38,14 +39,17 @@ def run_all(
     workers: int,
     on_done: Callable[[R], None] | None = None,
     slow_first: Callable[[T], bool] | None = None,
+    progress: Any = None,
 ) -> list[R]:
     """``fn`` over every task, ``workers`` at a time (1: in this process).
 
     ``slow_first`` marks tasks known to take longest; submitting them first keeps every worker
-    busy to the end instead of leaving one long run alone at the tail.
+    busy to the end instead of leaving one long run alone at the tail. ``progress`` is a queue
+    that runs report their progress to (:mod:`schedlab.experiments.live_progress`).
     """
     results: list[R | None] = [None] * len(tasks)
     if workers <= 1 or len(tasks) <= 1:
+        set_queue(progress)
         for i, task in enumerate(tasks):
             results[i] = fn(task)
             if on_done:
@@ -55,7 +59,7 @@ def run_all(
     if slow_first is not None:
         order.sort(key=lambda i: not slow_first(tasks[i]))
     pool = ProcessPoolExecutor(
-        max_workers=workers, initializer=_init_worker, initargs=(os.getpid(),)
+        max_workers=workers, initializer=_init_worker, initargs=(os.getpid(), progress)
     )
     try:
         futures = {pool.submit(fn, tasks[i]): i for i in order}
@@ -79,6 +83,7 @@ def stop_pool(pool: ProcessPoolExecutor) -> None:
     """Cancel what has not started and end the workers now (SIGTERM, then SIGKILL after a
     grace period), instead of waiting for their runs to finish."""
     processes = list((getattr(pool, "_processes", None) or {}).values())
+    manager = getattr(pool, "_executor_manager_thread", None)
     pool.shutdown(wait=False, cancel_futures=True)
     for process in processes:
         if process.is_alive():
@@ -89,11 +94,16 @@ def stop_pool(pool: ProcessPoolExecutor) -> None:
         if process.is_alive():
             process.kill()
             process.join()
+    # Let the pool's own thread finish closing its wake-up pipe: the interpreter's exit hook
+    # writes to that pipe, and racing its close prints an "Exception ignored" traceback.
+    if manager is not None:
+        manager.join(TERMINATE_GRACE)
 
 
-def _init_worker(parent: int) -> None:
+def _init_worker(parent: int, progress: Any = None) -> None:
     """Runs first in every worker: leave Ctrl-C to the parent, die by SIGTERM without a
-    traceback, and exit when the parent is gone."""
+    traceback, exit when the parent is gone, and report progress where the parent listens."""
+    set_queue(progress)
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
     threading.Thread(

@@ -23,6 +23,7 @@ from schedlab.experiments.replay_network import (
     topology_cluster,
 )
 from schedlab.metrics.replay_metrics import job_metrics, json_ready, summarize
+from schedlab.metrics.steady_state import steady_state
 from schedlab.model.cluster import Cluster
 from schedlab.model.gpu_models import GPU_MODELS
 from schedlab.model.jobs import JobTable
@@ -158,9 +159,13 @@ def check_speed_models(
 
 
 def run_replay(
-    spec: ReplaySpec, cluster: Cluster | None = None, jobs: JobTable | None = None
+    spec: ReplaySpec,
+    cluster: Cluster | None = None,
+    jobs: JobTable | None = None,
+    progress: Callable[[int, int], None] | None = None,
 ) -> ReplayRecord:
-    """Run ``spec``; ``cluster``/``jobs`` may be passed in to skip loading (sweeps, demo)."""
+    """Run ``spec``; ``cluster``/``jobs`` may be passed in to skip loading (sweeps, demo);
+    ``progress(jobs arrived, jobs)`` is called now and then if given."""
     if cluster is None and (spec.cluster or spec.topology is None):
         cluster = parse_cluster_spec(spec.cluster)
     if jobs is None:
@@ -194,7 +199,7 @@ def run_replay(
     engine = ReplayEngine(
         cluster, jobs, policies.scheduler, policies.placement, perf, config, network
     )
-    return engine.run()
+    return engine.run(progress)
 
 
 def jobs_frame(record: ReplayRecord) -> pd.DataFrame:
@@ -261,6 +266,7 @@ def replay_summary(
             "cluster": Path(spec.cluster).name if _is_file(spec.cluster) else spec.cluster,
             "gpus": record.cluster.total_gpus,
             **summary,
+            **steady_state(jobs, series),
             "decision_points": record.decision_points,
             "wall_seconds": round(record.wall_seconds, 3),
             "jobs_per_second": round(len(record.jobs) / record.wall_seconds, 1)

@@ -1,24 +1,33 @@
-"""A grid of replay runs (traces × orderings × placements × seeds) in worker processes.
+"""A grid of replay runs (traces × policies × placements × variants × loads × seeds) in worker
+processes.
 
-Each run writes its own folder (``runs/<trace>/<policy>-<placement>-s<seed>/``) exactly as
-``schedlab replay`` would, so any of them can be opened, re-run from its ``config.toml`` or put
-in a report. A run folder appears whole or not at all (it is written under a temporary name and
-renamed), so a stopped grid never leaves a run folder that looks complete but is not. Rows are
-sorted before writing, so results do not depend on the worker count.
+Each run writes its own folder
+(``runs/<trace>/<policy>-<placement>[-<variant>][-load<L>]-s<seed>/``)
+exactly as ``schedlab replay`` would, so any of them can be opened, re-run from its
+``config.toml`` or put in a report. A run folder appears whole or not at all (it is written under
+a temporary name and renamed), so a stopped grid never leaves a run folder that looks complete but
+is not, and a rerun can take the folders it finds as done. Rows are sorted before writing, so
+results do not depend on the worker count.
 """
 
 from __future__ import annotations
 
+import json
+import tempfile
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cache
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
 
+from schedlab.experiments.live_progress import reporter
+from schedlab.experiments.load_scaling import scale_to_load
 from schedlab.experiments.parallel import run_all
 from schedlab.experiments.replay_run import ReplaySpec, run_replay, write_run
+from schedlab.experiments.shipped import local_path
 from schedlab.model.cluster import Cluster
 from schedlab.model.jobs import JobTable
 from schedlab.output_dir import staged_dir
@@ -32,6 +41,9 @@ WRITTEN_TO = "written_to"
 #: Orderings whose runs take longest under contention (started first).
 PREEMPTIVE_FIRST = ("tiresias", "srtf")
 
+#: What identifies a grid cell apart from its seed (aggregate.csv has one row per cell).
+KEY_COLUMNS = ("trace", "policy", "placement", "variant", "load")
+
 #: Summary fields copied into results.csv, in this order.
 RESULT_FIELDS = (
     "jobs",
@@ -43,9 +55,13 @@ RESULT_FIELDS = (
     "p95_jct",
     "p99_jct",
     "avg_queue_delay",
+    "avg_total_wait",
     "avg_bounded_slowdown",
     "makespan",
     "gpu_utilization",
+    "steady_gpu_utilization",
+    "steady_window_start",
+    "steady_window_end",
     "preemptions",
     "jain_fairness",
     "dsr",
@@ -76,12 +92,17 @@ class SyntheticJobs:
 @dataclass(frozen=True)
 class ReplayTask:
     """One run: written to ``out``; ``run_dir`` is the name results.csv records for it, when
-    the grid itself is written under a temporary name first (default: ``out``)."""
+    the grid itself is written under a temporary name first (default: ``out``).
+
+    ``variant`` names the ``--param`` combination (empty: the policy's defaults); ``load`` is the
+    offered load the trace's arrivals were rescaled to (None: as recorded)."""
 
     spec: ReplaySpec
     out: str
     synthetic: SyntheticJobs | None = None
     run_dir: str | None = None
+    variant: str = ""
+    load: float | None = None
 
 
 @cache
@@ -91,7 +112,7 @@ def _cluster(spec: str) -> Cluster:
 
 @cache
 def _trace(path: str, trace_format: str | None) -> JobTable:
-    return read_jobs(path, trace_format).jobs
+    return read_jobs(local_path(path), trace_format).jobs
 
 
 @cache
@@ -109,44 +130,111 @@ def run_task(task: ReplayTask) -> dict[str, object]:
         jobs = task.synthetic.load_jobs(cluster.total_gpus)
     else:
         jobs = _trace(task.spec.trace, task.spec.trace_format)
-    record = run_replay(task.spec, cluster, jobs)
+        if task.load is not None:
+            jobs = _scaled(task.spec.trace, task.spec.trace_format, cluster.total_gpus, task.load)
+    report = reporter(f"{task.spec.label}/{Path(task.out).name}")
+    record = run_replay(task.spec, cluster, jobs, report)
+    if report is not None:
+        report(len(jobs), len(jobs))  # done: its bar goes
     with staged_dir(Path(task.out), "run folder") as folder:
         summary = write_run(folder, task.spec, record)
-    return {**summary, "run_dir": task.run_dir or task.out, WRITTEN_TO: task.out}
+    return with_task(summary, task)
+
+
+def with_task(summary: dict[str, object], task: ReplayTask) -> dict[str, object]:
+    """A run's summary with what the grid knows of it: where it is, its variant and load."""
+    return {
+        **summary,
+        "variant": task.variant,
+        "load": task.load,
+        "run_dir": task.run_dir or task.out,
+        WRITTEN_TO: task.out,
+    }
+
+
+@cache
+def _scaled(path: str, trace_format: str | None, total_gpus: int, load: float) -> JobTable:
+    return scale_to_load(_trace(path, trace_format), total_gpus, load, path)
+
+
+def run_task_files(task: ReplayTask) -> tuple[dict[str, object], dict[str, bytes]]:
+    """Run ``task`` into a scratch folder and return its summary and files, for a run on
+    another machine (:mod:`schedlab.experiments.ray_engine`) whose folder the parent writes."""
+    with tempfile.TemporaryDirectory(prefix="schedlab-run-") as scratch:
+        local = replace(task, out=str(Path(scratch) / "run"))
+        run_task(local)
+        files = {f.name: f.read_bytes() for f in Path(local.out).iterdir()}
+    return json.loads(files["summary.json"]), files
+
+
+def land_run(task: ReplayTask, returned: tuple[dict[str, object], dict[str, bytes]]) -> dict:
+    """Write the files of a run made elsewhere into its folder (whole or not at all)."""
+    summary, files = returned
+    with staged_dir(Path(task.out), "run folder") as folder:
+        for name, data in files.items():
+            if name != "summary.json":
+                (folder / name).write_bytes(data)
+        (folder / "summary.json").write_bytes(files["summary.json"])  # last, as locally
+    return with_task(summary, task)
+
+
+def finished_run(task: ReplayTask) -> dict[str, object] | None:
+    """The summary of ``task``'s run if an earlier sweep finished it (its folder is complete:
+    folders appear whole), else None."""
+    try:
+        summary = json.loads((Path(task.out) / "summary.json").read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+        return None
+    return with_task(summary, task)
 
 
 def run_grid(
     tasks: Sequence[ReplayTask],
     workers: int,
     on_done: Callable[[dict[str, object]], None] | None = None,
+    progress: Any = None,
 ) -> list[dict[str, object]]:
     """Every task, ``workers`` at a time (1: in this process); summaries in task order.
 
     Preemptive orderings take longest under contention, so they are started first."""
     return run_all(
-        run_task, tasks, workers, on_done, slow_first=lambda t: t.spec.policy in PREEMPTIVE_FIRST
+        run_task,
+        tasks,
+        workers,
+        on_done,
+        slow_first=lambda t: t.spec.policy in PREEMPTIVE_FIRST,
+        progress=progress,
     )
 
 
-def run_folder(root: Path, spec: ReplaySpec, trace_label: str) -> Path:
-    return (
-        root
-        / "runs"
-        / trace_label
-        / f"{spec.policy}{'+backfill' if spec.backfill else ''}-{spec.placement}-s{spec.seed}"
-    )
+def run_folder(
+    root: Path, spec: ReplaySpec, trace_label: str, variant: str = "", load: float | None = None
+) -> Path:
+    name = f"{spec.policy}{'+backfill' if spec.backfill else ''}-{spec.placement}"
+    if variant:
+        name += "-" + variant.replace("/", "_").replace(";", "-")
+    if load is not None:
+        name += f"-load{load:g}"
+    return root / "runs" / trace_label / f"{name}-s{spec.seed}"
 
 
 def staged_task(
-    spec: ReplaySpec, staging: Path, final: Path, synthetic: SyntheticJobs | None = None
+    spec: ReplaySpec,
+    staging: Path,
+    final: Path,
+    synthetic: SyntheticJobs | None = None,
+    variant: str = "",
+    load: float | None = None,
 ) -> ReplayTask:
-    """A task writing its run folder under a grid's temporary folder ``staging``, while
-    results.csv records where the folder will be once the grid is renamed to ``final``."""
+    """A task writing its run folder under ``staging``, while results.csv records where the
+    folder will be once the grid is at ``final`` (the same folder for a resumable grid)."""
     return ReplayTask(
         spec,
-        str(run_folder(staging, spec, spec.label)),
+        str(run_folder(staging, spec, spec.label, variant, load)),
         synthetic,
-        run_dir=str(run_folder(final, spec, spec.label)),
+        run_dir=str(run_folder(final, spec, spec.label, variant, load)),
+        variant=variant,
+        load=load,
     )
 
 
@@ -156,15 +244,16 @@ def results_table(summaries: Sequence[dict[str, object]]) -> pd.DataFrame:
             "trace": s["trace"],
             "policy": s["policy"],
             "placement": s["placement"],
+            "variant": s.get("variant") or "",
+            "load": s.get("load"),
             "seed": s["seed"],
             **{f: s.get(f) for f in RESULT_FIELDS},
             "run_dir": s["run_dir"],
         }
         for s in summaries
     ]
-    table = pd.DataFrame(
-        rows, columns=["trace", "policy", "placement", "seed", *RESULT_FIELDS, "run_dir"]
-    )
+    table = pd.DataFrame(rows, columns=[*KEY_COLUMNS, "seed", *RESULT_FIELDS, "run_dir"])
+    table["load"] = pd.to_numeric(table["load"], errors="coerce")
     for f in RESULT_FIELDS:  # None (undefined, e.g. dsr without deadlines) becomes NaN
         table[f] = pd.to_numeric(table[f], errors="coerce")
     return table

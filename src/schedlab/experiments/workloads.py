@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
+from schedlab.experiments.shipped import local_path
 from schedlab.model.cluster import Cluster
 from schedlab.model.pods import PodTable
 from schedlab.traces.alibaba import read_node_list, read_pod_list
@@ -60,7 +61,7 @@ Workload = FileWorkload | SyntheticWorkload
 
 @cache
 def _load_files(nodes: str, pods: str) -> tuple[Cluster, PodTable]:
-    return read_node_list(nodes), read_pod_list(pods)
+    return read_node_list(local_path(nodes)), read_pod_list(local_path(pods))
 
 
 @cache

@@ -153,6 +153,20 @@ def _convert(name: str, text: str, default: object) -> object:
     return text
 
 
+def parameter_names(name: str) -> set[str] | None:
+    """The ``--param`` keys the replay policy ``name`` takes (None: no such policy; building it
+    names the problem)."""
+    cls = {**ordering_classes(), **sizing_classes()}.get(name)
+    if cls is None:
+        return None
+    signature = inspect.signature(cls.__init__)
+    return {
+        k
+        for k, p in signature.parameters.items()
+        if k not in ("self", "slot") and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)
+    }
+
+
 def make_ordering(name: str, params: Mapping[str, str] | None = None) -> Ordering:
     """An ordering with its constructor parameters given as text (``--param key=value``)."""
     orderings = ordering_classes()

@@ -510,6 +510,25 @@ DEFINITIONS = (
 )
 
 
+def page_head(title: str, extra_css: str = "") -> str:
+    """The page up to and including its ``<h1>``: shared by every schedlab report, so they all
+    carry the same no-fetch policy and styles."""
+    e = html.escape
+    return f"""<!DOCTYPE html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<meta http-equiv="Content-Security-Policy" content="{CSP}">
+<link rel="icon" href="data:,">
+<title>{e(title)}</title>
+<style>{CSS}{extra_css}</style>
+</head>
+<body>
+<main>
+<h1>{e(title)}</h1>"""
+
+
 def render_html(runs: Sequence[Run], title: str | None = None) -> str:
     """The whole page as a string (no I/O), so it can be tested and written atomically."""
     e = html.escape
@@ -549,19 +568,7 @@ def render_html(runs: Sequence[Run], title: str | None = None) -> str:
         if has_dsr or not k.startswith("Deadline")
     )
     folders = "".join(f"<li>{e(r.label)}: <code>{e(str(r.folder))}</code></li>" for r in runs)
-    return f"""<!DOCTYPE html>
-<html lang="en">
-<head>
-<meta charset="utf-8">
-<meta name="viewport" content="width=device-width, initial-scale=1">
-<meta http-equiv="Content-Security-Policy" content="{CSP}">
-<link rel="icon" href="data:,">
-<title>{e(title)}</title>
-<style>{CSS}</style>
-</head>
-<body>
-<main>
-<h1>{e(title)}</h1>
+    return f"""{page_head(title)}
 <p class="lead">{len(runs)} replay run{"s" if len(runs) != 1 else ""} compared. The best value
 of each row is in <b>bold</b>; — means undefined (e.g. no completed job).</p>
 <h2 id="summary">Summary</h2>

@@ -51,8 +51,6 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from scipy.optimize import Bounds, LinearConstraint, milp
-from scipy.sparse import csr_array
 
 from schedlab.model.snapshot import PENDING, RUNNING, Decision, Reject, Snapshot
 from schedlab.policies.fixed_size.themis import LeasePolicy, lease_decisions
@@ -135,6 +133,10 @@ def solve_plan(
     ok = y.sum(axis=1) >= need
     if ok.all():
         return y, ok, "greedy"
+    # scipy only when a plan needs the solver (importing it costs a command's start-up)
+    from scipy.optimize import Bounds, LinearConstraint, milp
+    from scipy.sparse import csr_array
+
     cols = np.flatnonzero(usable.ravel() > 0)  # y variables worth having
     ny = len(cols)
     job_of, win_of = np.divmod(cols, w)

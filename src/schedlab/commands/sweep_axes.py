@@ -1,0 +1,146 @@
+"""The axes of a replay grid: the options every run shares, ``--param`` variants, loads.
+
+Options every run of a replay grid shares are declared once in :data:`SPEC_OPTIONS`: the table
+gives the command-line option, its check and the :class:`ReplaySpec` field it fills, so adding a
+``schedlab replay`` option to the grid is one line here.
+
+``--param`` builds variants: values given for the same key are alternatives, different keys are
+crossed (``--param thresholds=3600,36000 --param thresholds=1800`` is two variants). A key applies
+only to the policies that take it (the others run once with their defaults); a key that no
+policy of the grid takes is an error, since it would change nothing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from schedlab.commands.common import MIN_SLOT, check_seconds
+from schedlab.errors import InputError
+from schedlab.experiments.replay_network import REPLAY_ROUTING
+from schedlab.experiments.replay_run import FALLBACKS
+from schedlab.network.sharing import DEFAULT_RULE, RULES
+from schedlab.perf.models import parse_speed_factors
+from schedlab.policies.registry import parameter_names
+
+
+@dataclass(frozen=True)
+class SpecOption:
+    """A replay option that every run of the grid shares: ``--flag`` fills ``ReplaySpec.<field>``
+    with ``convert(value)``; ``check`` refuses a bad value before any run."""
+
+    flag: str
+    help: str
+    type: Callable[[str], Any] = str
+    default: Any = None
+    choices: tuple[str, ...] | None = None
+    convert: Callable[[Any], Any] = lambda v: v
+    check: Callable[[str, Any], Any] = lambda _flag, v: v
+
+    @property
+    def field(self) -> str:
+        return self.flag.lstrip("-").replace("-", "_")
+
+
+def _seconds(minimum: float) -> Callable[[str, Any], Any]:
+    return lambda flag, v: v if v is None else check_seconds(flag, v, minimum)
+
+
+SPEC_OPTIONS: tuple[SpecOption, ...] = (
+    SpecOption("--restart-overhead", "seconds a preempted job needs to restart (default 0)",
+               float, 0.0, check=_seconds(0.0)),
+    SpecOption("--resize-overhead", "seconds a resized job needs to resume (default 0)",
+               float, 0.0, check=_seconds(0.0)),
+    SpecOption("--slot", "decide once per round of this many seconds (default: every event)",
+               float, check=_seconds(MIN_SLOT)),
+    SpecOption("--throughputs", "folder of <model>.csv throughput tables, or 'builtin'"),
+    SpecOption("--throughputs-fallback", "run jobs the tables do not cover on linear scaling",
+               choices=FALLBACKS),
+    SpecOption("--speed", "GPU speed factors vs the reference, e.g. V100=1,T4=0.4",
+               convert=lambda v: parse_speed_factors(v or "")),
+    SpecOption("--topology", "a network under --cluster for every run (see 'replay --help')"),
+    SpecOption("--net-sharing", f"with --topology: link-sharing rule (default {DEFAULT_RULE})",
+               choices=RULES, convert=lambda v: v or DEFAULT_RULE),
+    SpecOption("--net-routing", "with --topology: routing mode (default ecmp)",
+               choices=REPLAY_ROUTING, convert=lambda v: v or "ecmp"),
+)  # fmt: skip
+
+
+def add_spec_options(group: argparse._ArgumentGroup) -> None:
+    for o in SPEC_OPTIONS:
+        group.add_argument(o.flag, type=o.type, default=o.default, choices=o.choices, help=o.help)
+
+
+def spec_fields(args: argparse.Namespace) -> tuple[dict[str, Any], dict[str, Any]]:
+    """(ReplaySpec keyword arguments, the raw values for the grid manifest), checked."""
+    fields: dict[str, Any] = {}
+    raw: dict[str, Any] = {}
+    for o in SPEC_OPTIONS:
+        value = o.check(o.flag, getattr(args, o.field))
+        raw[o.field] = value
+        fields[o.field] = o.convert(value)
+    if raw.get("throughputs_fallback") is not None and not raw.get("throughputs"):
+        raise InputError("'--throughputs-fallback' needs '--throughputs'")
+    for net in ("net_sharing", "net_routing"):
+        if raw.get(net) is not None and raw.get("topology") is None:
+            raise InputError(f"'--{net.replace('_', '-')}' needs '--topology'")
+    return fields, {k: v for k, v in raw.items() if v is not None}
+
+
+def parse_param_grid(items: Sequence[str]) -> dict[str, list[str]]:
+    """``KEY=VALUE`` items → alternatives per key, in the order given."""
+    grid: dict[str, list[str]] = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise InputError(f"'--param' must look like KEY=VALUE (got {item!r})")
+        values = grid.setdefault(key.strip(), [])
+        if value.strip() not in values:
+            values.append(value.strip())
+    return grid
+
+
+def variant_label(params: dict[str, str]) -> str:
+    return ";".join(f"{k}={v}" for k, v in params.items())
+
+
+def policy_variants(policies: Sequence[str], grid: dict[str, list[str]]) -> dict[str, list[dict]]:
+    """For each policy, the distinct parameter combinations it runs (``[{}]``: its defaults)."""
+    takes = {p: parameter_names(p) or set() for p in policies}
+    unused = [k for k in grid if not any(k in t for t in takes.values())]
+    if unused:
+        raise InputError(
+            f"'--param {unused[0]}' is taken by none of the policies "
+            f"({', '.join(policies)}); see 'schedlab policies'"
+        )
+    keys = list(grid)
+    combos = [dict(zip(keys, values, strict=False)) for values in itertools.product(*grid.values())]
+    out: dict[str, list[dict]] = {}
+    for p in policies:
+        seen: dict[str, dict] = {}
+        for combo in combos:
+            mine = {k: v for k, v in combo.items() if k in takes[p]}
+            seen.setdefault(variant_label(mine), mine)
+        out[p] = list(seen.values())
+    return out
+
+
+def parse_loads(text: str | None) -> list[float]:
+    """``0.5,0.7,0.9`` → offered loads (each > 0); an empty list when not given."""
+    if text is None:
+        return []
+    loads: list[float] = []
+    for part in text.split(","):
+        try:
+            value = float(part)
+        except ValueError:
+            value = math.nan
+        if not (math.isfinite(value) and value > 0):
+            raise InputError(f"'--load' must be numbers > 0 joined by ',' (got {text!r})")
+        if value not in loads:
+            loads.append(value)
+    return loads

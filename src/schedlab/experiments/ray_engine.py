@@ -1,0 +1,145 @@
+"""Running a grid's runs on a Ray cluster (``schedlab sweep --engine ray``).
+
+Each run is an independent Ray task. What a run reads from disk — trace, node and pod files — is
+read once here and put in Ray's object store, so every node fetches each input once, whatever
+the number of its runs, and the worker machines need no copy of the files. What a run writes
+comes back with its result: the parent writes the run folder (atomically, as the local engine
+does), so results land on the machine that started the sweep as they finish, and a grid folder
+filled by Ray is the same as one filled by the local pool. Other files a run may name (a
+throughput-table folder, a cluster file) must be at the same path on every node.
+
+A worker process or node lost mid-sweep fails only the tasks it was running; Ray runs them again
+(:data:`RETRIES` times), so the sweep still completes. A run that fails by itself (bad input)
+fails the sweep, as locally.
+
+Ray is an optional dependency (``pip install 'schedlab[ray]'``); nothing imports it unless this
+engine is chosen.
+"""
+
+from __future__ import annotations
+
+import tempfile
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any, TypeVar
+
+from schedlab.errors import InputError, SchedlabError
+from schedlab.experiments.shipped import local_path, use_copy
+
+T = TypeVar("T")
+
+#: Times Ray reruns a task whose worker or node died.
+RETRIES = 5
+
+
+def require_ray() -> Any:
+    """The ray module, or an InputError saying how to install it."""
+    try:
+        import ray
+    except ImportError:
+        raise InputError(
+            "'--engine ray' needs Ray: pip install 'schedlab[ray]' (or pass --engine local)"
+        ) from None
+    return ray
+
+
+def connect(address: str | None) -> Any:
+    """Join the cluster at ``address`` (None: ``RAY_ADDRESS``, else a local one-machine Ray)."""
+    ray = require_ray()
+    if not ray.is_initialized():
+        try:
+            ray.init(
+                address=address,
+                log_to_driver=False,
+                include_dashboard=False,
+                configure_logging=False,
+                runtime_env={"env_vars": {"RAY_USAGE_STATS_ENABLED": "0"}},
+            )
+        except (ConnectionError, RuntimeError, ValueError) as exc:
+            raise InputError(f"cannot join the Ray cluster at {address!r}: {exc}") from None
+    return ray
+
+
+# ----------------------------------------------------------------------------- shipped inputs
+
+
+def input_files(task: object) -> list[str]:
+    """The files a run task reads that are shipped through the object store."""
+    spec = getattr(task, "spec", None)
+    if spec is not None:  # a replay run
+        return [] if getattr(task, "synthetic", None) is not None else [spec.trace]
+    workload = getattr(task, "workload", None)
+    return [workload.nodes, workload.pods] if hasattr(workload, "pods") else []
+
+
+def _remote_run(fn: Callable[[Any], Any], task: Any, *shipped: bytes) -> Any:
+    """Runs on a Ray worker: the shipped inputs arrive resolved (bytes) after the task."""
+    for path, data in zip(input_files(task), shipped, strict=True):
+        if local_path(path) == path and not _same_file(path, data):
+            folder = Path(tempfile.mkdtemp(prefix="schedlab-ray-"))
+            (folder / Path(path).name).write_bytes(data)  # its own name: labels come from it
+            use_copy(path, str(folder / Path(path).name))
+    return fn(task)
+
+
+def _same_file(path: str, data: bytes) -> bool:
+    """The node already has the very file at that path (the machine that started the sweep)."""
+    try:
+        return Path(path).read_bytes() == data
+    except OSError:
+        return False
+
+
+# -------------------------------------------------------------------------------------- engine
+
+
+def run_all_ray(
+    fn: Callable[[T], Any],
+    tasks: Sequence[T],
+    land: Callable[[T, Any], Any],
+    on_done: Callable[[Any], None] | None = None,
+    address: str | None = None,
+) -> list[Any]:
+    """``fn`` over every task as Ray tasks; ``land(task, returned)`` turns what a run returned
+    into its result on this machine (writing its files). Results in task order."""
+    ray = connect(address)
+    shipped: dict[str, Any] = {}
+    for task in tasks:
+        for path in input_files(task):
+            if path not in shipped:
+                shipped[path] = ray.put(Path(path).read_bytes())
+    remote = ray.remote(max_retries=RETRIES, retry_exceptions=False, num_cpus=1)(_remote_run)
+    pending = {
+        remote.remote(fn, task, *(shipped[p] for p in input_files(task))): i
+        for i, task in enumerate(tasks)
+    }
+    results: list[Any] = [None] * len(tasks)
+    try:
+        while pending:
+            ready, _ = ray.wait(list(pending), num_returns=1)
+            for ref in ready:
+                i = pending.pop(ref)
+                try:
+                    returned = ray.get(ref)
+                except ray.exceptions.RayTaskError as exc:
+                    cause = exc.cause if isinstance(exc.cause, SchedlabError) else None
+                    if cause is not None:
+                        raise cause from None
+                    raise SchedlabError(f"a run failed on the Ray cluster: {exc}") from None
+                except ray.exceptions.RayError as exc:
+                    raise SchedlabError(
+                        f"a run was lost on the Ray cluster {RETRIES + 1} times: {exc}"
+                    ) from None
+                results[i] = land(tasks[i], returned)
+                if on_done:
+                    on_done(results[i])
+    finally:
+        for ref in pending:
+            ray.cancel(ref, force=True)
+    return results
+
+
+def node_count(address: str | None) -> int:
+    """Live nodes of the cluster (for the sweep's summary line)."""
+    ray = connect(address)
+    return sum(1 for n in ray.nodes() if n.get("Alive"))
