@@ -17,6 +17,15 @@ from sharing_cases import workload
 ONE_GPU = [("n", 16000, 1000, 1, "V100M16")]
 
 
+def pods(spec: str) -> list[tuple]:
+    """One-GPU pods of 1 core from ``name:share:qos:arrival:work`` items."""
+    rows = []
+    for item in spec.split():
+        name, share, qos, arrival, work = item.split(":")
+        rows.append((name, 1000, 10, 1, int(share), qos, int(arrival), int(work)))
+    return rows
+
+
 def run(nodes, rows, **kw):
     return SharingEngine(make_cluster(nodes), workload(rows), SharingConfig("bestfit", **kw)).run()
 
@@ -26,7 +35,7 @@ def test_ls_arrival_evicts_be_which_resumes_with_its_remaining_work():
     # be is evicted with 90 s left, waits for ls (10 → 40), then runs 40 → 130.
     r = run(
         ONE_GPU,
-        [("be", 1000, 10, 1, 700, "BE", 0, 100), ("ls", 1000, 10, 1, 600, "LS", 10, 30)],
+        pods("be:700:BE:0:100 ls:600:LS:10:30"),
     )
     assert r.evictions.tolist() == [1, 0]
     assert r.first_start.tolist() == [0, 10]
@@ -36,7 +45,7 @@ def test_ls_arrival_evicts_be_which_resumes_with_its_remaining_work():
 
 
 def test_eviction_restart_overhead_and_lost_progress():
-    rows = [("be", 1000, 10, 1, 700, "BE", 0, 100), ("ls", 1000, 10, 1, 600, "LS", 10, 30)]
+    rows = pods("be:700:BE:0:100 ls:600:LS:10:30")
     assert run(ONE_GPU, rows, restart_overhead=5).end.tolist() == [135, 40]
     assert run(ONE_GPU, rows, evict_keeps_progress=False).end.tolist() == [140, 40]
 
@@ -45,11 +54,7 @@ def test_burstable_and_be_never_evict():
     # A BE pod arriving at a full GPU waits; so does a burstable one (nothing it may evict).
     r = run(
         ONE_GPU,
-        [
-            ("ls", 1000, 10, 1, 700, "LS", 0, 50),
-            ("be", 1000, 10, 1, 600, "BE", 1, 10),
-            ("bu", 1000, 10, 1, 600, "Burstable", 2, 10),
-        ],
+        pods("ls:700:LS:0:50 be:600:BE:1:10 bu:600:Burstable:2:10"),
     )
     assert r.evictions.sum() == 0
     # At 50 the burstable pod (level 2) goes first; be waits for it.
@@ -59,7 +64,7 @@ def test_burstable_and_be_never_evict():
 def test_burstable_evicts_be():
     r = run(
         ONE_GPU,
-        [("be", 1000, 10, 1, 700, "BE", 0, 100), ("bu", 1000, 10, 1, 600, "Burstable", 5, 10)],
+        pods("be:700:BE:0:100 bu:600:Burstable:5:10"),
     )
     assert r.evictions.tolist() == [1, 0] and r.end.tolist() == [110, 15]
 
@@ -70,12 +75,7 @@ def test_fewest_victims_then_least_share():
     nodes = [("a", 16000, 1000, 1, "V100M16"), ("b", 16000, 1000, 1, "V100M16")]
     r = run(
         nodes,
-        [
-            ("b1", 1000, 10, 1, 700, "BE", 0, 100),
-            ("a1", 1000, 10, 1, 400, "BE", 1, 100),
-            ("a2", 1000, 10, 1, 400, "BE", 2, 100),
-            ("ls", 1000, 10, 1, 800, "LS", 3, 10),
-        ],
+        pods("b1:700:BE:0:100 a1:400:BE:1:100 a2:400:BE:2:100 ls:800:LS:3:10"),
     )
     assert r.cluster.names[r.node[3]] == r.cluster.names[r.node[0]]
     assert r.evictions.tolist() == [1, 0, 0, 0]
@@ -86,17 +86,13 @@ def test_victims_not_needed_are_put_back():
     # start first → the 500 pod alone makes room, the 200 one is never touched.
     r = run(
         ONE_GPU,
-        [
-            ("small", 1000, 10, 1, 200, "BE", 0, 100),
-            ("big", 1000, 10, 1, 500, "BE", 1, 100),
-            ("ls", 1000, 10, 1, 400, "LS", 2, 10),
-        ],
+        pods("small:200:BE:0:100 big:500:BE:1:100 ls:400:LS:2:10"),
     )
     assert r.evictions.tolist() == [0, 1, 0]
 
 
 def test_overcommit_admits_be_beyond_nominal_capacity_at_reduced_speed():
-    rows = [("ls", 1000, 10, 1, 600, "LS", 0, 100), ("be", 1000, 10, 1, 700, "BE", 1, 40)]
+    rows = pods("ls:600:LS:0:100 be:700:BE:1:40")
     # κ = 1: be waits for ls.
     assert run(ONE_GPU, rows).first_start.tolist() == [0, 100]
     # κ = 1.5: be fits (1500 − 600 ≥ 700) and time-slices the 400 left by ls: speed 4/7, so
@@ -112,11 +108,7 @@ def test_overcommit_does_not_extend_guaranteed_capacity():
     # Under κ = 1.5 a second LS pod still needs g + d ≤ 1000: it evicts the BE pod.
     r = run(
         ONE_GPU,
-        [
-            ("ls", 1000, 10, 1, 600, "LS", 0, 100),
-            ("be", 1000, 10, 1, 700, "BE", 1, 400),
-            ("ls2", 1000, 10, 1, 400, "LS", 2, 10),
-        ],
+        pods("ls:600:LS:0:100 be:700:BE:1:400 ls2:400:LS:2:10"),
         overcommit=1.5,
     )
     assert r.evictions.tolist() == [0, 1, 0]
@@ -124,7 +116,7 @@ def test_overcommit_does_not_extend_guaranteed_capacity():
 
 
 def test_interference_slows_opportunistic_pods_only():
-    rows = [("ls", 1000, 10, 1, 400, "LS", 0, 100), ("be", 1000, 10, 1, 400, "BE", 0, 60)]
+    rows = pods("ls:400:LS:0:100 be:400:BE:0:60")
     r = run(ONE_GPU, rows, interference=0.5)
     # be: rate 1 / (1 + 0.5 · 400/1000) = 1/1.2 → 72 s; ls protected.
     assert r.end[0] == 100 and r.end[1] == pytest.approx(72)
