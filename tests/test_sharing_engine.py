@@ -121,5 +121,13 @@ def test_conservation_on_the_real_times():
         "Burstable": 7459.2,
         "Guaranteed": 1286.5,
     }
+    # Time-weighted mean allocation over [9,936,000, 12,902,960] s (the spec's 35.99 GPUs).
+    t = r.series["time"]
+    inside = (t >= 9_936_000) & (t < 12_902_960)
+    edges = np.append(t[inside], 12_902_960)
+    values = alloc[inside] / 1000
+    before = alloc[np.searchsorted(t, 9_936_000) - 1] / 1000  # held from the window start
+    area = (values * np.diff(edges)).sum() + before * (edges[0] - 9_936_000)
+    assert round(area / (12_902_960 - 9_936_000), 2) == 35.99
     waiting = {q: int(r.series[f"pending_{q}"].max()) for q in ("LS", "BE", "Burstable")}
     assert waiting == {"LS": 0, "BE": 0, "Burstable": 0}
