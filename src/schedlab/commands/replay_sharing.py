@@ -11,6 +11,7 @@ from pathlib import Path
 
 from schedlab import __version__
 from schedlab.commands.common import check_inflate, check_seconds, console, stdout
+from schedlab.engines.filler import read_fillers
 from schedlab.engines.shared_time import (
     COMPRESSED,
     PACK_MODE,
@@ -57,6 +58,7 @@ def add_sharing_options(p: argparse.ArgumentParser) -> None:
     )
     g.add_argument("--split-cap", type=int, default=10, help="most pods per GPU (default 10)")
     g.add_argument("--inflate", type=float, help="pack mode: GPU request ÷ capacity (1.3)")
+    g.add_argument("--filler", help="TOML file of [[filler]] elastic best-effort jobs")
     g.add_argument(
         "--keep-unscheduled",
         action="store_true",
@@ -111,6 +113,7 @@ def config_from_args(args: argparse.Namespace) -> tuple[SharingConfig, float]:
         split_cap=args.split_cap,
         restart_overhead=restart,
         plugins=tuple(args.plugin),
+        filler=read_fillers(args.filler) if args.filler else (),
         **_params(args.param),
     )
     build(PACK, PolicyChoice(config.policy, plugins=config.plugins))
@@ -175,7 +178,8 @@ def write_sharing_run(
         "split_cap": c.split_cap or 0,
         "restart_overhead": c.restart_overhead,
     }
-    for key, value in (("window", args.window), ("scale_gpus", args.scale_gpus)):
+    extra = (("window", args.window), ("scale_gpus", args.scale_gpus), ("filler", args.filler))
+    for key, value in extra:
         if value is not None:
             settings[key] = value
     write_config(out / "config.toml", settings, f"schedlab {__version__} replay --sharing run")

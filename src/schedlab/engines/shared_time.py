@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from schedlab.engines.filler import FillerJob, FillerRunner
 from schedlab.engines.inflation import inflate
 from schedlab.engines.pack import NO_NODE
 from schedlab.engines.shared_capacity import SharedCapacity
@@ -72,6 +73,10 @@ class SharingConfig:
     ls_protect: bool = True
     burstable_preemptible: bool = False
     plugins: tuple[str, ...] = ()
+    #: Elastic filler jobs (spec A.5), served in order; empty: no filler.
+    filler: tuple[FillerJob, ...] = ()
+    filler_slot: float = 60.0
+    filler_resize_overhead: float = 0.0
 
     def __post_init__(self) -> None:
         if self.mode not in MODES:
@@ -84,8 +89,12 @@ class SharingConfig:
             raise InputError(f"'split_cap' must be ≥ 1 (got {self.split_cap})")
         if not self.restart_overhead >= 0:
             raise InputError(f"'restart_overhead' must be ≥ 0 (got {self.restart_overhead})")
-        if self.mode == PACK_MODE and (self.overcommit != 1 or self.interference != 0):
-            raise InputError("pack mode runs at overcommit 1 without interference")
+        if not self.filler_slot > 0:
+            raise InputError(f"'filler_slot' must be > 0 (got {self.filler_slot})")
+        if self.mode == PACK_MODE and (
+            self.overcommit != 1 or self.interference != 0 or self.filler
+        ):
+            raise InputError("pack mode runs at overcommit 1 without interference or filler")
 
 
 @dataclass
@@ -108,6 +117,8 @@ class SharingResult:
     typical_tasks: int = 0
     wall_seconds: float = 0.0
     extra: dict[str, float] = field(default_factory=dict)
+    #: One row per elastic filler job (see :mod:`schedlab.engines.filler`).
+    filler: list[dict[str, object]] = field(default_factory=list)
 
     @property
     def capacity_milli(self) -> int:
@@ -212,6 +223,15 @@ class SharingEngine:
             )
         }
         self.arrived_milli = 0
+        self.filler = FillerRunner(
+            config.filler,
+            self.capacity,
+            ctx.tie_rank,  # type: ignore[arg-type]
+            config.filler_slot,
+            config.filler_resize_overhead,
+            float(workload.arrival.min()) if len(workload) else 0.0,
+        )
+        self.series["filler_milli"] = []
 
     # -- public ---------------------------------------------------------------------------------
     def run(self, progress: Callable[[int, int], None] | None = None) -> SharingResult:
@@ -237,6 +257,7 @@ class SharingEngine:
             typical_tasks=len(self.target),
             wall_seconds=time.perf_counter() - self.started_at,
             extra={"rescored_states": float(getattr(self.policy, "rescored_states", 0))},
+            filler=self.filler.summary(),
         )
 
     # -- pack protocol --------------------------------------------------------------------------
@@ -264,6 +285,9 @@ class SharingEngine:
             next_arrival = arrival[order[ai]] if ai < n else math.inf
             next_end = heap[0][0] if heap else math.inf
             now = min(next_arrival, next_end)
+            if self.filler.replicas or now < math.inf:
+                # The filler's own events (end, slot) matter while it runs or others remain.
+                now = min(now, self.filler.next_time())
             if now == math.inf:
                 break
             self.now = now
@@ -295,6 +319,19 @@ class SharingEngine:
         self.new_pending.append(key)
 
     def _schedule(self) -> None:
+        """Filler off, passes over the pending pods, filler back on (spec A.4–A.5)."""
+        if self.filler.jobs:
+            if self.filler.replicas:
+                self.freed = True
+            self.filler.take_off(self.now)
+        self._passes()
+        if self.filler.jobs:
+            self.filler.lay_out(self.now, self.dirty)
+            if self.variable_rate:
+                for node in self.dirty:
+                    self._rerate(node)
+
+    def _passes(self) -> None:
         """Passes over the pending pods until a pass changes nothing that could help another."""
         new, self.new_pending = self.new_pending, []
         if self.freed:
@@ -552,6 +589,7 @@ class SharingEngine:
         s["allocated_milli"].append(cap.held_total)
         s["guaranteed_milli"].append(cap.held_guaranteed)
         s["idle_milli"].append(cap.guaranteed_free_total)
+        s["filler_milli"].append(self.filler.held_milli)
         s["frag_milli"].append(self.tracker.total)
         for q, count in zip(QOS_ORDER, self.pending_by_class, strict=True):
             s[f"pending_{q}"].append(count)

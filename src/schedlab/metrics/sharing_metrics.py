@@ -85,7 +85,8 @@ def timeseries_frame(result: SharingResult) -> pd.DataFrame:
         "arrived_pct": 100.0 * s["arrived_milli"] / cap,
         "allocation_pct": 100.0 * allocated / cap,
         "guaranteed_pct": 100.0 * s["guaranteed_milli"] / cap,
-        "opportunistic_pct": 100.0 * (allocated - s["guaranteed_milli"]) / cap,
+        "opportunistic_pct": 100.0 * (allocated - s["guaranteed_milli"] - s["filler_milli"]) / cap,
+        "filler_pct": 100.0 * s["filler_milli"] / cap,
         "allocated_gpus": allocated / GPU_MILLI,
         "unallocated_gpu_pct": 100.0 - 100.0 * allocated / cap,
         "frag_amount_pct": 100.0 * s["frag_milli"] / cap,
@@ -153,7 +154,13 @@ def cluster_summary(result: SharingResult) -> dict[str, object]:
         out["frag_amount_pct"] = binned_means(arrived, ts["frag_amount_pct"].to_numpy())
         return out
     t = ts["time"].to_numpy()
-    for col in ("allocation_pct", "guaranteed_pct", "opportunistic_pct", "frag_ratio_pct"):
+    for col in (
+        "allocation_pct",
+        "guaranteed_pct",
+        "opportunistic_pct",
+        "filler_pct",
+        "frag_ratio_pct",
+    ):
         mean = _time_weighted(t, ts[col].to_numpy())
         out[f"mean_{col}"] = None if mean is None else round(mean, 4)
     mean_gpus = _time_weighted(t, ts["allocated_gpus"].to_numpy())
@@ -179,4 +186,5 @@ def run_summary(result: SharingResult) -> dict[str, object]:
         "wall_seconds": round(result.wall_seconds, 3),
         "cluster": cluster_summary(result),
         "classes": class_table(result),
+        "filler": result.filler,
     }
