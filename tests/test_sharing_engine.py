@@ -81,6 +81,21 @@ def test_departures_free_room_for_waiting_pods():
     assert s["pending_LS"].tolist() == [0, 1, 1, 1, 0, 0]
 
 
+def test_sampled_series_keeps_the_peak_and_the_last_state():
+    cluster = make_cluster([("n", 8000, 1000, 1, "V100M16")])
+    w = workload(
+        [
+            ("a", 1000, 10, 1, 600, "LS", 0, 10),
+            ("b", 1000, 10, 1, 600, "LS", 1, 5),
+            ("c", 1000, 10, 1, 400, "BE", 2, 5),
+        ]
+    )
+    r = run_sharing(cluster, w, SharingConfig("bestfit", sample=5))
+    assert r.series["time"].tolist() == [0, 7, 10, 15]
+    assert (r.peak_milli, r.peak_time) == (1000, 2)  # between samples
+    assert r.end.tolist() == [10, 15, 7]
+
+
 def test_a_pod_that_never_fits_stays_pending():
     cluster = make_cluster([("n", 2000, 1000, 1, "V100M16")])
     w = workload([("big", 4000, 10, 1, 1000, "LS", 0, 5), ("ok", 1000, 10, 1, 500, "BE", 3, 5)])

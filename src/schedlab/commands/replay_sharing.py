@@ -58,6 +58,12 @@ def add_sharing_options(p: argparse.ArgumentParser) -> None:
     )
     g.add_argument("--split-cap", type=int, default=10, help="most pods per GPU (default 10)")
     g.add_argument("--inflate", type=float, help="pack mode: GPU request ÷ capacity (1.3)")
+    g.add_argument(
+        "--sample",
+        type=float,
+        default=0.0,
+        help="write the time series at most once per this many seconds (default: every event)",
+    )
     g.add_argument("--filler", help="TOML file of [[filler]] elastic best-effort jobs")
     g.add_argument(
         "--keep-unscheduled",
@@ -114,6 +120,7 @@ def config_from_args(args: argparse.Namespace) -> tuple[SharingConfig, float]:
         restart_overhead=restart,
         plugins=tuple(args.plugin),
         filler=read_fillers(args.filler) if args.filler else (),
+        sample=args.sample,
         **_params(args.param),
     )
     build(PACK, PolicyChoice(config.policy, plugins=config.plugins))

@@ -105,17 +105,35 @@ class SharedCapacity:
             view.cpu_free[node] -= sign * pod.cpu_milli
             view.mem_free[node] -= sign * pod.memory_mib
             view.class_counts[node, cls] += sign
-        self.refresh(node)
+        self.refresh(node, gpus)
 
-    def refresh(self, node: int) -> None:
-        """Recompute the free share rows of ``node`` in every view from the holdings."""
-        t, g, cnt, exists = self.t[node], self.g[node], self.cnt[node], self.exists[node]
-        for level, view in zip((3, 0), self.views, strict=False):
-            row = self.usable(t, g, cnt, exists, level)
-            if view is self.guaranteed:
-                self.guaranteed_free_total += int(row.sum()) - int(view.gpu_free_sum[node])
-            view.gpu_free[node] = row
-            view.gpu_free_sum[node] = int(row.sum())
-            view.gpu_full_count[node] = int((row == GPU_MILLI).sum())
+    def refresh(self, node: int, gpus: tuple[int, ...]) -> None:
+        """Recompute the free share of ``gpus`` of ``node`` in every view from the holdings.
+
+        Plain Python on the few changed slots: numpy's per-call overhead would dominate.
+        """
+        t, g, cnt = self.t[node], self.g[node], self.cnt[node]
+        cap, limit = self.split_cap, self.limit
+        for view in self.views:
+            guaranteed = view is self.guaranteed
+            row = view.gpu_free[node]
+            total, full = 0, 0
+            for x in gpus:
+                tx = int(t[x])
+                if cap is not None and cnt[x] >= cap:
+                    new = 0
+                elif guaranteed:
+                    new = min(GPU_MILLI - int(g[x]), limit - tx)
+                else:
+                    new = min(GPU_MILLI, limit - tx)
+                new = max(0, min(GPU_MILLI, new))
+                old = int(row[x])
+                row[x] = new
+                total += new - old
+                full += (new == GPU_MILLI) - (old == GPU_MILLI)
+            view.gpu_free_sum[node] += total
+            view.gpu_full_count[node] += full
+            if guaranteed:
+                self.guaranteed_free_total += total
             view.version[node] += 1
             view.changes += 1

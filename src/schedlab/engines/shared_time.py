@@ -77,6 +77,9 @@ class SharingConfig:
     filler: tuple[FillerJob, ...] = ()
     filler_slot: float = 60.0
     filler_resize_overhead: float = 0.0
+    #: Record the time series at most once per this many seconds (0: at every event time). The
+    #: peak allocation is tracked at every event either way.
+    sample: float = 0.0
 
     def __post_init__(self) -> None:
         if self.mode not in MODES:
@@ -89,6 +92,8 @@ class SharingConfig:
             raise InputError(f"'split_cap' must be ≥ 1 (got {self.split_cap})")
         if not self.restart_overhead >= 0:
             raise InputError(f"'restart_overhead' must be ≥ 0 (got {self.restart_overhead})")
+        if not self.sample >= 0:
+            raise InputError(f"'--sample' must be ≥ 0 seconds (got {self.sample})")
         if not self.filler_slot > 0:
             raise InputError(f"'filler_slot' must be > 0 (got {self.filler_slot})")
         if self.mode == PACK_MODE and (
@@ -117,6 +122,8 @@ class SharingResult:
     typical_tasks: int = 0
     wall_seconds: float = 0.0
     extra: dict[str, float] = field(default_factory=dict)
+    peak_milli: int = 0
+    peak_time: float = 0.0
     #: One row per elastic filler job (see :mod:`schedlab.engines.filler`).
     filler: list[dict[str, object]] = field(default_factory=list)
 
@@ -232,6 +239,8 @@ class SharingEngine:
             float(workload.arrival.min()) if len(workload) else 0.0,
         )
         self.series["filler_milli"] = []
+        self.peak = (0, 0.0)  # (allocated milli, time)
+        self.next_sample = -math.inf
 
     # -- public ---------------------------------------------------------------------------------
     def run(self, progress: Callable[[int, int], None] | None = None) -> SharingResult:
@@ -258,6 +267,8 @@ class SharingEngine:
             wall_seconds=time.perf_counter() - self.started_at,
             extra={"rescored_states": float(getattr(self.policy, "rescored_states", 0))},
             filler=self.filler.summary(),
+            peak_milli=self.peak[0],
+            peak_time=self.peak[1],
         )
 
     # -- pack protocol --------------------------------------------------------------------------
@@ -306,6 +317,8 @@ class SharingEngine:
                 progress(ai, n)
         if progress is not None:
             progress(n, n)
+        if self.config.sample > 0 and self.series["time"] and self.series["time"][-1] != self.now:
+            self._record(force=True)
         for i in self.pending:  # still waiting when nothing more happens
             k = i[2]
             self.pending_seconds[k] += self.now - self.pending_since[k]
@@ -578,8 +591,15 @@ class SharingEngine:
         return True
 
     # -- measures -------------------------------------------------------------------------------
-    def _record(self) -> None:
+    def _record(self, force: bool = False) -> None:
         cap = self.capacity
+        if cap.held_total > self.peak[0]:
+            self.peak = (cap.held_total, self.now)
+        sample = self.config.sample
+        if sample > 0 and not force:
+            if self.now < self.next_sample:
+                return
+            self.next_sample = (math.floor(self.now / sample) + 1) * sample
         if self.dirty:
             self.tracker.update(cap.guaranteed, sorted(self.dirty))
             self.dirty.clear()

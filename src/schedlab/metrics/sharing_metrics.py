@@ -136,11 +136,9 @@ def _time_weighted(times: np.ndarray, values: np.ndarray) -> float | None:
 def cluster_summary(result: SharingResult) -> dict[str, object]:
     """Cluster-wide figures: peak allocated GPUs and when, GPU-hours, time-weighted means."""
     ts = timeseries_frame(result)
-    s = result.series
-    k = int(np.argmax(s["allocated_milli"])) if len(s["allocated_milli"]) else 0
     out: dict[str, object] = {
-        "peak_allocated_gpus": float(s["allocated_milli"][k]) / GPU_MILLI if len(ts) else 0.0,
-        "peak_time": float(s["time"][k]) if len(ts) else None,
+        "peak_allocated_gpus": result.peak_milli / GPU_MILLI,
+        "peak_time": result.peak_time,
         "gpu_hours": round(float(result.held_milli_seconds.sum()) / GPU_MILLI / 3600.0, 3),
         "pods_by_state": {
             name: int((result.state == i).sum())
