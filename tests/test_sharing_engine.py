@@ -57,17 +57,18 @@ def test_pack_mode_never_retries_and_nothing_leaves():
     assert np.isnan(r.end).all()
 
 
+THREE_PODS = [
+    ("a", 1000, 10, 1, 600, "LS", 0, 10),
+    ("b", 1000, 10, 1, 600, "LS", 1, 5),
+    ("c", 1000, 10, 1, 400, "BE", 2, 5),
+]
+
+
 def test_departures_free_room_for_waiting_pods():
     # One GPU. a (LS, 600) runs 0 → 10; b (LS, 600) arrives at 1 and waits until 10;
     # c (BE, 400) arrives at 2 and fits beside a at once, running 2 → 7.
     cluster = make_cluster([("n", 8000, 1000, 1, "V100M16")])
-    w = workload(
-        [
-            ("a", 1000, 10, 1, 600, "LS", 0, 10),
-            ("b", 1000, 10, 1, 600, "LS", 1, 5),
-            ("c", 1000, 10, 1, 400, "BE", 2, 5),
-        ]
-    )
+    w = workload(THREE_PODS)
     r = run_sharing(cluster, w, SharingConfig("bestfit"))
     assert r.first_start.tolist() == [0, 10, 2]
     assert r.end.tolist() == [10, 15, 7]
@@ -83,13 +84,7 @@ def test_departures_free_room_for_waiting_pods():
 
 def test_sampled_series_keeps_the_peak_and_the_last_state():
     cluster = make_cluster([("n", 8000, 1000, 1, "V100M16")])
-    w = workload(
-        [
-            ("a", 1000, 10, 1, 600, "LS", 0, 10),
-            ("b", 1000, 10, 1, 600, "LS", 1, 5),
-            ("c", 1000, 10, 1, 400, "BE", 2, 5),
-        ]
-    )
+    w = workload(THREE_PODS)
     r = run_sharing(cluster, w, SharingConfig("bestfit", sample=5))
     assert r.series["time"].tolist() == [0, 7, 10, 15]
     assert (r.peak_milli, r.peak_time) == (1000, 2)  # between samples
