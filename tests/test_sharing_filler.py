@@ -73,3 +73,13 @@ def test_read_fillers(tmp_path):
     path.write_text('[[filler]]\nname = "x"\nwork = "lots"\n')
     with pytest.raises(InputError, match="work"):
         read_fillers(path)
+
+
+def test_filler_can_stop_with_the_last_pod():
+    job = FillerJob("f", work=1000, r_min=1, r_max=2, m_min=200, m_max=1000)
+    rows = [("ls", 1000, 10, 1, 1000, "LS", 0, 20)]
+    engine = run(rows, [job], filler_outlives_pods=False)
+    r = engine.run()
+    f = engine.filler.summary()[0]
+    # One replica beside the LS pod for 20 s, then the run ends with the pod.
+    assert r.series["time"][-1] == 20 and f["end"] is None and f["done_gpu_s"] == 20

@@ -77,6 +77,8 @@ class SharingConfig:
     filler: tuple[FillerJob, ...] = ()
     filler_slot: float = 60.0
     filler_resize_overhead: float = 0.0
+    #: Keep running after the last pod until the filler jobs finish (else stop with the pods).
+    filler_outlives_pods: bool = True
     #: Record the time series at most once per this many seconds (0: at every event time). The
     #: peak allocation is tracked at every event either way.
     sample: float = 0.0
@@ -296,8 +298,9 @@ class SharingEngine:
             next_arrival = arrival[order[ai]] if ai < n else math.inf
             next_end = heap[0][0] if heap else math.inf
             now = min(next_arrival, next_end)
-            if self.filler.replicas or now < math.inf:
-                # The filler's own events (end, slot) matter while it runs or others remain.
+            if now < math.inf or (self.filler.replicas and self.config.filler_outlives_pods):
+                # The filler's own events (end, slot) matter while pods remain, and after the
+                # last pod only if the filler is to run to its end.
                 now = min(now, self.filler.next_time())
             if now == math.inf:
                 break
@@ -334,8 +337,8 @@ class SharingEngine:
     def _schedule(self) -> None:
         """Filler off, passes over the pending pods, filler back on (spec A.4–A.5)."""
         if self.filler.jobs:
-            if self.filler.replicas:
-                self.freed = True
+            # Not a release for the pending pods: the last pass saw the state without the
+            # filler too, so its failures still hold.
             self.filler.take_off(self.now)
         self._passes()
         if self.filler.jobs:
