@@ -123,3 +123,28 @@ def test_bad_qos_names_file_line_and_column(files, tmp_path, capsys):
     err = capsys.readouterr().err.strip()
     assert f"{pods}:2" in err and "column 'qos'" in err and "'XX'" in err
     assert not out.exists()
+
+
+def test_report_of_sharing_runs(files, tmp_path):
+    assert sharing(files, tmp_path / "a") == 0
+    assert sharing(files, tmp_path / "b", "--overcommit", "2") == 0
+    page = tmp_path / "report.html"
+    assert main(["report", str(tmp_path / "a"), str(tmp_path / "b"), "--out", str(page)]) == 0
+    text = page.read_text()
+    assert "Sharing report: 2 runs" in text
+    assert '<h2 id="class-LS">LS</h2>' in text and '<h2 id="class-BE">BE</h2>' in text
+    # Under κ = 2 ls3 fits beside be1 (g + 600 ≤ 1000, t + 600 ≤ 2000): no eviction, and the
+    # peak is 3.30 GPUs instead of 2.70.
+    assert "<th>peak allocated GPUs</th><td>2.70</td><td>3.30</td>" in text
+    assert "<th>evictions</th><td>1</td><td>0</td>" in text
+
+
+def test_report_refuses_a_broken_sharing_summary(files, tmp_path, capsys):
+    assert sharing(files, tmp_path / "a") == 0
+    summary = tmp_path / "a" / "summary.json"
+    data = json.loads(summary.read_text())
+    del data["cluster"]
+    summary.write_text(json.dumps(data))
+    assert main(["report", str(tmp_path / "a"), "--out", str(tmp_path / "r.html")]) == 2
+    assert "lacks the field 'cluster'" in capsys.readouterr().err
+    assert not (tmp_path / "r.html").exists()
