@@ -156,7 +156,7 @@ def spec_from_args(args: argparse.Namespace) -> ReplaySpec:
     seed = pick("seed", 0)
     if seed < 0:
         raise InputError(f"'--seed' must be ≥ 0 (got {seed})")
-    fallback = pick("throughputs_fallback")
+    fallback = pick("throughputs_fallback") or None  # a config file writes "" for none
     if fallback is not None and not pick("throughputs"):
         raise InputError("'--throughputs-fallback' needs '--throughputs'")
     spec = ReplaySpec(
