@@ -14,6 +14,7 @@ from schedlab.commands.common import (
     read_config,
     stdout,
 )
+from schedlab.commands.replay_sharing import add_sharing_options, run_sharing_command
 from schedlab.errors import InputError
 from schedlab.experiments.replay_network import REPLAY_ROUTING, check_routing
 from schedlab.experiments.replay_run import FALLBACKS, ReplaySpec, run_replay, write_run
@@ -140,6 +141,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         help="a run's config.toml: repeat that run (options given on the command line win)",
     )
     p.add_argument("--out", required=True, type=Path, help="output folder")
+    add_sharing_options(p)
     p.set_defaults(run=run)
 
 
@@ -229,6 +231,8 @@ def spec_from_args(args: argparse.Namespace) -> ReplaySpec:
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.sharing:
+        return run_sharing_command(args)
     spec = spec_from_args(args)
     with staged_dir(args.out) as out:  # an unwritable --out fails here, before the run
         with console.status(f"replaying {spec.label} under {spec.policy}"):

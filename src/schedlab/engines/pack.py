@@ -19,7 +19,7 @@ import numpy as np
 
 from schedlab.engines.inflation import inflate
 from schedlab.errors import InputError
-from schedlab.metrics.fragmentation import TargetWorkload, node_fragmentation
+from schedlab.metrics.fragmentation import FragmentationTracker, TargetWorkload
 from schedlab.metrics.pack_curves import binned_means
 from schedlab.model.cluster import GPU_MILLI, Cluster
 from schedlab.model.pods import PodTable
@@ -125,8 +125,8 @@ def run_pack(
     state = cluster.new_state()
     s = stream.pods
     n = len(s)
-    node_frag = node_fragmentation(state.cpu_free, state.gpu_free, cluster.model, target)
-    frag_total = float(node_frag.sum())
+    tracker = FragmentationTracker(state, target)
+    frag_total = tracker.total
     idle = int(state.gpu_free.sum())
     capacity = idle
 
@@ -154,14 +154,7 @@ def run_pack(
             chosen[i] = k
             gpus[i] = placement.gpus
             idle -= len(placement.gpus) * share
-            new = node_fragmentation(
-                state.cpu_free[k : k + 1],
-                state.gpu_free[k : k + 1],
-                cluster.model[k : k + 1],
-                target,
-            )[0]
-            frag_total += new - node_frag[k]
-            node_frag[k] = new
+            frag_total = tracker.update(state, [k])
         arrived[i] = arrived_so_far
         free_after[i] = idle
         frag[i] = frag_total

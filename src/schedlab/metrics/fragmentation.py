@@ -129,3 +129,37 @@ def cluster_fragmentation(state: ClusterState, target: TargetWorkload) -> Fragme
         idle_milli=int(state.gpu_free.sum()),
         total_gpus=state.cluster.total_gpus,
     )
+
+
+class FragmentationTracker:
+    """Cluster fragmentation kept up to date as nodes change, without rescoring every node.
+
+    Engines call :meth:`update` with the nodes a placement or departure touched; the total is the
+    running sum of per-node changes (the same arithmetic in every engine, so curves agree exactly).
+    """
+
+    def __init__(self, state: ClusterState, target: TargetWorkload) -> None:
+        self.target = target
+        self.node = node_fragmentation(state.cpu_free, state.gpu_free, state.cluster.model, target)
+        self.total = float(self.node.sum())
+
+    def update(self, state: ClusterState, nodes: np.ndarray | list[int]) -> float:
+        """Rescore ``nodes`` (distinct indices) and return the new cluster total."""
+        k = np.asarray(nodes, dtype=np.int64)
+        if len(k) == 1:
+            j = int(k[0])
+            new = node_fragmentation(
+                state.cpu_free[j : j + 1],
+                state.gpu_free[j : j + 1],
+                state.cluster.model[j : j + 1],
+                self.target,
+            )[0]
+            self.total += new - self.node[j]
+            self.node[j] = new
+        elif len(k):
+            new_all = node_fragmentation(
+                state.cpu_free[k], state.gpu_free[k], state.cluster.model[k], self.target
+            )
+            self.total += float((new_all - self.node[k]).sum())
+            self.node[k] = new_all
+        return self.total

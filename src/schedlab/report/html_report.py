@@ -40,6 +40,7 @@ from schedlab.metrics.replay_metrics import (
 )
 from schedlab.report.pack_figures import PALETTE  # also sets the Agg backend and svg.hashsalt
 from schedlab.report.run_checks import check_run
+from schedlab.report.sharing_report import is_sharing_run, render_sharing_page
 from schedlab.results import atomic_write
 
 #: Points per run and per time-series figure; keeps a month-long trace's page to a few MB.
@@ -567,16 +568,24 @@ def render_html(runs: Sequence[Run], title: str | None = None) -> str:
         for k, v in DEFINITIONS
         if has_dsr or not k.startswith("Deadline")
     )
-    folders = "".join(f"<li>{e(r.label)}: <code>{e(str(r.folder))}</code></li>" for r in runs)
-    return f"""{page_head(title)}
-<p class="lead">{len(runs)} replay run{"s" if len(runs) != 1 else ""} compared. The best value
-of each row is in <b>bold</b>; — means undefined (e.g. no completed job).</p>
+    body = f"""<p class="lead">{len(runs)} replay run{"s" if len(runs) != 1 else ""} compared.
+The best value of each row is in <b>bold</b>; — means undefined (e.g. no completed job).</p>
 <h2 id="summary">Summary</h2>
 {summary_table(runs)}
 <dl class="defs">{defs}</dl>
 <h2 id="figures">Figures</h2>
 <div class="figures">{fig_html}</div>
-{_network_section(runs)}
+{_network_section(runs)}"""
+    return html_page(title, body, [(r.label, r.folder) for r in runs])
+
+
+def html_page(title: str, body: str, sources: Sequence[tuple[str, Path]]) -> str:
+    """A self-contained page: the head every report shares, ``body`` (HTML) under the title, and
+    the run folders it was made from in the footer."""
+    e = html.escape
+    folders = "".join(f"<li>{e(label)}: <code>{e(str(f))}</code></li>" for label, f in sources)
+    return f"""{page_head(title)}
+{body}
 </main>
 <footer>
 <p>Made by schedlab {e(__version__)} from:</p>
@@ -599,8 +608,10 @@ def build_report(run_dirs: list[Path], out: Path, title: str | None = None) -> P
     Every folder is read and checked before anything is written, and the page is written
     atomically, so a bad folder leaves no file (and an old report at ``out`` untouched).
     """
-    runs = load_runs(run_dirs)
-    page = render_html(runs, title)
+    if run_dirs and all(is_sharing_run(Path(d)) for d in run_dirs):
+        page = render_sharing_page([Path(d) for d in run_dirs], title)
+    else:
+        page = render_html(load_runs(run_dirs), title)
     out = Path(out)
     if out.is_dir():
         raise InputError("'--out' must be a file, but it is a folder", path=str(out))

@@ -29,7 +29,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 
+from schedlab.model.pods import PodTable
 from schedlab.traces.alibaba import read_pod_list
 from schedlab.traces.columns import float_column, read_text_table
 from schedlab.traces.job_common import ReadResult, check_not_before, finish
@@ -38,18 +40,13 @@ FORMAT = "alibaba"
 TIME_COLUMNS = ["creation_time", "deletion_time", "scheduled_time"]
 
 
-def read_alibaba_jobs(
-    path: str | Path,
-    *,
-    keep_cpu_only: bool = False,
-    keep_unscheduled: bool = False,
-    drop_zero: bool = True,
-    min_duration: float = 0.0,
-) -> ReadResult:
-    """Read an ``openb_pod_list_*.csv`` file with times into jobs (see the module docstring)."""
-    path = Path(path)
+def read_pod_times(
+    path: Path, extra: tuple[str, ...] = ()
+) -> tuple[PodTable, pd.DataFrame, np.ndarray, np.ndarray, np.ndarray]:
+    """The pods of a pod list with their checked ``creation_time``, ``scheduled_time`` (NaN when
+    blank) and ``deletion_time``; ``extra`` names further columns to keep in the returned frame."""
     pods = read_pod_list(path)
-    frame = read_text_table(path, ["name", *TIME_COLUMNS])
+    frame = read_text_table(path, ["name", *TIME_COLUMNS, *extra])
     created = float_column(frame, "creation_time", path)
     scheduled = float_column(frame, "scheduled_time", path, allow_blank=True)
     deleted = float_column(frame, "deletion_time", path)
@@ -70,6 +67,21 @@ def read_alibaba_jobs(
         column="deletion_time",
         message="'deletion_time' is before the pod started (negative duration)",
     )
+    return pods, frame, created, scheduled, deleted
+
+
+def read_alibaba_jobs(
+    path: str | Path,
+    *,
+    keep_cpu_only: bool = False,
+    keep_unscheduled: bool = False,
+    drop_zero: bool = True,
+    min_duration: float = 0.0,
+) -> ReadResult:
+    """Read an ``openb_pod_list_*.csv`` file with times into jobs (see the module docstring)."""
+    path = Path(path)
+    pods, frame, created, scheduled, deleted = read_pod_times(path)
+    started = np.where(np.isnan(scheduled), created, scheduled)
     drops: dict[str, np.ndarray] = {}
     if not keep_cpu_only:
         drops["cpu_only"] = pods.num_gpu == 0
