@@ -12,6 +12,7 @@ from schedlab.commands.common import (
     read_config,
     stdout,
 )
+from schedlab.energy.options import ENERGY_CONFIG_KEYS, add_energy_options, energy_spec
 from schedlab.errors import InputError
 from schedlab.experiments.replay_run import ReplaySpec, run_replay, write_run
 from schedlab.output_dir import staged_dir
@@ -80,6 +81,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         type=float,
         help="decide once per round of this many seconds (default: at every event)",
     )
+    add_energy_options(p)
     add_plugin_option(p)
     p.add_argument(
         "--config",
@@ -107,6 +109,7 @@ CONFIG_KEYS: dict[str, type] = {
     "resize_overhead": float,
     "slot": float,
     "plugin": list,
+    **ENERGY_CONFIG_KEYS,
 }
 
 
@@ -157,6 +160,7 @@ def spec_from_args(args: argparse.Namespace) -> ReplaySpec:
         resize_overhead=pick("resize_overhead", 0.0),
         slot=pick("slot"),
         plugins=tuple(dict.fromkeys([*cfg.get("plugin", []), *args.plugin])),  # type: ignore[misc]
+        energy=energy_spec(args, cfg),
     )
     build(REPLAY, spec.choice)  # every refusal before any work
     return spec

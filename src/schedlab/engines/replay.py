@@ -19,6 +19,7 @@ import time
 from array import array
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -90,6 +91,7 @@ class ReplayRecord:
     decision_points: int
     events: int
     wall_seconds: float
+    observer: Any = None  # the engine's observer, with what it measured
 
 
 class ReplayEngine:
@@ -103,7 +105,11 @@ class ReplayEngine:
         placement_policy: PlacementPolicy,
         perf: PerfModel,
         config: ReplayConfig = ReplayConfig(),
+        observer: Any = None,
     ) -> None:
+        # ``observer`` (e.g. the energy meter) hears placed(now, job, allocation),
+        # released(now, job, allocation), tick(now) at each decision point and finish(end).
+        self.observer = observer
         self.cluster = cluster
         self.jobs = jobs.sorted_by_submit()
         self.policy = policy
@@ -151,6 +157,7 @@ class _Run:
         # the same model (= its GPU count under linear scaling, less where scaling flattens).
         self.speedup = np.zeros(n)
         self.speedup_sum = 0.0
+        self.obs, self.now = engine.observer, 0.0
 
     # -- job state changes -----------------------------------------------------------------
     def stop_progress(self, job: int, now: float) -> None:
@@ -201,6 +208,8 @@ class _Run:
                 f"{self.policy.describe()} placed job {job} where it does not fit: {exc}"
             ) from None
         size = allocation_size(allocation)
+        if self.obs is not None:
+            self.obs.placed(self.now, job, allocation)
         self.free_gpus -= size
         self.rt.allocation[job] = allocation
         self.rt.alloc_n[job] = size
@@ -208,6 +217,8 @@ class _Run:
     def vacate(self, job: int) -> None:
         rt = self.rt
         c, m = int(self.jobs.cpu_milli[job]), int(self.jobs.memory_mib[job])
+        if self.obs is not None and rt.allocation[job]:
+            self.obs.released(self.now, job, rt.allocation[job])
         for node, gpus in rt.allocation[job] or ():
             self.state.release(node, gpus, c, m, GPU_MILLI if gpus else 0, len(gpus))
         self.free_gpus += int(rt.alloc_n[job])
@@ -330,6 +341,7 @@ class _Run:
             now = min(t_arr, heap[0][0] if heap else INF, wakeup)
             if now == INF or now > cfg.until:
                 break
+            self.now = now
             new_pending: list[int] = []
             while next_arrival < n and submit[next_arrival] <= now:
                 job = next_arrival
@@ -356,12 +368,16 @@ class _Run:
             ts_running.append(len(self.running))
             ts_busy.append(total_gpus - self.free_gpus)
             ts_efficiency.append(max(0.0, self.speedup_sum) / total_gpus if total_gpus else 0.0)
+            if self.obs is not None:
+                self.obs.tick(now)
             if progress is not None and (decision_points & 4095) == 0:
                 progress(next_arrival, n)
         end = cfg.until if now > cfg.until else now
         if math.isfinite(end):
             for job in list(self.running):
                 self.stop_progress(job, end)
+            if self.obs is not None:
+                self.obs.finish(end)
         if progress is not None:
             progress(n, n)
         with np.errstate(divide="ignore", invalid="ignore"):
@@ -385,4 +401,5 @@ class _Run:
             decision_points=decision_points,
             events=events,
             wall_seconds=time.perf_counter() - started,
+            observer=e.observer,
         )

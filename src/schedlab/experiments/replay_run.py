@@ -10,6 +10,7 @@ import numpy as np
 import pandas as pd
 
 from schedlab import __version__
+from schedlab.energy import replay as energy
 from schedlab.engines.replay import ReplayConfig, ReplayEngine, ReplayRecord
 from schedlab.errors import InputError
 from schedlab.metrics.replay_metrics import job_metrics, json_ready, summarize
@@ -45,6 +46,8 @@ class ReplaySpec:
     slot: float | None = None
     #: ``module:Class`` plugins to load before the policy is looked up.
     plugins: tuple[str, ...] = ()
+    #: Power and carbon accounting (off unless ``--power-model`` or ``--ci`` is given).
+    energy: energy.EnergySpec = field(default_factory=energy.EnergySpec)
 
     @property
     def label(self) -> str:
@@ -97,7 +100,15 @@ def run_replay(
     config = ReplayConfig(
         seed=spec.seed, restart_overhead=spec.restart_overhead, resize_overhead=spec.resize_overhead
     )
-    engine = ReplayEngine(cluster, jobs, policies.scheduler, policies.placement, perf, config)
+    meter = None
+    if spec.energy.enabled:
+        jobs = jobs.sorted_by_submit()  # the meter numbers jobs as the engine does
+        run = energy.prepare(spec.energy, cluster, jobs, perf)
+        perf, meter = run.perf, run.meter
+        energy.attach_policy(policies.scheduler, run)
+    engine = ReplayEngine(
+        cluster, jobs, policies.scheduler, policies.placement, perf, config, observer=meter
+    )
     return engine.run()
 
 
@@ -125,7 +136,10 @@ def jobs_frame(record: ReplayRecord) -> pd.DataFrame:
             "status": status,
         }
     )
-    return job_metrics(frame)
+    frame = job_metrics(frame)
+    if isinstance(record.observer, energy.EnergyMeter):
+        frame = energy.add_job_columns(frame, record.observer)
+    return frame
 
 
 def jobs_for_csv(jobs: pd.DataFrame) -> pd.DataFrame:
@@ -136,7 +150,7 @@ def jobs_for_csv(jobs: pd.DataFrame) -> pd.DataFrame:
 
 
 def timeseries_frame(record: ReplayRecord) -> pd.DataFrame:
-    return pd.DataFrame(
+    frame = pd.DataFrame(
         {
             "time": record.ts_time,
             "queue_length": record.ts_queue,
@@ -146,6 +160,9 @@ def timeseries_frame(record: ReplayRecord) -> pd.DataFrame:
             "total_gpus": np.full(len(record.ts_time), record.cluster.total_gpus, dtype=np.int64),
         }
     )
+    if isinstance(record.observer, energy.EnergyMeter):
+        frame = energy.add_series_columns(frame, record.observer)
+    return frame
 
 
 def replay_summary(
@@ -161,6 +178,11 @@ def replay_summary(
             "cluster": spec.cluster if not Path(spec.cluster).exists() else Path(spec.cluster).name,
             "gpus": record.cluster.total_gpus,
             **summary,
+            **(
+                {"energy": energy.summary_block(record.observer, float(record.gpu_seconds.sum()))}
+                if isinstance(record.observer, energy.EnergyMeter)
+                else {}
+            ),
             "decision_points": record.decision_points,
             "wall_seconds": round(record.wall_seconds, 3),
             "jobs_per_second": round(len(record.jobs) / record.wall_seconds, 1)
@@ -199,6 +221,7 @@ def write_run(out: Path, spec: ReplaySpec, record: ReplayRecord) -> dict[str, ob
         "resize_overhead": spec.resize_overhead,
         "slot": spec.slot if spec.slot is not None else 0.0,
         **({"plugin": list(spec.plugins)} if spec.plugins else {}),
+        **energy.config_entries(spec.energy),
     }
     write_config(
         out / "config.toml",
