@@ -18,6 +18,9 @@ from collections.abc import Mapping
 
 from schedlab.errors import InputError
 from schedlab.policies.api import ENGINES, REPLAY, Policy
+from schedlab.policies.carbon.carbon_scaler import CarbonScaler
+from schedlab.policies.carbon.lcs import LowestCarbonStart
+from schedlab.policies.carbon.suspend_resume import SuspendResume
 from schedlab.policies.elastic.ablations import EdfAdmissionControl, EdfElastic
 from schedlab.policies.elastic.edf_greedy import ElasticEdf
 from schedlab.policies.elastic.elasticflow import ElasticFlow
@@ -128,6 +131,9 @@ SIZING_POLICIES: dict[str, type[SchedulingPolicy]] = {
     Gandiva.name: Gandiva,
     Themis.name: Themis,
     Chronus.name: Chronus,
+    LowestCarbonStart.name: LowestCarbonStart,
+    SuspendResume.name: SuspendResume,
+    CarbonScaler.name: CarbonScaler,
 }
 
 
