@@ -90,6 +90,13 @@ class CarbonSeries:
         i = bisect.bisect_right(self._t, t) - 1  # type: ignore[attr-defined]
         return float(self.values[min(max(i, 0), len(self.values) - 1)])
 
+    def reciprocal(self, floor: float = 1e-9) -> CarbonSeries:
+        """The series of 1/CI on the same steps (values floored at ``floor``), so that
+        ∫ dt/CI over any interval is exact too."""
+        return CarbonSeries(
+            self.times, 1.0 / np.maximum(self.values, floor), self.end, self.wrap, self.label
+        )
+
     def steps_between(self, a: float, b: float) -> list[float]:
         """Times in (a, b] where the intensity may change (step starts), in order."""
         if self.is_constant or b <= a:

@@ -189,3 +189,12 @@ class EnergyMeter:
             self.carbon_g,
             self.peak_w,
         )
+
+    def jobs_carbon_g(self, now: float) -> float:
+        """Carbon the jobs have emitted up to ``now`` (banked plus what running jobs accrued)."""
+        total = float(self.job_g.sum())
+        for job in np.flatnonzero(~np.isnan(self.job_since)).tolist():
+            since = float(self.job_since[job])
+            if now > since:
+                total += float(self.job_w[job]) * self.ci.integral(since, now) / J_PER_KWH
+        return total

@@ -19,6 +19,7 @@ from collections.abc import Mapping
 from schedlab.errors import InputError
 from schedlab.policies.api import ENGINES, REPLAY, Policy
 from schedlab.policies.carbon.carbon_scaler import CarbonScaler
+from schedlab.policies.carbon.greenflow import GreenFlow, PowerFlow
 from schedlab.policies.carbon.lcs import LowestCarbonStart
 from schedlab.policies.carbon.suspend_resume import SuspendResume
 from schedlab.policies.elastic.ablations import EdfAdmissionControl, EdfElastic
@@ -134,6 +135,8 @@ SIZING_POLICIES: dict[str, type[SchedulingPolicy]] = {
     LowestCarbonStart.name: LowestCarbonStart,
     SuspendResume.name: SuspendResume,
     CarbonScaler.name: CarbonScaler,
+    GreenFlow.name: GreenFlow,
+    PowerFlow.name: PowerFlow,
 }
 
 
