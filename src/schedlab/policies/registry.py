@@ -45,6 +45,7 @@ from schedlab.policies.placement import (
     RandomPlacement,
 )
 from schedlab.policies.placement.consolidate import ConsolidatePlacement
+from schedlab.policies.placement.pwr import PwrFgdPlacement, PwrPlacement
 from schedlab.policies.plugins import plugin_classes, reserve_names
 from schedlab.policies.scheduler import SchedulingPolicy
 
@@ -58,6 +59,8 @@ PLACEMENT_POLICIES: dict[str, type[PlacementPolicy]] = {
         BestFitPlacement,
         FgdPlacement,
         ConsolidatePlacement,
+        PwrPlacement,
+        PwrFgdPlacement,
     )
 }
 
