@@ -23,23 +23,28 @@ def _with_column(runs: Sequence[Run], column: str) -> list[Run]:
     return [r for r in runs if r.timeseries is not None and column in r.timeseries.columns]
 
 
-def figure_power(runs: Sequence[Run]) -> str:
+def _column_figure(
+    runs: Sequence[Run], column: str, name: str, ylabel: str, alt: str, scale: float = 1.0
+) -> str:
+    """A time series figure of one ``timeseries.csv`` column over the runs that have it."""
     return _figure_series(
-        _with_column(runs, "power_w"),
-        "fig-power",
-        "Facility power (kW)",
-        "Cluster power over time per run",
-        lambda r: r.timeseries["power_w"].to_numpy(dtype=np.float64) / 1000,  # type: ignore[index]
+        _with_column(runs, column),
+        name,
+        ylabel,
+        alt,
+        lambda r: r.timeseries[column].to_numpy(dtype=np.float64) / scale,  # type: ignore[index]
+    )
+
+
+def figure_power(runs: Sequence[Run]) -> str:
+    return _column_figure(
+        runs, "power_w", "fig-power", "Facility power (kW)", "Cluster power over time", 1000.0
     )
 
 
 def figure_carbon_intensity(runs: Sequence[Run]) -> str:
-    return _figure_series(
-        _with_column(runs, "ci"),
-        "fig-ci",
-        "Carbon intensity (g/kWh)",
-        "Grid carbon intensity over time per run",
-        lambda r: r.timeseries["ci"].to_numpy(dtype=np.float64),  # type: ignore[index]
+    return _column_figure(
+        runs, "ci", "fig-ci", "Carbon intensity (g/kWh)", "Grid carbon intensity over time"
     )
 
 
