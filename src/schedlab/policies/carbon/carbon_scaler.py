@@ -148,6 +148,4 @@ class CarbonScaler(SlackScheduler):
             plan = self.plans.get(job)
             if plan and plan[-1][1] > snap.now + 1e-9:
                 wake = min(wake, plan[-1][1])
-        if self.replan:
-            wake = min(wake, snap.now + 60.0)  # retry a job short of GPUs within a minute
-        return wake
+        return wake  # a job short of GPUs is re-planned at the next event
