@@ -14,7 +14,7 @@ import numpy as np
 from schedlab.energy.carbon import CarbonSeries
 from schedlab.model.snapshot import Snapshot
 from schedlab.policies.api import REPLAY_ONLY
-from schedlab.policies.scheduler import SchedulingPolicy
+from schedlab.policies.scheduler import SchedulingPolicy, check_slot, next_round
 
 #: Default slack of a job without a deadline (ours): a day.
 DEFAULT_SLACK = 24 * 3600.0
@@ -70,9 +70,17 @@ class SlackScheduler(CarbonAware, SchedulingPolicy):
     engines = REPLAY_ONLY
     stateful = True
 
-    def __init__(self, slack: float = DEFAULT_SLACK) -> None:
-        """``slack``: seconds a job without a deadline may wait or stretch for cleaner power."""
+    def __init__(self, slack: float = DEFAULT_SLACK, slot: float | None = None) -> None:
+        """``slack``: seconds a job without a deadline may wait or stretch for cleaner power;
+        ``slot``: decide only once per round of that many seconds (None: at every event)."""
         self.slack = check_slack(slack)
+        self.slot = check_slot(slot)
+
+    def round_wakeup(self, snap: Snapshot, wake: float) -> float:
+        """``wake``, or the next round boundary if that is sooner and anything is active."""
+        if self.slot is not None and (snap.pending_set or snap.running_set):
+            return min(wake, next_round(snap.now, self.slot))
+        return wake
 
     def describe(self) -> str:
         return self.name

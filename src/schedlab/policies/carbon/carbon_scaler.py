@@ -25,7 +25,7 @@ from schedlab.policies.api import never_fits
 from schedlab.policies.carbon.base import SlackScheduler
 from schedlab.policies.carbon.elastic import apply_counts
 from schedlab.policies.elastic.edf_greedy import gpu_caps
-from schedlab.policies.scheduler import ReplayContext
+from schedlab.policies.scheduler import ReplayContext, between_rounds
 
 Segment = tuple[float, float, int]
 
@@ -116,12 +116,9 @@ class CarbonScaler(SlackScheduler):
         for job in snap.new_pending:
             if job in self.window_end:
                 continue
-            why = never_fits(
-                snap.cluster, int(snap.jobs.num_gpus[job]), int(snap.jobs.gpu_model_mask[job])
-            )
-            levels = self.levels[job]
-            if why is None and never_fits(snap.cluster, levels[0]) is not None:
-                why = "no GPU level of it fits the cluster"
+            # elastic: only a job whose smallest level can never run is turned away
+            mask = int(snap.jobs.gpu_model_mask[job])
+            why = never_fits(snap.cluster, self.levels[job][0], mask)
             if why is not None:
                 decisions.append(Reject(job, why))
                 refused.add(job)
@@ -129,6 +126,8 @@ class CarbonScaler(SlackScheduler):
             d = self.oracle_seconds(snap, job)
             self.window_end[job] = snap.now + d + self.slack_of(snap, job, self.slack)
             self.replan.add(job)
+        if between_rounds(snap.now, self.slot):
+            return decisions
         active = [j for j in (*snap.running_set, *snap.pending_set) if j not in refused]
         for job in sorted(self.replan & set(active)):
             self._plan(snap, job)
@@ -148,4 +147,4 @@ class CarbonScaler(SlackScheduler):
             plan = self.plans.get(job)
             if plan and plan[-1][1] > snap.now + 1e-9:
                 wake = min(wake, plan[-1][1])
-        return wake  # a job short of GPUs is re-planned at the next event
+        return self.round_wakeup(snap, wake)  # short of GPUs: re-planned at the next event

@@ -26,7 +26,7 @@ class LowestCarbonStart(SlackScheduler):
 
     def reset(self, ctx: ReplayContext) -> None:
         self.ctx = ctx
-        self.queue = QueueScheduler(Fifo(), "fifo")
+        self.queue = QueueScheduler(Fifo(), "fifo", slot=self.slot)
         self.queue.reset(ctx)
         self.held: set[int] = set()
         self.releases: list[tuple[float, int]] = []

@@ -17,7 +17,7 @@ from schedlab.model.snapshot import Decision, Preempt, Reject, Snapshot, Start
 from schedlab.policies.api import never_fits
 from schedlab.policies.carbon.base import SlackScheduler
 from schedlab.policies.ordering.queue_scheduler import copy_state, give_back, take
-from schedlab.policies.scheduler import ReplayContext
+from schedlab.policies.scheduler import ReplayContext, between_rounds
 
 
 def merge(windows: list[tuple[float, float]]) -> list[tuple[float, float]]:
@@ -62,6 +62,8 @@ class SuspendResume(SlackScheduler):
                 if math.isfinite(d):
                     slack = self.slack_of(snap, job, self.slack)
                     self.windows[job] = merge(cheapest_steps(ci, snap.now, d, slack))
+        if between_rounds(snap.now, self.slot):
+            return decisions
         jobs, rt = snap.jobs, snap.runtime
         scratch = copy_state(snap.state)
         refused = {d.job for d in decisions}
@@ -91,4 +93,4 @@ class SuspendResume(SlackScheduler):
                     if t > snap.now + 1e-9:
                         wake = min(wake, t)
                         break
-        return wake
+        return self.round_wakeup(snap, wake)
