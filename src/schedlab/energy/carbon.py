@@ -97,6 +97,15 @@ class CarbonSeries:
             self.times, 1.0 / np.maximum(self.values, floor), self.end, self.wrap, self.label
         )
 
+    def at_many(self, t: np.ndarray) -> np.ndarray:
+        """:meth:`at` for many times at once."""
+        t = np.asarray(t, dtype=np.float64)
+        t0 = float(self.times[0])
+        if self.wrap:
+            t = t0 + np.mod(t - t0, self.period)
+        i = np.searchsorted(self.times, t, side="right") - 1
+        return self.values[np.clip(i, 0, len(self.values) - 1)]
+
     def steps_between(self, a: float, b: float) -> list[float]:
         """Times in (a, b] where the intensity may change (step starts), in order."""
         if self.is_constant or b <= a:

@@ -259,7 +259,5 @@ class PowerFlow(GreenFlow):
         meter = getattr(self.energy_run, "meter", None)
         if meter is None:
             return max(0.0, self.budget - self.emitted_estimate)
-        used_kwh = float(meter.job_j.sum()) / J_PER_KWH
-        for job in np.flatnonzero(~np.isnan(meter.job_since)).tolist():
-            used_kwh += float(meter.job_w[job]) * (now - float(meter.job_since[job])) / J_PER_KWH
+        used_kwh = meter.jobs_energy_j(now) / J_PER_KWH
         return max(0.0, self.budget - used_kwh)
