@@ -308,3 +308,13 @@ def test_data_dir_is_found_beside_the_checkout() -> None:
     if not (SHARED_DATA / "power").is_dir():
         pytest.skip("no shared data")
     assert (data_dir() / "power" / "gpu_power.csv").is_file()
+
+
+@needs_data
+def test_config_toml_repeats_an_energy_run(trace: Path, tmp_path: Path) -> None:
+    assert run(trace, tmp_path / "a", "--ci", "synth:gb2020,seed=2", "--pue", "1.2") == 0
+    config = tmp_path / "a" / "config.toml"
+    assert main(["replay", "--config", str(config), "--out", str(tmp_path / "b")]) == 0
+    assert (tmp_path / "a" / "jobs.csv").read_text() == (tmp_path / "b" / "jobs.csv").read_text()
+    energy = json.loads((tmp_path / "b" / "summary.json").read_text())["energy"]
+    assert energy["pue"] == 1.2 and energy["ci"] == "synth:gb2020,seed=2"
