@@ -15,7 +15,7 @@ from schedlab.policies.registry import SIZING_POLICIES, make_scheduler
 from schedlab.traces.cluster_spec import parse_cluster_spec
 
 #: Policies that never resize a job.
-FIXED_SIZE = {"gandiva", "themis", "chronus"}
+FIXED_SIZE = {"gandiva", "themis", "chronus", "lcs", "suspend-resume"}
 
 TABLE = ThroughputTable({("m", 8): {1: 10.0, 2: 18.0, 4: 30.0, 8: 40.0}})
 

@@ -15,6 +15,7 @@ from schedlab.commands.common import (
     stdout,
 )
 from schedlab.commands.replay_sharing import add_sharing_options, run_sharing_command
+from schedlab.energy.options import ENERGY_CONFIG_KEYS, add_energy_options, energy_spec
 from schedlab.errors import InputError
 from schedlab.experiments.replay_network import REPLAY_ROUTING, check_routing
 from schedlab.experiments.replay_run import FALLBACKS, ReplaySpec, run_replay, write_run
@@ -134,6 +135,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         "reserves one least-loaded shortest path per pair of its leaves, which no other job's "
         "flows use (where none is free it shares the least-held link)",
     )
+    add_energy_options(p)
     add_plugin_option(p)
     p.add_argument(
         "--config",
@@ -166,6 +168,7 @@ CONFIG_KEYS: dict[str, type] = {
     "topology": str,
     "net_sharing": str,
     "net_routing": str,
+    **ENERGY_CONFIG_KEYS,
 }
 
 
@@ -225,6 +228,7 @@ def spec_from_args(args: argparse.Namespace) -> ReplaySpec:
         topology=pick("topology") or None,
         net_sharing=check_rule(pick("net_sharing", DEFAULT_RULE)),
         net_routing=check_routing(pick("net_routing", "ecmp")),
+        energy=energy_spec(args, cfg),
     )
     build(REPLAY, spec.choice)  # every refusal before any work
     return spec

@@ -190,6 +190,8 @@ def config_from_args(args: argparse.Namespace) -> ServeConfig:
 
 def run_slurm(args: argparse.Namespace) -> int:
     config = config_from_args(args)
+    if args.journal is not None:  # a journal that can never be written is bad input, lock or not
+        check_out_file(args.journal, "'--journal'")
     # The lock comes before the journal is opened: a second instance changes nothing at all.
     with PartitionLock(args.state_dir or default_state_dir(), config.partition):
         return _serve(args, config)

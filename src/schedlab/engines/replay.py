@@ -19,6 +19,7 @@ import time
 from array import array
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -94,6 +95,7 @@ class ReplayRecord:
     events: int
     wall_seconds: float
     network: NetworkRecord | None = None  # only with a network model
+    observer: Any = None  # the engine's observer, with what it measured
 
 
 class ReplayEngine:
@@ -108,7 +110,11 @@ class ReplayEngine:
         perf: PerfModel,
         config: ReplayConfig = ReplayConfig(),
         network: NetworkModel | None = None,
+        observer: Any = None,
     ) -> None:
+        # ``observer`` (e.g. the energy meter) hears placed(now, job, allocation),
+        # released(now, job, allocation), tick(now) at each decision point and finish(end).
+        self.observer = observer
         self.cluster = cluster
         #: Optional rate model of the network (see :mod:`schedlab.network.replay_state`).
         self.network = network
@@ -161,6 +167,7 @@ class _Run:
         # The network (if any) is told of every allocation taken and given up; at each decision
         # point it returns the jobs whose speed changed (see settle_network).
         self.net = engine.network.new_state(j) if engine.network is not None else None
+        self.obs, self.now = engine.observer, 0.0
 
     # -- job state changes -----------------------------------------------------------------
     def stop_progress(self, job: int, now: float) -> None:
@@ -209,6 +216,8 @@ class _Run:
                 f"{self.policy.describe()} placed job {job} where it does not fit: {exc}"
             ) from None
         size = allocation_size(allocation)
+        if self.obs is not None:
+            self.obs.placed(self.now, job, allocation)
         self.free_gpus -= size
         self.rt.allocation[job] = allocation
         self.rt.alloc_n[job] = size
@@ -216,6 +225,8 @@ class _Run:
     def vacate(self, job: int) -> None:
         rt = self.rt
         c, m = int(self.jobs.cpu_milli[job]), int(self.jobs.memory_mib[job])
+        if self.obs is not None and rt.allocation[job]:
+            self.obs.released(self.now, job, rt.allocation[job])
         for node, gpus in rt.allocation[job] or ():
             self.state.release(node, gpus, c, m, GPU_MILLI if gpus else 0, len(gpus))
         self.free_gpus += int(rt.alloc_n[job])
@@ -387,6 +398,7 @@ class _Run:
             now = min(t_arr, heap[0][0] if heap else INF, wakeup)
             if now == INF or now > cfg.until:
                 break
+            self.now = now
             new_pending: list[int] = []
             while next_arrival < n and submit[next_arrival] <= now:
                 job = next_arrival
@@ -417,6 +429,8 @@ class _Run:
             ts_efficiency.append(max(0.0, self.speedup_sum) / total_gpus if total_gpus else 0.0)
             if self.net is not None:
                 self.net.record(now)
+            if self.obs is not None:
+                self.obs.tick(now)
             if progress is not None and (decision_points & 4095) == 0:
                 progress(next_arrival, n)
         end = cfg.until if now > cfg.until else now
@@ -424,6 +438,8 @@ class _Run:
         if math.isfinite(end):
             for job in list(self.running):
                 self.stop_progress(job, end)
+            if self.obs is not None:
+                self.obs.finish(end)
         if progress is not None:
             progress(n, n)
         with np.errstate(divide="ignore", invalid="ignore"):
@@ -448,4 +464,5 @@ class _Run:
             events=events,
             wall_seconds=time.perf_counter() - started,
             network=self.net.finish(end if math.isfinite(end) else last) if self.net else None,
+            observer=e.observer,
         )

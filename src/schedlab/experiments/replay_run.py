@@ -12,6 +12,7 @@ import numpy as np
 import pandas as pd
 
 from schedlab import __version__
+from schedlab.energy import replay as energy
 from schedlab.engines.replay import ReplayConfig, ReplayEngine, ReplayRecord
 from schedlab.errors import InputError
 from schedlab.experiments.replay_network import (
@@ -69,6 +70,8 @@ class ReplaySpec:
     topology: str | None = None
     net_sharing: str = "random-phase"
     net_routing: str = "ecmp"
+    #: Power and carbon accounting (off unless ``--power-model`` or ``--ci`` is given).
+    energy: energy.EnergySpec = field(default_factory=energy.EnergySpec)
 
     @property
     def label(self) -> str:
@@ -196,8 +199,14 @@ def run_replay(
     config = ReplayConfig(
         seed=spec.seed, restart_overhead=spec.restart_overhead, resize_overhead=spec.resize_overhead
     )
+    meter = None
+    if spec.energy.enabled:
+        jobs = jobs.sorted_by_submit()  # the meter numbers jobs as the engine does
+        run = energy.prepare(spec.energy, cluster, jobs, perf)
+        perf, meter = run.perf, run.meter
+        energy.attach_policy(policies.scheduler, run)
     engine = ReplayEngine(
-        cluster, jobs, policies.scheduler, policies.placement, perf, config, network
+        cluster, jobs, policies.scheduler, policies.placement, perf, config, network, meter
     )
     return engine.run(progress)
 
@@ -226,7 +235,10 @@ def jobs_frame(record: ReplayRecord) -> pd.DataFrame:
             "status": status,
         }
     )
-    return add_job_columns(job_metrics(frame), record)
+    frame = add_job_columns(job_metrics(frame), record)
+    if isinstance(record.observer, energy.EnergyMeter):
+        frame = energy.add_job_columns(frame, record.observer)
+    return frame
 
 
 def jobs_for_csv(jobs: pd.DataFrame) -> pd.DataFrame:
@@ -237,7 +249,10 @@ def jobs_for_csv(jobs: pd.DataFrame) -> pd.DataFrame:
 
 
 def timeseries_frame(record: ReplayRecord) -> pd.DataFrame:
-    return add_series_columns(_base_series(record), record)
+    frame = add_series_columns(_base_series(record), record)
+    if isinstance(record.observer, energy.EnergyMeter):
+        frame = energy.add_series_columns(frame, record.observer)
+    return frame
 
 
 def _base_series(record: ReplayRecord) -> pd.DataFrame:
@@ -267,6 +282,11 @@ def replay_summary(
             "gpus": record.cluster.total_gpus,
             **summary,
             **steady_state(jobs, series),
+            **(
+                {"energy": energy.summary_block(record.observer, float(record.gpu_seconds.sum()))}
+                if isinstance(record.observer, energy.EnergyMeter)
+                else {}
+            ),
             "decision_points": record.decision_points,
             "wall_seconds": round(record.wall_seconds, 3),
             "jobs_per_second": round(len(record.jobs) / record.wall_seconds, 1)
@@ -314,6 +334,7 @@ def write_run(out: Path, spec: ReplaySpec, record: ReplayRecord) -> dict[str, ob
             if spec.topology is not None
             else {}
         ),
+        **energy.config_entries(spec.energy),
     }
     write_config(
         out / "config.toml",

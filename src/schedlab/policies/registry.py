@@ -18,6 +18,10 @@ from collections.abc import Mapping
 
 from schedlab.errors import InputError
 from schedlab.policies.api import ENGINES, REPLAY, Policy
+from schedlab.policies.carbon.carbon_scaler import CarbonScaler
+from schedlab.policies.carbon.greenflow import GreenFlow, PowerFlow
+from schedlab.policies.carbon.lcs import LowestCarbonStart
+from schedlab.policies.carbon.suspend_resume import SuspendResume
 from schedlab.policies.elastic.ablations import EdfAdmissionControl, EdfElastic
 from schedlab.policies.elastic.edf_greedy import ElasticEdf
 from schedlab.policies.elastic.elasticflow import ElasticFlow
@@ -41,6 +45,7 @@ from schedlab.policies.placement import (
     RandomPlacement,
 )
 from schedlab.policies.placement.consolidate import ConsolidatePlacement
+from schedlab.policies.placement.pwr import PwrFgdPlacement, PwrPlacement
 from schedlab.policies.plugins import plugin_classes, reserve_names
 from schedlab.policies.scheduler import SchedulingPolicy
 
@@ -54,6 +59,8 @@ PLACEMENT_POLICIES: dict[str, type[PlacementPolicy]] = {
         BestFitPlacement,
         FgdPlacement,
         ConsolidatePlacement,
+        PwrPlacement,
+        PwrFgdPlacement,
     )
 }
 
@@ -128,6 +135,11 @@ SIZING_POLICIES: dict[str, type[SchedulingPolicy]] = {
     Gandiva.name: Gandiva,
     Themis.name: Themis,
     Chronus.name: Chronus,
+    LowestCarbonStart.name: LowestCarbonStart,
+    SuspendResume.name: SuspendResume,
+    CarbonScaler.name: CarbonScaler,
+    GreenFlow.name: GreenFlow,
+    PowerFlow.name: PowerFlow,
 }
 
 

@@ -549,6 +549,9 @@ def render_html(runs: Sequence[Run], title: str | None = None) -> str:
             "completed job in that run.",
         ),
     )
+    from schedlab.report.energy_figures import energy_figures  # it imports this module
+
+    figures += energy_figures(runs)
     long_series = any(r.timeseries is not None and len(r.timeseries) > MAX_POINTS for r in runs)
     fig_html = "".join(
         f'<figure id="{e(name.lower().replace(" ", "-"))}">{svg}'

@@ -1,0 +1,1 @@
+"""Carbon- and energy-aware scheduling policies (they plan against the run's carbon series)."""
