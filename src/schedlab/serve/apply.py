@@ -35,6 +35,7 @@ from typing import Any
 from schedlab.model.snapshot import Decision, Preempt, Reject, Resize, Start
 from schedlab.serve.client import SlurmClient, SlurmError
 from schedlab.serve.live import LiveView
+from schedlab.serve.reasons import cleared_comment, reason_command
 from schedlab.serve.slurm_state import MARK_QUEUED, MARK_RELEASED, REJECT_MARK, JobInfo
 
 #: Longest ``Comment`` schedlab writes (Slurm keeps long comments, squeue columns do not).
@@ -70,6 +71,9 @@ def start_commands(job: JobInfo, nodes: list[str], held: bool) -> list[list[str]
         update.append("StartTime=now")
     cmds = [] if held else [hold_command(job.label)]
     mark = ["update", f"JobId={job.label}", f"AdminComment={MARK_RELEASED}"]
+    own = cleared_comment(job)
+    if own is not None:  # the reason it waited no longer holds: give the owner's text back
+        mark.append(f"Comment={own}")
     return [*cmds, update, ["release", job.label], mark]
 
 
@@ -184,6 +188,29 @@ class Applier:
                     gpus=info.num_gpus,
                 )
             )
+        return out
+
+    def show_reasons(self, reasons: list[tuple[JobInfo, str]]) -> list[Record]:
+        """Write each held job's reason into its ``Comment`` where it differs from what Slurm
+        shows (:mod:`schedlab.serve.reasons`); only a failure is journaled, since the journal
+        already says why each job waits."""
+        out = []
+        for job, reason in reasons:
+            cmd = reason_command(job, reason)
+            if cmd is None:
+                continue
+            try:
+                self.client.scontrol(cmd)
+            except SlurmError as exc:
+                out.append(
+                    self._record(
+                        job.job_id,
+                        "error",
+                        attempted="reason",
+                        command=" ".join(cmd),
+                        reason=str(exc),
+                    )
+                )
         return out
 
     def apply(self, view: LiveView, decisions: list[Decision]) -> Outcome:

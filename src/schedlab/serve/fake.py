@@ -236,3 +236,18 @@ class FakeSlurm:
             for name, d in zip(expand_hostlist(job["nodes"]), job["gres_detail"], strict=False):
                 used.setdefault(name, set()).update(gpu_indices(d))
         return used
+
+
+def without_reasons(calls: list[list[str]]) -> list[list[str]]:
+    """``calls`` less the updates that only write a job's waiting reason
+    (:mod:`schedlab.serve.reasons`), for tests about what was placed, held or released."""
+    return [
+        c
+        for c in calls
+        if not (
+            len(c) == 3
+            and c[0] == "update"
+            and c[2].startswith("Comment=schedlab:")
+            and not c[2].startswith("Comment=schedlab: rejected:")
+        )
+    ]
