@@ -8,7 +8,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from schedlab.serve.fake import FakeSlurm, fake_job, fake_node
-from schedlab.serve.journal import Journal
+from schedlab.serve.journal import Journal, read_journal
 from schedlab.serve.loop import ServeConfig, Server
 from schedlab.serve.preemption import checkpoints
 from schedlab.serve.reasons import reason_command, reason_comment, user_comment
@@ -109,3 +109,28 @@ def test_waiting_jobs_show_why_once_and_a_start_gives_the_comment_back(tmp_path:
     srv.cycle()
     assert ["release", "2"] in fake.calls
     assert fake.jobs[2]["comment"] == "checkpoint"
+
+
+def test_jobs_with_the_same_reason_share_one_command_and_a_failure_is_traced_to_its_job(
+    tmp_path: Path,
+) -> None:
+    """One 8-GPU node, job 1 starts; jobs 2, 3 and 4 (8 GPUs each) wait for the same reason:
+    one ``scontrol update JobId=2,3,4``. With job 3 failing, the list command fails, each job
+    is tried alone, and only job 3's failure is journaled."""
+    jobs = [fake_job(k, 8, T0 + k) for k in range(1, 5)]
+    fake = FakeSlurm([fake_node("node1")], jobs)
+    server(fake, tmp_path).cycle()
+    assert comments(fake) == [["update", "JobId=2,3,4", f"Comment={WAIT8}"]]
+
+    fake = FakeSlurm([fake_node("node1")], [fake_job(k, 8, T0 + k) for k in range(1, 5)])
+    fake.fail_jobs[3] = "Access/permission denied"
+    server(fake, tmp_path / "failing").cycle()
+    assert comments(fake) == [
+        ["update", "JobId=2,3,4", f"Comment={WAIT8}"],
+        ["update", "JobId=2", f"Comment={WAIT8}"],
+        ["update", "JobId=3", f"Comment={WAIT8}"],
+        ["update", "JobId=4", f"Comment={WAIT8}"],
+    ]
+    assert fake.jobs[2]["comment"] == WAIT8 and fake.jobs[4]["comment"] == WAIT8
+    errors = [r for r in read_journal(tmp_path / "failing" / "j.jsonl") if r["action"] == "error"]
+    assert [(r["job"], r["attempted"]) for r in errors] == [(3, "reason")]

@@ -38,6 +38,8 @@ from schedlab.serve.live import LiveView
 from schedlab.serve.reasons import cleared_comment, reason_command
 from schedlab.serve.slurm_state import MARK_QUEUED, MARK_RELEASED, REJECT_MARK, JobInfo
 
+#: Most jobs one ``scontrol update`` names when it writes the same reason to each.
+REASON_BATCH = 200
 #: Longest ``Comment`` schedlab writes (Slurm keeps long comments, squeue columns do not).
 MAX_COMMENT = 200
 
@@ -117,6 +119,10 @@ def check_start(view: LiveView, job: JobInfo, decision: Start) -> str | None:
     return None
 
 
+def _ids(jobs: list[JobInfo]) -> str:
+    return ",".join(j.label for j in jobs)
+
+
 class Applier:
     """Runs decisions against Slurm and describes each in a journal record."""
 
@@ -192,26 +198,42 @@ class Applier:
 
     def show_reasons(self, reasons: list[tuple[JobInfo, str]]) -> list[Record]:
         """Write each held job's reason into its ``Comment`` where it differs from what Slurm
-        shows (:mod:`schedlab.serve.reasons`); only a failure is journaled, since the journal
-        already says why each job waits."""
-        out = []
+        shows (:mod:`schedlab.serve.reasons`). Jobs that get the same text share one
+        ``scontrol update JobId=A,B,…`` (a thousand new jobs cost a handful of commands, not a
+        thousand); when such a command fails, its jobs are tried one by one, and only a job's
+        own failure is journaled, since the journal already says why each job waits."""
+        groups: dict[str, list[JobInfo]] = {}
         for job, reason in reasons:
             cmd = reason_command(job, reason)
-            if cmd is None:
-                continue
-            try:
-                self.client.scontrol(cmd)
-            except SlurmError as exc:
-                out.append(
-                    self._record(
-                        job.job_id,
-                        "error",
-                        attempted="reason",
-                        command=" ".join(cmd),
-                        reason=str(exc),
-                    )
-                )
+            if cmd is not None:
+                groups.setdefault(cmd[2], []).append(job)
+        out: list[Record] = []
+        for text, jobs in groups.items():
+            for k in range(0, len(jobs), REASON_BATCH):
+                batch = jobs[k : k + REASON_BATCH]
+                if len(batch) > 1 and self._try(["update", f"JobId={_ids(batch)}", text]):
+                    continue
+                for job in batch:
+                    cmd = ["update", f"JobId={job.label}", text]
+                    if (why := self._try(cmd, quiet=False)) is not True:
+                        out.append(
+                            self._record(
+                                job.job_id,
+                                "error",
+                                attempted="reason",
+                                command=" ".join(cmd),
+                                reason=why,
+                            )
+                        )
         return out
+
+    def _try(self, cmd: list[str], quiet: bool = True) -> bool | str:
+        """Run one command: True when it worked, else False (``quiet``) or Slurm's words."""
+        try:
+            self.client.scontrol(cmd)
+        except SlurmError as exc:
+            return False if quiet else str(exc)
+        return True
 
     def apply(self, view: LiveView, decisions: list[Decision]) -> Outcome:
         """Rejections and preemptions first (they free what the starts use), then starts."""
