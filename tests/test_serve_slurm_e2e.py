@@ -670,3 +670,49 @@ def test_two_hundred_mixed_jobs_and_a_sigkill_lose_nothing(
     kills = [r["action"] for r in read_journal(journal)].count("serve")
     assert kills == 2
     print(f"\n200 mixed jobs with a SIGKILL: {wall:.0f} s")
+
+
+def test_held_jobs_show_why_they_wait_in_squeue(
+    slurm: SubprocessSlurm, clean, tmp_path: Path
+) -> None:
+    """Four 8-GPU jobs fill the cluster; a fifth (``--comment=checkpoint``) waits for fifo, a
+    sixth for its ``--begin``. ``squeue -O JobID,State,Reason,Comment`` shows each one's reason
+    (the owner's comment kept after it); once the fifth starts, its comment is its owner's
+    again."""
+    ours, _ = clean
+    journal = tmp_path / "serve.jsonl"
+    for _ in range(NODES):
+        sbatch(ours, "--gres=gpu:8", "-t", "1", "--wrap", "sleep 4")
+    fifth = sbatch(ours, "--gres=gpu:8", "-t", "1", "--comment=checkpoint", "--wrap", "sleep 5")
+    later = sbatch(ours, "--begin=now+60", "--gres=gpu:1", "-t", "1", "--wrap", "sleep 1")
+    proc = subprocess.Popen(
+        serve_argv(journal, "--policy", "fifo", until_idle=False),
+        cwd=REPO,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+    def shown(job: int) -> list[str]:
+        out = subprocess.run(
+            ["squeue", "-h", "-j", str(job), "-O", "JobID,State,Reason,Comment:200"],
+            capture_output=True,
+            text=True,
+        ).stdout
+        return out.split(None, 3)
+
+    try:
+        deadline = time.monotonic() + SCENARIO_TIMEOUT
+        wait_until(lambda: len(shown(fifth)) == 4 and shown(fifth)[3].startswith("sched"), deadline)
+        _, state, reason, comment = shown(fifth)
+        assert state == "PENDING" and reason in ("JobHeldUser", "JobHeldAdmin")
+        assert comment.strip() == (
+            "schedlab: queued: waiting for policy fifo to place it (8 GPUs) -- checkpoint"
+        )
+        wait_until(lambda: len(shown(later)) == 4, deadline)
+        assert shown(later)[3].startswith("schedlab: not eligible: BeginTime")
+        wait_until(lambda: job_field(fifth, "%T") == "RUNNING", deadline)
+        assert job_field(fifth, "%k") == "checkpoint"
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        proc.communicate(timeout=30)

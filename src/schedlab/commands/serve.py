@@ -95,6 +95,20 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     slurm.add_argument(
         "--journal", type=Path, default=None, help="append-only JSONL record of every decision"
     )
+    slurm.add_argument(
+        "--journal-max-mib",
+        type=float,
+        default=None,
+        metavar="MIB",
+        help="rotate the journal once it reaches this size (JOURNAL.1, .2, …; default never)",
+    )
+    slurm.add_argument(
+        "--journal-keep",
+        type=int,
+        default=5,
+        metavar="N",
+        help="rotated journal files to keep (default 5); readers read them all, oldest first",
+    )
     slurm.add_argument("--seed", type=int, default=0, help="random seed (default 0, as replay)")
     slurm.add_argument(
         "--metrics-port",
@@ -166,6 +180,11 @@ def config_from_args(args: argparse.Namespace) -> ServeConfig:
         raise InputError(f"'--seed' must be ≥ 0 (got {args.seed})")
     if not (args.interval > 0 and math.isfinite(args.interval)):
         raise InputError(f"'--interval' must be > 0 seconds and finite (got {args.interval})")
+    mib = args.journal_max_mib
+    if mib is not None and not (0 < mib < float("inf")):
+        raise InputError(f"'--journal-max-mib' must be > 0 (got {mib})")
+    if args.journal_keep < 1:
+        raise InputError(f"'--journal-keep' must be ≥ 1 (got {args.journal_keep})")
     for name in ("min_runtime", "grace"):
         value = getattr(args, name)
         if not 0 <= value < float("inf"):
@@ -207,7 +226,9 @@ def _serve(args: argparse.Namespace, config: ServeConfig) -> int:
             raise InputError(
                 f"'--metrics-port' {args.metrics_port}: cannot listen on 127.0.0.1 ({exc.strerror})"
             ) from None
-    journal = Journal(args.journal)
+    limit = args.journal_max_mib
+    max_bytes = None if limit is None else max(1, int(limit * 2**20))
+    journal = Journal(args.journal, max_bytes=max_bytes, keep=args.journal_keep)
     server = Server(SubprocessSlurm(), config, journal)
 
     def report(r: CycleReport) -> None:

@@ -35,8 +35,11 @@ from typing import Any
 from schedlab.model.snapshot import Decision, Preempt, Reject, Resize, Start
 from schedlab.serve.client import SlurmClient, SlurmError
 from schedlab.serve.live import LiveView
+from schedlab.serve.reasons import cleared_comment, reason_command
 from schedlab.serve.slurm_state import MARK_QUEUED, MARK_RELEASED, REJECT_MARK, JobInfo
 
+#: Most jobs one ``scontrol update`` names when it writes the same reason to each.
+REASON_BATCH = 200
 #: Longest ``Comment`` schedlab writes (Slurm keeps long comments, squeue columns do not).
 MAX_COMMENT = 200
 
@@ -70,6 +73,9 @@ def start_commands(job: JobInfo, nodes: list[str], held: bool) -> list[list[str]
         update.append("StartTime=now")
     cmds = [] if held else [hold_command(job.label)]
     mark = ["update", f"JobId={job.label}", f"AdminComment={MARK_RELEASED}"]
+    own = cleared_comment(job)
+    if own is not None:  # the reason it waited no longer holds: give the owner's text back
+        mark.append(f"Comment={own}")
     return [*cmds, update, ["release", job.label], mark]
 
 
@@ -111,6 +117,10 @@ def check_start(view: LiveView, job: JobInfo, decision: Start) -> str | None:
                 f"{job.node_count} node(s) × {job.gpus_per_node} GPUs (--gres is per node)"
             )
     return None
+
+
+def _ids(jobs: list[JobInfo]) -> str:
+    return ",".join(j.label for j in jobs)
 
 
 class Applier:
@@ -185,6 +195,45 @@ class Applier:
                 )
             )
         return out
+
+    def show_reasons(self, reasons: list[tuple[JobInfo, str]]) -> list[Record]:
+        """Write each held job's reason into its ``Comment`` where it differs from what Slurm
+        shows (:mod:`schedlab.serve.reasons`). Jobs that get the same text share one
+        ``scontrol update JobId=A,B,…`` (a thousand new jobs cost a handful of commands, not a
+        thousand); when such a command fails, its jobs are tried one by one, and only a job's
+        own failure is journaled, since the journal already says why each job waits."""
+        groups: dict[str, list[JobInfo]] = {}
+        for job, reason in reasons:
+            cmd = reason_command(job, reason)
+            if cmd is not None:
+                groups.setdefault(cmd[2], []).append(job)
+        out: list[Record] = []
+        for text, jobs in groups.items():
+            for k in range(0, len(jobs), REASON_BATCH):
+                batch = jobs[k : k + REASON_BATCH]
+                if len(batch) > 1 and self._try(["update", f"JobId={_ids(batch)}", text]):
+                    continue
+                for job in batch:
+                    cmd = ["update", f"JobId={job.label}", text]
+                    if (why := self._try(cmd, quiet=False)) is not True:
+                        out.append(
+                            self._record(
+                                job.job_id,
+                                "error",
+                                attempted="reason",
+                                command=" ".join(cmd),
+                                reason=why,
+                            )
+                        )
+        return out
+
+    def _try(self, cmd: list[str], quiet: bool = True) -> bool | str:
+        """Run one command: True when it worked, else False (``quiet``) or Slurm's words."""
+        try:
+            self.client.scontrol(cmd)
+        except SlurmError as exc:
+            return False if quiet else str(exc)
+        return True
 
     def apply(self, view: LiveView, decisions: list[Decision]) -> Outcome:
         """Rejections and preemptions first (they free what the starts use), then starts."""

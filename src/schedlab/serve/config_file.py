@@ -26,6 +26,8 @@ KEYS: dict[str, tuple[tuple[type, ...], str]] = {
     "partition": ((str,), "a partition name"),
     "interval": (_NUMBER, "a number of seconds"),
     "journal": ((str,), "a file name"),
+    "journal_max_mib": (_NUMBER, "a number of MiB"),
+    "journal_keep": ((int,), "a whole number"),
     "seed": ((int,), "a whole number"),
     "until_idle": ((bool,), "true or false"),
     "quiet": ((bool,), "true or false"),

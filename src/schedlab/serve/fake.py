@@ -132,6 +132,21 @@ class FakeSlurm:
     def scontrol(self, args: Sequence[str]) -> None:
         args = list(args)
         self.calls.append(args)
+        ids = args[1].removeprefix("JobId=").split(",") if args[0] == "update" else []
+        if len(ids) < 2:
+            self._scontrol(args)
+            return
+        # A list of jobs: Slurm updates every job it can and fails if any one failed.
+        failed = []
+        for one in ids:
+            try:
+                self._scontrol(["update", f"JobId={one}", *args[2:]])
+            except SlurmError as exc:
+                failed.append(str(exc))
+        if failed:
+            raise SlurmError(failed[0])
+
+    def _scontrol(self, args: list[str]) -> None:
         verb = args[0]
         if verb == "update":
             fields = dict(a.split("=", 1) for a in args[1:])
@@ -236,3 +251,18 @@ class FakeSlurm:
             for name, d in zip(expand_hostlist(job["nodes"]), job["gres_detail"], strict=False):
                 used.setdefault(name, set()).update(gpu_indices(d))
         return used
+
+
+def without_reasons(calls: list[list[str]]) -> list[list[str]]:
+    """``calls`` less the updates that only write a job's waiting reason
+    (:mod:`schedlab.serve.reasons`), for tests about what was placed, held or released."""
+    return [
+        c
+        for c in calls
+        if not (
+            len(c) == 3
+            and c[0] == "update"
+            and c[2].startswith("Comment=schedlab:")
+            and not c[2].startswith("Comment=schedlab: rejected:")
+        )
+    ]

@@ -32,11 +32,12 @@ from schedlab.model.gpu_models import GPU_MODELS
 from schedlab.perf.models import TraceDuration
 from schedlab.policies.api import SERVE
 from schedlab.policies.wiring import PolicyChoice, build
-from schedlab.serve.apply import Applier
+from schedlab.serve.apply import Applier, Outcome
 from schedlab.serve.client import ShadowSlurm, SlurmClient, SlurmError
 from schedlab.serve.journal import Journal, read_journal
 from schedlab.serve.live import LiveView, build_view, node_model
 from schedlab.serve.preemption import Guard, PreemptionRules, checkpoints
+from schedlab.serve.reasons import waiting_reason
 from schedlab.serve.slurm_state import JobInfo, NodeInfo, read_jobs, read_nodes
 
 Record = dict[str, Any]
@@ -382,6 +383,7 @@ class Server:
         decisions = self.guard.filter(view, decisions, self.now)
         outcome = self.applier.apply(view, decisions)
         records += self.applier.claim(view, outcome.started)
+        records += self.applier.show_reasons(self._reasons(view, jobs, outcome))
         for job_id in view.running + view.launching + outcome.started:
             if job_id not in self._active:
                 info = view.infos[view.index_of(job_id)]
@@ -417,6 +419,25 @@ class Server:
             )
         self.journal.sync()
         return report
+
+    def _reasons(
+        self, view: LiveView, jobs: list[JobInfo], outcome: Outcome
+    ) -> list[tuple[JobInfo, str]]:
+        """Each held job of schedlab's that did not start this cycle, with why."""
+        started = set(outcome.started)
+        skipped = {r["job"]: r["reason"] for r in outcome.records if r["action"] == "skip"}
+        out = []
+        for job_id in view.queued:
+            if job_id in started:
+                continue
+            info = view.infos[view.index_of(job_id)]
+            why = skipped.get(job_id)
+            reason = f"skipped: {why}" if why else waiting_reason(self.config.label, info.num_gpus)
+            out.append((info, reason))
+        by_id = {j.job_id: j for j in jobs}
+        for job_id, why in view.waiting.items():
+            out.append((by_id[job_id], f"not eligible: {why}"))
+        return out
 
     # -- the loop --------------------------------------------------------------------------
     def _on_signal(self, signum: int, _frame: FrameType | None) -> None:

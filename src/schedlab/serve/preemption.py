@@ -25,14 +25,15 @@ from typing import Any
 
 from schedlab.model.snapshot import Decision, Preempt, Start
 from schedlab.serve.live import LiveView
+from schedlab.serve.reasons import user_comment
 from schedlab.serve.slurm_state import JobInfo
 
 _CHECKPOINT = re.compile(r"\bcheckpoint", re.IGNORECASE)
 
 
 def checkpoints(job: JobInfo) -> bool:
-    """Whether the job said it checkpoints (its comment names ``checkpoint``)."""
-    return bool(_CHECKPOINT.search(job.comment))
+    """Whether the job said it checkpoints (its owner's comment names ``checkpoint``)."""
+    return bool(_CHECKPOINT.search(user_comment(job.comment)))
 
 
 @dataclass(frozen=True)
