@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 
 from schedlab.errors import InputError
+from schedlab.input_files import read_text
 from schedlab.model.gpu_models import is_known_model
 from schedlab.network.topology import (
     CORE,
@@ -391,10 +392,8 @@ def _pairs(text: str, spec: str) -> dict[str, str]:
 
 
 def load_toml_table(path: Path) -> dict[str, Any]:
+    text = read_text(path, "topology file")
     try:
-        with path.open("rb") as fh:
-            return tomllib.load(fh)
-    except FileNotFoundError:
-        raise InputError(f"topology file {path} not found") from None
+        return tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise InputError(f"bad TOML in {path}: {exc}") from None

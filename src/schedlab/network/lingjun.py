@@ -11,9 +11,11 @@ as all its ToR uplinks (1:1).
 from __future__ import annotations
 
 import csv
+import io
 from pathlib import Path
 
 from schedlab.errors import InputError
+from schedlab.input_files import read_text
 from schedlab.network.generators import _Builder
 from schedlab.network.topology import CORE, DEFAULT_INTRA_GBPS, LEAF, SPINE, Topology
 
@@ -34,39 +36,35 @@ def read_lingjun(
     model: str = "GPU",
 ) -> Topology:
     """Build the three-tier topology of a Lingjun ``topo.csv``."""
-    try:
-        fh = path.open(newline="")
-    except FileNotFoundError:
-        raise InputError(f"Lingjun topology file {path} not found") from None
-    with fh:
-        reader = csv.reader(fh)
-        header = next(reader, None)
-        if header is None or [h.strip() for h in header] != list(COLUMNS):
+    text = read_text(path, "Lingjun topology file")
+    reader = csv.reader(io.StringIO(text, newline=""))
+    header = next(reader, None)
+    if header is None or [h.strip() for h in header] != list(COLUMNS):
+        raise InputError(
+            f"expected the header {','.join(COLUMNS)}, got {','.join(header or [])!r}",
+            path=str(path),
+            row=1,
+        )
+    rows = []
+    seen_ip: dict[str, int] = {}
+    for line, row in enumerate(reader, start=2):
+        if len(row) != len(COLUMNS):
             raise InputError(
-                f"expected the header {','.join(COLUMNS)}, got {','.join(header or [])!r}",
-                path=str(path),
-                row=1,
+                f"expected {len(COLUMNS)} fields, got {len(row)}", path=str(path), row=line
             )
-        rows = []
-        seen_ip: dict[str, int] = {}
-        for line, row in enumerate(reader, start=2):
-            if len(row) != len(COLUMNS):
-                raise InputError(
-                    f"expected {len(COLUMNS)} fields, got {len(row)}", path=str(path), row=line
-                )
-            values = [v.strip() for v in row]
-            for col, value in zip(COLUMNS, values, strict=True):
-                if not value:
-                    raise InputError("empty value", path=str(path), row=line, column=col)
-            if values[0] in seen_ip:
-                raise InputError(
-                    f"host {values[0][:16]}… already on line {seen_ip[values[0]]}",
-                    path=str(path),
-                    row=line,
-                    column="ip",
-                )
-            seen_ip[values[0]] = line
-            rows.append((line, *values))
+        values = [v.strip() for v in row]
+        for col, value in zip(COLUMNS, values, strict=True):
+            if not value:
+                raise InputError("empty value", path=str(path), row=line, column=col)
+        if values[0] in seen_ip:
+            raise InputError(
+                f"host {values[0][:16]}… already on line {seen_ip[values[0]]}",
+                path=str(path),
+                row=line,
+                column="ip",
+            )
+        seen_ip[values[0]] = line
+        rows.append((line, *values))
     if not rows:
         raise InputError("no hosts", path=str(path), row=1)
 

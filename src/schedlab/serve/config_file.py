@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from schedlab.errors import InputError
-from schedlab.input_files import check_input_file
+from schedlab.input_files import read_text
 
 _NUMBER = (int, float)
 #: Key → (accepted Python types, what to call it in an error).
@@ -42,13 +42,10 @@ KEYS: dict[str, tuple[tuple[type, ...], str]] = {
 
 def read_config(path: Path) -> dict[str, Any]:
     """The file's settings, keyed like the parsed options (``min_runtime``)."""
-    check_input_file(path, "config file")
     try:
-        raw = tomllib.loads(path.read_text(encoding="utf-8"))
+        raw = tomllib.loads(read_text(path, "config file"))
     except tomllib.TOMLDecodeError as exc:
         raise InputError(f"not valid TOML ({exc})", path=str(path)) from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InputError(f"cannot read it ({exc})", path=str(path)) from None
     out: dict[str, Any] = {}
     for key, value in raw.items():
         name = key.replace("-", "_")
