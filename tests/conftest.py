@@ -118,3 +118,34 @@ def shared_traces() -> Path:
     if not ALIBABA_DIR.is_dir():
         pytest.skip(SHARED_MISSING_REASON)
     return ALIBABA_DIR
+
+
+#: Policies that read ../shared/data (power tables) when they are built.
+NEEDS_ENERGY_DATA = frozenset({"pwr", "pwr+fgd"})
+
+
+def _energy_data_found() -> bool:
+    from schedlab.energy.data import data_dir
+    from schedlab.errors import InputError
+
+    try:
+        data_dir()
+    except InputError:
+        return False
+    return True
+
+
+def policy_params(names: Sequence[str]) -> list:
+    """``names`` for ``parametrize``: the ones that need the public power tables skip, naming
+    why, where ../shared/data is absent."""
+    missing = not _energy_data_found()
+    return [
+        pytest.param(
+            n,
+            marks=pytest.mark.skipif(
+                missing and n in NEEDS_ENERGY_DATA,
+                reason=f"{n} reads the power tables in ../shared/data, which is not found",
+            ),
+        )
+        for n in names
+    ]

@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from conftest import policy_params
 from schedlab.model.cluster import ClusterState
 from schedlab.model.snapshot import Decision, Snapshot, Start
 from schedlab.policies.ordering.tiresias import Tiresias
@@ -20,7 +21,7 @@ EVERY_POLICY = {**placement_classes(), **ordering_classes(), **sizing_classes()}
 PARAMS = {"tiresias": {"starvation": "1", "thresholds": "600"}}
 
 
-@pytest.mark.parametrize("name", list(EVERY_POLICY))
+@pytest.mark.parametrize("name", policy_params(list(EVERY_POLICY)))
 def test_every_registered_policy_meets_the_contract(name: str) -> None:
     assert_conforms(EVERY_POLICY[name], seeds=(0,), params=PARAMS.get(name))
 

@@ -11,7 +11,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from conftest import make_cluster, make_pods
+from conftest import make_cluster, make_pods, policy_params
 from schedlab.engines.pack import NO_NODE, PackConfig, run_pack
 from schedlab.metrics.fragmentation import TargetWorkload, cluster_fragmentation
 from schedlab.model.cluster import GPU_MILLI, ClusterState
@@ -129,7 +129,7 @@ def check_allocate_refuses(state: ClusterState) -> None:
         np.testing.assert_array_equal(getattr(state, a), before[a], err_msg=a)
 
 
-@pytest.mark.parametrize("policy", placement_names())
+@pytest.mark.parametrize("policy", policy_params(placement_names()))
 @SETTINGS
 @given(
     nodes=cluster_st,
@@ -160,7 +160,7 @@ def test_pack_run_invariants(policy, nodes, pod_rows, ratio, seed):
     assert summary["pods_failed"] == int(result.failed.sum())
 
 
-@pytest.mark.parametrize("policy", placement_names())
+@pytest.mark.parametrize("policy", policy_params(placement_names()))
 @settings(max_examples=25, deadline=None)
 @given(nodes=cluster_st, pod_rows=pods_st, seed=st.integers(0, 10_000))
 def test_same_seed_same_run(policy, nodes, pod_rows, seed):
@@ -189,7 +189,7 @@ def test_row_order_of_inputs_does_not_matter(nodes, pod_rows, seed):
     np.testing.assert_array_equal(a.frag_milli, b.frag_milli)
 
 
-@pytest.mark.parametrize("policy", [p for p in placement_names() if p != "random"])
+@pytest.mark.parametrize("policy", policy_params([p for p in placement_names() if p != "random"]))
 @settings(max_examples=25, deadline=None)
 @given(nodes=cluster_st, pod_rows=pods_st, seed=st.integers(0, 10_000), data=st.data())
 def test_node_row_order_does_not_matter(policy, nodes, pod_rows, seed, data):
