@@ -383,7 +383,15 @@ class _Run:
         e = self.e
         # Every run starts from the seed: the same seed gives the same run, however often.
         rng = np.random.default_rng(self.cfg.seed)
-        e.policies.start(self.cluster, rng, jobs=j, perf=e.perf)
+        net = self.net
+        e.policies.start(
+            self.cluster,
+            rng,
+            jobs=j,
+            perf=e.perf,
+            topology=net.topo if net is not None else None,
+            network=net,
+        )
         ts_time, ts_queue, ts_running, ts_busy = array("d"), array("q"), array("q"), array("q")
         ts_efficiency = array("d")
         next_arrival, wakeup, decision_points, events = 0, INF, 0, 0

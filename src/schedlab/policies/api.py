@@ -35,6 +35,7 @@ from schedlab.model.gpu_models import ANY_MODEL_MASK, GPU_MODELS
 
 if TYPE_CHECKING:
     from schedlab.model.jobs import JobTable
+    from schedlab.network.topology import Topology
     from schedlab.perf.models import PerfModel
     from schedlab.policies.placement.gang import GangPlacer
 
@@ -62,6 +63,10 @@ class PolicyContext:
     placer: GangPlacer | None = None
     tie_rank: np.ndarray | None = None
     engine: str = REPLAY
+    #: The network under the cluster (``--topology``; host index = node index), if any.
+    topology: Topology | None = None
+    #: Replay's live network (read-only to policies): link utilisation, the jobs on each link.
+    network: Any = None
 
 
 class Policy:

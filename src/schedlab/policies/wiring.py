@@ -76,13 +76,17 @@ class Policies:
         jobs: JobTable | None = None,
         perf: PerfModel | None = None,
         target: TargetWorkload | None = None,
+        topology: Any = None,
+        network: Any = None,
     ) -> PolicyContext:
         """Draw the tie order from ``rng``, reset the placement policy then the scheduler, and
         return the context they were given. ``target`` defaults to the jobs as pods."""
         if target is None and jobs is not None and len(jobs):
             target = TargetWorkload.from_pods(job_pods(jobs))
         tie_rank = tie_order(cluster, rng)
-        ctx = PolicyContext(cluster, target, rng, jobs, perf, None, tie_rank, self.engine)
+        ctx = PolicyContext(
+            cluster, target, rng, jobs, perf, None, tie_rank, self.engine, topology, network
+        )
         self.placer = Placer(self.placement, ctx, tie_rank)
         ctx = replace(ctx, placer=GangPlacer(self.placer))
         if self.scheduler is not None:

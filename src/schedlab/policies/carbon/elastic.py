@@ -37,7 +37,7 @@ def apply_counts(
         alloc: Allocation | None = None
         cpu, mem = int(jobs.cpu_milli[j]), int(jobs.memory_mib[j])
         for n in sorted((x for x in levels[j] if x <= target[j]), reverse=True):
-            alloc = placer.place(n, cpu, mem, int(jobs.gpu_model_mask[j]), scratch)
+            alloc = placer.place(n, cpu, mem, int(jobs.gpu_model_mask[j]), scratch, job=j)
             if alloc is not None:
                 break
         running = rt.allocation[j] is not None

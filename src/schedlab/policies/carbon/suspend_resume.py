@@ -78,7 +78,7 @@ class SuspendResume(SlackScheduler):
                 continue
             cpu, mem = int(jobs.cpu_milli[job]), int(jobs.memory_mib[job])
             alloc = self.ctx.placer.place(
-                int(jobs.num_gpus[job]), cpu, mem, int(jobs.gpu_model_mask[job]), scratch
+                int(jobs.num_gpus[job]), cpu, mem, int(jobs.gpu_model_mask[job]), scratch, job=job
             )
             if alloc is not None:
                 take(scratch, alloc, cpu, mem)

@@ -135,6 +135,7 @@ class ElasticEdf(SchedulingPolicy):
                     int(jobs.memory_mib[j]),
                     int(jobs.gpu_model_mask[j]),
                     scratch,
+                    job=j,
                 )
             running = rt.allocation[j] is not None
             if alloc is not None:

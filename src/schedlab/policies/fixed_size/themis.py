@@ -179,7 +179,9 @@ def lease_decisions(
 def _place(placer: GangPlacer, scratch: ClusterState, snap: Snapshot, j: int) -> Allocation | None:
     jobs = snap.jobs
     cpu, mem = int(jobs.cpu_milli[j]), int(jobs.memory_mib[j])
-    alloc = placer.place(int(jobs.num_gpus[j]), cpu, mem, int(jobs.gpu_model_mask[j]), scratch)
+    alloc = placer.place(
+        int(jobs.num_gpus[j]), cpu, mem, int(jobs.gpu_model_mask[j]), scratch, job=j
+    )
     if alloc is not None:
         take(scratch, alloc, cpu, mem)
     return alloc

@@ -124,6 +124,7 @@ class QueueScheduler(SchedulingPolicy):
             per_node=int(j.gpus_per_node[job]),
             nodes=int(j.num_nodes[job]),
             exclusive=bool(j.exclusive[job]),
+            job=job,
         )
 
     def _earliest_end(self, snap: Snapshot, job: int) -> float:

@@ -17,6 +17,7 @@ import numpy as np
 from schedlab.model.cluster import GPU_MILLI, ClusterState
 from schedlab.model.snapshot import Allocation
 from schedlab.policies.placement.base import Placer, PodRequest, feasible_nodes
+from schedlab.policies.placement.job_placement import JobPlacementPolicy, JobRequest
 
 
 class GangPlacer:
@@ -28,6 +29,9 @@ class GangPlacer:
         self.model_bits = placer.model_bits
         self.max_per_node = int(cluster.num_gpus.max()) if cluster.size else 0
         self.rack = cluster.rack
+        # A whole-job placement decides every GPU job itself (the network needs the whole job).
+        policy = placer.policy
+        self.whole_job = policy if isinstance(policy, JobPlacementPolicy) else None
 
     def place(
         self,
@@ -39,7 +43,13 @@ class GangPlacer:
         per_node: int = 0,
         nodes: int = 0,
         exclusive: bool = False,
+        job: int = -1,
     ) -> Allocation | None:
+        if self.whole_job is not None and num_gpus > 0:
+            request = JobRequest(
+                job, num_gpus, cpu_milli, memory_mib, model_mask, per_node, nodes, exclusive
+            )
+            return self.whole_job.place_job(request, state)
         if per_node > 0 or exclusive:
             return self._place_shaped(
                 num_gpus, cpu_milli, memory_mib, model_mask, state, per_node, nodes, exclusive

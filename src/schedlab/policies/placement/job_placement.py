@@ -1,0 +1,87 @@
+"""Placement policies that decide a whole job at once, with the network in view.
+
+Per-node scoring (:class:`~schedlab.policies.placement.base.PlacementPolicy`) suits a job that
+fits on one node. Network-aware placement (Titan, vClos, HiveD cells, …) must see the whole job:
+which hosts its ranks land on decides which links its collective crosses. A
+:class:`JobPlacementPolicy` is handed every GPU job as a :class:`JobRequest` and returns the full
+allocation (or ``None``: the job waits). The gang framework calls it instead of scoring nodes, so
+the ordering policies (fifo, sjf, tiresias, …) drive it unchanged.
+
+The context gives such a policy the run's topology (``ctx.topology``, host index = node index)
+and, in replay with a network, a read-only view of the live network (``ctx.network``): link
+utilisation, link capacities and the jobs on them.
+"""
+
+from __future__ import annotations
+
+from abc import abstractmethod
+from dataclasses import dataclass
+from typing import ClassVar
+
+import numpy as np
+
+from schedlab.errors import InputError
+from schedlab.model.cluster import GPU_MILLI, ClusterState
+from schedlab.model.snapshot import Allocation
+from schedlab.policies.api import REPLAY, SERVE, PolicyContext
+from schedlab.policies.placement.base import PlacementPolicy, PodRequest, node_model_bits
+
+
+@dataclass(frozen=True, slots=True)
+class JobRequest:
+    """One job's placement request: ``job`` is its index in the run's job table (-1: unknown,
+    e.g. a conformance probe), the rest as in the gang framework."""
+
+    job: int
+    num_gpus: int
+    cpu_milli: int
+    memory_mib: int
+    model_mask: int
+    per_node: int = 0
+    nodes: int = 0
+    exclusive: bool = False
+
+
+class JobPlacementPolicy(PlacementPolicy):
+    """Base of whole-job placements. Subclasses implement :meth:`place_job`.
+
+    ``requires_topology``: the policy cannot run without ``--topology`` (engines refuse it before
+    any work). Pack places pods one by one and has no jobs, so these policies run in replay and
+    serve only.
+    """
+
+    engines: ClassVar[frozenset[str]] = frozenset({REPLAY, SERVE})
+    requires_topology: ClassVar[bool] = True
+
+    def reset(self, ctx: PolicyContext) -> None:
+        if self.requires_topology and ctx.topology is None:
+            raise InputError(
+                f"placement '{self.name}' needs the network under the cluster: give --topology"
+            )
+        self.ctx = ctx
+        self.model_bits = node_model_bits(ctx.cluster)
+
+    @abstractmethod
+    def place_job(self, request: JobRequest, state: ClusterState) -> Allocation | None:
+        """The whole allocation for ``request`` on ``state`` (read-only), or ``None``."""
+
+    def score(self, pod: PodRequest, state: ClusterState, feasible: np.ndarray) -> np.ndarray:
+        """Fewest free GPUs first: used only for GPU-less jobs, which the network ignores."""
+        return -state.gpu_free_sum.astype(np.float64)
+
+
+def free_gpus_by_node(
+    state: ClusterState, request: JobRequest, model_bits: np.ndarray
+) -> np.ndarray:
+    """Whole free GPUs per node where the job's CPU, memory and GPU model allow it, else 0."""
+    ok = (state.cpu_free >= request.cpu_milli) & (state.mem_free >= request.memory_mib)
+    ok &= (model_bits & request.model_mask) != 0
+    return np.where(ok, state.gpu_full_count, 0)
+
+
+def lowest_free_gpus(state: ClusterState, node: int, count: int) -> tuple[int, ...]:
+    """The ``count`` lowest-index wholly free GPUs of ``node``."""
+    free = np.flatnonzero(state.gpu_exists[node] & (state.gpu_free[node] >= GPU_MILLI))
+    if len(free) < count:
+        raise ValueError(f"node {node} has {len(free)} free GPUs, {count} asked")
+    return tuple(int(g) for g in free[:count])
