@@ -4,6 +4,7 @@ sees the job's index and the run's topology, and is refused without a topology."
 from __future__ import annotations
 
 from pathlib import Path
+from typing import ClassVar
 
 import pytest
 
@@ -26,7 +27,7 @@ class LastNodeFirst(JobPlacementPolicy):
 
     name = "test-last-node-first"
     summary = "test policy"
-    seen: list[tuple[int, int]] = []
+    seen: ClassVar[list[tuple[int, int]]] = []
 
     def place_job(self, request: JobRequest, state: ClusterState) -> Allocation | None:
         assert self.ctx.topology is not None and self.ctx.network is not None
