@@ -17,9 +17,13 @@ from schedlab.commands.common import (
 from schedlab.commands.replay_sharing import add_sharing_options, run_sharing_command
 from schedlab.energy.options import ENERGY_CONFIG_KEYS, add_energy_options, energy_spec
 from schedlab.errors import InputError
-from schedlab.experiments.replay_network import REPLAY_ROUTING, check_routing
+from schedlab.experiments.replay_network import (
+    NET_CONTROLS,
+    REPLAY_ROUTING,
+    resolve_net_control,
+)
 from schedlab.experiments.replay_run import FALLBACKS, ReplaySpec, run_replay, write_run
-from schedlab.network.sharing import DEFAULT_RULE, RULES, check_rule
+from schedlab.network.sharing import RULES
 from schedlab.output_dir import staged_dir
 from schedlab.perf.models import parse_speed_factors
 from schedlab.policies.api import REPLAY
@@ -135,6 +139,13 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         "reserves one least-loaded shortest path per pair of its leaves, which no other job's "
         "flows use (where none is free it shares the least-held link)",
     )
+    net.add_argument(
+        "--net-control",
+        choices=NET_CONTROLS,
+        help="who decides paths: ecmp or spray (the same as --net-routing with that value), or "
+        "crux: at every start and stop a Crux controller routes each cross-leaf flow aggregate "
+        "and sets priority levels that --net-sharing priority enforces (default: --net-routing)",
+    )
     add_energy_options(p)
     add_plugin_option(p)
     p.add_argument(
@@ -168,6 +179,7 @@ CONFIG_KEYS: dict[str, type] = {
     "topology": str,
     "net_sharing": str,
     "net_routing": str,
+    "net_control": str,
     **ENERGY_CONFIG_KEYS,
 }
 
@@ -206,6 +218,11 @@ def spec_from_args(args: argparse.Namespace) -> ReplaySpec:
     seed = pick("seed", 0)
     if seed < 0:
         raise InputError(f"'--seed' must be ≥ 0 (got {seed})")
+    if pick("net_control") and not pick("topology"):
+        raise InputError("'--net-control' needs '--topology'")
+    control, routing, sharing = resolve_net_control(
+        pick("net_control"), pick("net_routing"), pick("net_sharing")
+    )
     fallback = pick("throughputs_fallback") or None  # config.toml writes "" for none
     if fallback is not None and not pick("throughputs"):
         raise InputError("'--throughputs-fallback' needs '--throughputs'")
@@ -226,8 +243,9 @@ def spec_from_args(args: argparse.Namespace) -> ReplaySpec:
         plugins=tuple(dict.fromkeys([*cfg.get("plugin", []), *args.plugin])),  # type: ignore[misc]
         throughputs_fallback=fallback,
         topology=pick("topology") or None,
-        net_sharing=check_rule(pick("net_sharing", DEFAULT_RULE)),
-        net_routing=check_routing(pick("net_routing", "ecmp")),
+        net_sharing=sharing,
+        net_routing=routing,
+        net_control=control,
         energy=energy_spec(args, cfg),
     )
     build(REPLAY, spec.choice)  # every refusal before any work

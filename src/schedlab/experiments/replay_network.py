@@ -18,7 +18,7 @@ from schedlab.network.jobcomm import job_comm
 from schedlab.network.metrics import utilisation_by_tier
 from schedlab.network.replay_state import BaseTime, NetworkModel
 from schedlab.network.routing import Routing
-from schedlab.network.sharing import check_rule
+from schedlab.network.sharing import DEFAULT_RULE, check_rule
 from schedlab.network.topology import SPINE, Topology, cluster_for
 from schedlab.perf.models import PerfModel, ThroughputTable, interpolate
 from schedlab.traces.formats import detect_format
@@ -34,6 +34,48 @@ def check_routing(mode: str) -> str:
             f"(known: {', '.join(REPLAY_ROUTING)})"
         )
     return mode
+
+
+#: ``--net-control`` choices: who decides paths (and, for ``crux``, priorities).
+NET_CONTROLS = ("ecmp", "spray", "crux")
+
+
+def resolve_net_control(
+    control: str | None, routing: str | None, sharing: str | None
+) -> tuple[str, str, str]:
+    """(control, routing, sharing) of a run from ``--net-control``, ``--net-routing`` and
+    ``--net-sharing`` as given (None = not given).
+
+    ``ecmp`` and ``spray`` are routings without a controller: the same as ``--net-routing`` with
+    that value, which may be given too only if it agrees. ``crux`` routes every cross-leaf flow
+    aggregate itself and sets priority levels, which the ``priority`` rule enforces: it refuses
+    any ``--net-routing`` and any ``--net-sharing`` but ``priority``. Without ``--net-control``
+    the routing is ``--net-routing`` (default ecmp), as before; the control is then "".
+    """
+    if control is None or control == "":
+        return "", check_routing(routing or "ecmp"), check_rule(sharing or DEFAULT_RULE)
+    if control not in NET_CONTROLS:
+        raise InputError(
+            f"unknown network control: field 'net_control', value {control!r} "
+            f"(known: {', '.join(NET_CONTROLS)})"
+        )
+    if control == "crux":
+        if routing is not None:
+            raise InputError(
+                f"'--net-control crux' chooses every path itself: drop '--net-routing {routing}'"
+            )
+        if sharing is not None and sharing != "priority":
+            raise InputError(
+                "'--net-control crux' enforces its levels with '--net-sharing priority' "
+                f"(got '--net-sharing {sharing}')"
+            )
+        return control, "ecmp", "priority"
+    if routing is not None and routing != control:
+        raise InputError(
+            f"'--net-control {control}' contradicts '--net-routing {routing}' "
+            "(--net-control ecmp|spray is that routing)"
+        )
+    return control, control, check_rule(sharing or DEFAULT_RULE)
 
 
 def topology_cluster(topology: str, cluster: Cluster | None) -> tuple[Topology, Cluster]:
@@ -108,6 +150,7 @@ def network_model(
     trace: str | None,
     fmt: str | None,
     builtin: bool,
+    control: str = "",
 ) -> NetworkModel:
     """The engine's network model for one run (``jobs`` in the engine's order)."""
     comm = job_comm(jobs, seed, trace if trace is not None and _is_generic(trace, fmt) else None)
@@ -118,9 +161,10 @@ def network_model(
     return NetworkModel(
         topology=topo,
         rule=check_rule(rule),
-        routing=Routing(check_routing(routing), seed=seed),
+        routing=Routing("policy" if control == "crux" else check_routing(routing), seed=seed),
         comm=comm,
         base_time=base_time(perf, jobs, compute, builtin),
+        control=control,
     )
 
 
@@ -191,6 +235,10 @@ def network_block(
     source = {}
     if net.routing == "source":  # hops where no free reserved path existed
         source["source_shared_hops"] = int(net.extra["shared_hops"])
+    if "crux_plans" in net.extra:  # --net-control crux: how often it re-planned and re-routed
+        source["control"] = "crux"
+        source["crux_plans"] = int(net.extra["crux_plans"])
+        source["crux_reroutes"] = int(net.extra["crux_reroutes"])
     return {
         "topology": net.topology.name,
         "sharing": net.rule,

@@ -70,6 +70,8 @@ class ReplaySpec:
     topology: str | None = None
     net_sharing: str = "random-phase"
     net_routing: str = "ecmp"
+    #: ``--net-control``: "" (the routing decides), or ``crux`` (see resolve_net_control).
+    net_control: str = ""
     #: Power and carbon accounting (off unless ``--power-model`` or ``--ci`` is given).
     energy: energy.EnergySpec = field(default_factory=energy.EnergySpec)
 
@@ -191,6 +193,7 @@ def run_replay(
             trace=spec.trace,
             fmt=spec.trace_format,
             builtin=spec.throughputs == BUILTIN_THROUGHPUTS,
+            control=spec.net_control,
         )
     assert cluster is not None
     check_speed_models(spec, cluster)
@@ -329,7 +332,9 @@ def write_run(out: Path, spec: ReplaySpec, record: ReplayRecord) -> dict[str, ob
             {
                 "topology": _path_or_spec(spec.topology),
                 "net_sharing": spec.net_sharing,
-                "net_routing": spec.net_routing,
+                # Crux chooses the paths: a routing beside it would contradict it on repeat.
+                **({"net_routing": spec.net_routing} if spec.net_control != "crux" else {}),
+                **({"net_control": spec.net_control} if spec.net_control else {}),
             }
             if spec.topology is not None
             else {}

@@ -124,6 +124,32 @@ class _Entries:
         return ptr, ln.astype(np.int64), total, total / topo.link_bytes_per_s[ln]
 
 
+def _nic(channel: np.ndarray, host: np.ndarray, gpu: np.ndarray, topo: Topology) -> np.ndarray:
+    """The NIC a transfer leaves (or enters) ``host`` by: its ring channel's, else its GPU's."""
+    nics = topo.host_nics[host]
+    return np.where(channel >= 0, channel % nics, gpu * nics // topo.host_gpus[host])
+
+
+def cross_leaf_aggregates(
+    spec: CommSpec, placement: Allocation, topo: Topology
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """(src host, dst host, src NIC, bytes per iteration) of every flow aggregate of the job that
+    crosses leaves: the unit a network controller routes (its keys are :data:`FlowKey`)."""
+    host, gpu = ranks_of(placement, topo)
+    tr = transfers(spec, len(host), channels_of(host, topo))
+    sh, dh = host[tr.src], host[tr.dst]
+    far = topo.host_leaf[sh] != topo.host_leaf[dh]
+    sh, dh = sh[far], dh[far]
+    snic = _nic(tr.channel[far], sh, gpu[tr.src][far], topo)
+    nics = int(topo.host_nics.max()) if topo.num_hosts else 1
+    key = (sh * topo.num_hosts + dh) * nics + snic
+    uniq, inv = np.unique(key, return_inverse=True)
+    total = np.bincount(inv.ravel(), tr.nbytes[far], len(uniq))
+    pair, nic = np.divmod(uniq, nics)
+    src, dst = np.divmod(pair, topo.num_hosts)
+    return src.astype(np.int64), dst.astype(np.int64), nic.astype(np.int64), total
+
+
 def _route_transfers(
     tr: Transfers,
     host: np.ndarray,
@@ -144,9 +170,7 @@ def _route_transfers(
         return 0.0, 0.0
     ph, sh, dh, sg, dg = tr.phase[far], sh[far], dh[far], sg[far], dg[far]
     nbytes, chan = tr.nbytes[far], tr.channel[far]
-    ring = chan >= 0
-    snic = np.where(ring, chan % topo.host_nics[sh], sg * topo.host_nics[sh] // topo.host_gpus[sh])
-    dnic = np.where(ring, chan % topo.host_nics[dh], dg * topo.host_nics[dh] // topo.host_gpus[dh])
+    snic, dnic = _nic(chan, sh, sg, topo), _nic(chan, dh, dg, topo)
     entries.add(ph, topo.nic_base[sh] + snic, nbytes)
     entries.add(ph, topo.num_nics + topo.nic_base[dh] + dnic, nbytes)
     leaf = topo.host_leaf

@@ -25,10 +25,11 @@ import numpy as np
 from schedlab.model.jobs import JobTable
 from schedlab.model.snapshot import Allocation, allocation_size
 from schedlab.network.collectives import CommSpec
-from schedlab.network.footprint import Footprint, footprint
+from schedlab.network.crux_control import DEFAULT_LEVELS, CruxController, CruxJob, Path
+from schedlab.network.footprint import Footprint, cross_leaf_aggregates, footprint
 from schedlab.network.jobcomm import JobComm
 from schedlab.network.reservation import Reservations
-from schedlab.network.routing import Routing
+from schedlab.network.routing import FlowKey, Routing
 from schedlab.network.sharing import DEFAULT_ALPHA, SharingSolver, iteration_time
 from schedlab.network.topology import TIER_INTRA, TIERS, Topology
 
@@ -46,6 +47,10 @@ class NetworkModel:
     comm: JobComm
     base_time: BaseTime
     alpha: float = DEFAULT_ALPHA
+    #: ``crux``: a Crux controller sets paths and priority levels (``routing`` is then
+    #: ``policy`` and ``rule`` ``priority``); empty: the routing alone decides paths.
+    control: str = ""
+    levels: int = DEFAULT_LEVELS
 
     def new_state(self, jobs: JobTable) -> NetworkState:
         return NetworkState(self, jobs)
@@ -65,6 +70,8 @@ class _Active:
     t: float = math.inf
     last: float = 0.0
     allocation: Allocation = ()
+    paths: dict[FlowKey, Path] | None = None  # set by the Crux controller
+    flows: tuple[tuple[FlowKey, ...], tuple[float, ...]] | None = None  # cross-leaf aggregates
 
 
 @dataclass
@@ -107,6 +114,15 @@ class NetworkState:
         self.changed: dict[int, None] = {}  # started jobs not in the solver, to report at settle
         # Source routing: each job's paths are reserved at its start and released at its stop.
         self.reservations = Reservations() if model.routing.mode == "source" else None
+        # Crux: re-planned at the first settle after the set of running jobs changed. Its
+        # compression draws from its own stream of the run's seed.
+        self.crux = (
+            CruxController(topo, np.random.default_rng([model.routing.seed, 0x63727578]))
+            if model.control == "crux"
+            else None
+        )
+        self.replan = False
+        self.reroutes = 0
         # Per job, over all its runs.
         self.hosts = np.zeros(n, dtype=np.int64)
         self.leaves = np.zeros(n, dtype=np.int64)
@@ -188,6 +204,7 @@ class NetworkState:
                 self.cap_active += int(self.topo.host_gpus[node])
             self.host_busy[node] += count
         self.busy_total += gpus
+        self.replan = True
 
     def stop(self, job: int, now: float) -> None:
         """``job`` gives up its allocation at ``now``."""
@@ -207,6 +224,7 @@ class NetworkState:
                 self.hosts_active -= 1
                 self.cap_active -= int(self.topo.host_gpus[node])
         self.busy_total -= act.gpus
+        self.replan = True
 
     def reconfigure(self, circuits: list[tuple[int, int]], now: float) -> list[int]:
         """Re-wire the OCS to exactly ``circuits`` at ``now``; the jobs that must pause.
@@ -238,6 +256,9 @@ class NetworkState:
     def settle(self, now: float) -> list[tuple[int, float]]:
         """Re-solve the jobs whose links changed; (job, rate factor base/T) of each of them."""
         out: list[tuple[int, float]] = []
+        if self.crux is not None and self.replan:
+            self._crux_plan(now)
+        self.replan = False
         for job in self.changed:
             act = self.active[job]
             self._advance(job, act, now)
@@ -300,8 +321,72 @@ class NetworkState:
             solver_rounds=self.solver.total_rounds,
             solves=self.solves,
             footprints=self.footprints,
-            extra={"shared_hops": self.reservations.shared_hops} if self.reservations else {},
+            extra={
+                **({"shared_hops": self.reservations.shared_hops} if self.reservations else {}),
+                **(
+                    {"crux_plans": self.crux.plans, "crux_reroutes": self.reroutes}
+                    if self.crux is not None
+                    else {}
+                ),
+            },
         )
+
+    # -- Crux -------------------------------------------------------------------------------------
+    def _crux_plan(self, now: float) -> None:
+        """Ask the Crux controller for paths and levels of every job with shared links; re-route
+        the jobs whose paths changed and re-level the others (the solver re-solves them)."""
+        assert self.crux is not None
+        jobs = []
+        for job, act in self.active.items():
+            if not act.shared:
+                continue
+            if act.flows is None:
+                src, dst, nic, nbytes = cross_leaf_aggregates(act.spec, act.allocation, self.topo)
+                keys = tuple(zip(src.tolist(), dst.tolist(), nic.tolist(), strict=True))
+                act.flows = (keys, tuple(nbytes.tolist()))
+            fabric = self.tier[act.links] != TIER_INTRA
+            moved = self.tier[act.fp.links] != TIER_INTRA
+            jobs.append(
+                CruxJob(
+                    key=job,
+                    gpus=act.gpus,
+                    compute=act.spec.compute,
+                    overlap=act.spec.overlap,
+                    t=act.t if math.isfinite(act.t) else act.t_iso,
+                    link_time=float(act.load.max()) if len(act.load) else 0.0,
+                    link_bytes=float(act.fp.nbytes[moved].sum()),
+                    links=act.links[fabric],
+                    flows=act.flows[0],
+                    flow_bytes=act.flows[1],
+                )
+            )
+        self.crux.topo = self.topo
+        plan = self.crux.plan(jobs)
+        for job, level in plan.levels.items():
+            act = self.active[job]
+            paths = plan.paths[job]
+            if act.paths is not None and paths == act.paths:
+                if act.spec.priority != level:
+                    act.spec = replace(act.spec, priority=level)
+                    self.solver.set_priority(job, level)
+                continue
+            act.spec = replace(act.spec, priority=level)
+            self._reroute(job, act, paths, now)
+
+    def _reroute(self, job: int, act: _Active, paths: dict[FlowKey, Path], now: float) -> None:
+        """Move ``job``'s cross-leaf flows onto ``paths``: a new footprint for the solver."""
+        self._advance(job, act, now)
+        self._set_t(act, math.inf, now)
+        explicit = {key: tuple((link, 1.0) for link in path) for key, path in paths.items()}
+        fp = footprint(
+            act.spec, act.allocation, self.topo, replace(self.m.routing, paths=explicit), job
+        )
+        self.footprints += 1
+        self.reroutes += 1
+        act.fp, act.paths = fp, paths
+        act.links, _, act.load = fp.link_totals()
+        act.t_iso = iteration_time(act.spec, fp.comm_time(self.m.alpha))
+        self.solver.add(job, fp, act.spec)
 
     # -- bookkeeping -----------------------------------------------------------------------------
     def _routing(self, job: int, allocation: Allocation) -> Routing:
