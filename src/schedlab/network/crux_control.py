@@ -97,12 +97,14 @@ class PathCache:
 
     def __init__(self, topo: Topology) -> None:
         self.topo = topo
-        self._paths: dict[tuple[int, int], np.ndarray] = {}
+        self._paths: dict[tuple[int, int], tuple[np.ndarray, np.ndarray]] = {}
 
-    def candidates(self, a: int, b: int) -> np.ndarray:
+    def candidates(self, a: int, b: int) -> tuple[np.ndarray, np.ndarray]:
+        """(paths × hops link ids, their capacities in bytes/s)."""
         got = self._paths.get((a, b))
         if got is None:
-            got = np.array(leaf_paths(self.topo, a, b), dtype=np.int64)
+            paths = np.array(leaf_paths(self.topo, a, b), dtype=np.int64)
+            got = (paths, self.topo.link_bytes_per_s[paths])
             self._paths[(a, b)] = got
         return got
 
@@ -118,18 +120,16 @@ def select_paths(
     gains each choice. Ties: the first candidate of :func:`leaf_paths`."""
     cache = cache if cache is not None and cache.topo is topo else PathCache(topo)
     u = np.zeros(topo.num_links) if load is None else np.array(load, dtype=np.float64)
-    cap = topo.link_bytes_per_s
+    leaf = topo.host_leaf.tolist()
     out: dict[int, dict[FlowKey, Path]] = {}
     for job in by_intensity(jobs):
         chosen: dict[FlowKey, Path] = {}
         for flow, nbytes in zip(job.flows, job.flow_bytes, strict=True):
             rate = nbytes / job.t if job.t > 0 else 0.0
-            src, dst, _ = flow
-            cands = cache.candidates(int(topo.host_leaf[src]), int(topo.host_leaf[dst]))
-            score = ((u[cands] + rate) / cap[cands]).max(axis=1)
-            best = cands[int(np.argmin(score))]
+            cands, cap = cache.candidates(leaf[flow[0]], leaf[flow[1]])
+            best = cands[((u[cands] + rate) / cap).max(axis=1).argmin()]
             u[best] += rate
-            chosen[flow] = tuple(int(x) for x in best)
+            chosen[flow] = tuple(best.tolist())
         out[job.key] = chosen
     return out
 
