@@ -45,6 +45,7 @@ from schedlab.policies.placement import (
     RandomPlacement,
 )
 from schedlab.policies.placement.consolidate import ConsolidatePlacement
+from schedlab.policies.placement.network.ina import InaPlacement
 from schedlab.policies.placement.pwr import PwrFgdPlacement, PwrPlacement
 from schedlab.policies.plugins import plugin_classes, reserve_names
 from schedlab.policies.scheduler import SchedulingPolicy
@@ -61,6 +62,7 @@ PLACEMENT_POLICIES: dict[str, type[PlacementPolicy]] = {
         ConsolidatePlacement,
         PwrPlacement,
         PwrFgdPlacement,
+        InaPlacement,
     )
 }
 

@@ -1,0 +1,1 @@
+"""Whole-job placements that look at the network under the cluster (``--topology``)."""
