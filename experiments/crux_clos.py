@@ -16,14 +16,14 @@ from schedlab.errors import InputError
 from schedlab.experiments.crux_study import calibrate, run_clos, write_outputs
 from schedlab.output_dir import staged_dir
 
-#: Jobs of the full run and of --quick (on 12 ToRs).
+#: Jobs per fabric of the full run and of --quick.
 FULL_JOBS, QUICK_JOBS = 600, 40
 
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--out", type=Path, required=True)
-    p.add_argument("--quick", action="store_true", help="12 ToRs, 40 jobs, 3 calibration starts")
+    p.add_argument("--quick", action="store_true", help="6-12 ToRs, 40 jobs, 3 calibration starts")
     p.add_argument("--jobs", type=int, help=f"jobs (default {FULL_JOBS}; --quick {QUICK_JOBS})")
     p.add_argument("--seed", type=int, default=0)
     args = p.parse_args(argv)

@@ -66,7 +66,8 @@ def test_quick_run_writes_tables_and_figure(tmp_path: Path, monkeypatch, capsys)
     assert done.value.code == 0
     table = pd.read_csv(out / "table.csv")
     clos = table[table["part"] == "clos"]
-    assert clos["config"].tolist()[0] == "crux" and len(clos) == 4
+    assert clos["config"].tolist()[0] == "crux" and len(clos) == 8  # 4 configs × 2 fabrics
+    assert clos["fabric"].nunique() == 2
     assert (clos["completed"] == 40).all()
     assert ((clos["compute_util"] > 0) & (clos["compute_util"] <= 1)).all()
     calib = table[table["part"] == "calibration"].set_index("rule")

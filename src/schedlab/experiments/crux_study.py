@@ -34,9 +34,19 @@ from schedlab.network.routing import Routing
 from schedlab.network.sharing import RULES, iteration_times
 
 #: The full-size topology (crux-clos defaults: 173 ToRs × 2 hosts × 8 GPUs, 16 aggs, 4 × 200 Gbps
-#: NICs per host, 1:1) and the reduced one of ``--quick``.
+#: NICs per host, 1:1, so each ToR uplink is 100 Gbps, half a NIC).
 TOPOLOGY = "crux-clos"
-QUICK_TOPOLOGY = "crux-clos:tors=12,aggs=8"
+#: The fabrics of the study, (label, full size, --quick). The second keeps about as many GPUs
+#: with 4 hosts per ToR, which makes every ToR uplink 200 Gbps (a NIC's rate) at 1:1: a flow
+#: pinned to one path is then not capped below its NIC.
+FABRICS: tuple[tuple[str, str, str], ...] = (
+    ("2 hosts/ToR, 100G uplinks", TOPOLOGY, "crux-clos:tors=12"),
+    (
+        "4 hosts/ToR, 200G uplinks",
+        "crux-clos:tors=87,hosts_per_tor=4",
+        "crux-clos:tors=6,hosts_per_tor=4,aggs=16",
+    ),
+)
 
 
 @dataclass(frozen=True)
@@ -111,11 +121,21 @@ def window_average(time: np.ndarray, values: np.ndarray, start: float, end: floa
 
 
 def run_clos(out: Path, jobs: int, seed: int, quick: bool) -> pd.DataFrame:
-    """The three Clos runs on one generated workload (written to ``out/workload.csv``)."""
-    topology = QUICK_TOPOLOGY if quick else TOPOLOGY
+    """Every configuration on every fabric of :data:`FABRICS`, one generated workload per
+    fabric (written to ``out/workload-N.csv``)."""
+    tables = []
+    for i, (fabric, full, small) in enumerate(FABRICS):
+        topology = small if quick else full
+        table = run_fabric(out / f"workload-{i}.csv", topology, jobs, seed)
+        tables.append(table.assign(fabric=fabric, topology=topology))
+    return pd.concat(tables, ignore_index=True)
+
+
+def run_fabric(trace: Path, topology: str, jobs: int, seed: int) -> pd.DataFrame:
+    """The :data:`CONFIGS` runs on one topology and one generated workload (written to
+    ``trace``); ``crux_gain_pct`` is Crux's utilisation over each configuration's."""
     total = parse_topology(topology).total_gpus
     frame = clos_workload(jobs, total, seed)
-    trace = out / "workload.csv"
     frame.to_csv(trace, index=False)
     window = (float(frame["submit_time"].min()), float(frame["submit_time"].max()))
     rows = []
@@ -274,14 +294,14 @@ def write_outputs(out: Path, clos: pd.DataFrame, calibration: pd.DataFrame) -> N
     lines = [
         f"## Crux on {TOPOLOGY}: compute utilisation over the saturated window",
         "",
-        "| config | compute util | Crux gain | mean JCT s | makespan s | completed |",
-        "|---|---|---|---|---|---|",
+        "| fabric | config | compute util | Crux gain | mean JCT s | makespan s | completed |",
+        "|---|---|---|---|---|---|---|",
     ]
     for r in clos.itertuples():
-        gain = "—" if r.Index == 0 else f"{r.crux_gain_pct:+.1f} %"
+        gain = "—" if r.config == CONFIGS[0][0] else f"{r.crux_gain_pct:+.1f} %"
         lines.append(
-            f"| {r.config} | {100 * r.compute_util:.1f} % | {gain} | {r.mean_jct_s:,.0f} | "
-            f"{r.makespan_s:,.0f} | {r.completed} |"
+            f"| {r.fabric} | {r.config} | {100 * r.compute_util:.1f} % | {gain} | "
+            f"{r.mean_jct_s:,.0f} | {r.makespan_s:,.0f} | {r.completed} |"
         )
     lines += [
         "",
@@ -310,9 +330,23 @@ def _figure(path: Path, clos: pd.DataFrame) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, ax = plt.subplots(figsize=(7, 3.5))
-    ax.bar(range(len(clos)), 100 * clos["compute_util"].to_numpy(), color="tab:blue")
-    ax.set_xticks(range(len(clos)), [c.replace(" (", "\n(") for c in clos["config"]], fontsize=8)
+    fig, ax = plt.subplots(figsize=(8, 3.8))
+    configs = [c for c, _ in CONFIGS]
+    width = 0.8 / len(FABRICS)
+    for k, (fabric, _, _) in enumerate(FABRICS):
+        part = clos[clos["fabric"] == fabric].set_index("config")
+        ax.bar(
+            np.arange(len(configs)) + k * width,
+            [100 * float(part.loc[c, "compute_util"]) for c in configs],
+            width,
+            label=fabric,
+        )
+    ax.set_xticks(
+        np.arange(len(configs)) + width * (len(FABRICS) - 1) / 2,
+        [c.replace(" (", "\n(") for c in configs],
+        fontsize=8,
+    )
+    ax.legend(fontsize=8)
     ax.set_ylabel("compute utilisation (%)")
     ax.set_title(f"Crux vs sharing baselines on {TOPOLOGY}")
     fig.tight_layout()
