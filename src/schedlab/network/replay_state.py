@@ -117,7 +117,9 @@ class NetworkState:
         # Crux: re-planned at the first settle after the set of running jobs changed. Its
         # compression draws from its own stream of the run's seed.
         self.crux = (
-            CruxController(topo, np.random.default_rng([model.routing.seed, 0x63727578]))
+            CruxController(
+                topo, np.random.default_rng([model.routing.seed, 0x63727578]), model.levels
+            )
             if model.control == "crux"
             else None
         )
