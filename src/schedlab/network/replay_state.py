@@ -346,8 +346,9 @@ class NetworkState:
                 src, dst, nic, nbytes = cross_leaf_aggregates(act.spec, act.allocation, self.topo)
                 keys = tuple(zip(src.tolist(), dst.tolist(), nic.tolist(), strict=True))
                 act.flows = (keys, tuple(nbytes.tolist()))
-            fabric = self.tier[act.links] != TIER_INTRA
-            moved = self.tier[act.fp.links] != TIER_INTRA
+            # Intra-host links are private to a GPU: neither shared nor counted as network bytes.
+            contended = self.tier[act.links] != TIER_INTRA
+            on_network = self.tier[act.fp.links] != TIER_INTRA
             jobs.append(
                 CruxJob(
                     key=job,
@@ -356,8 +357,8 @@ class NetworkState:
                     overlap=act.spec.overlap,
                     t=act.t if math.isfinite(act.t) else act.t_iso,
                     link_time=float(act.load.max()) if len(act.load) else 0.0,
-                    link_bytes=float(act.fp.nbytes[moved].sum()),
-                    links=act.links[fabric],
+                    link_bytes=float(act.fp.nbytes[on_network].sum()),
+                    links=act.links[contended],
                     flows=act.flows[0],
                     flow_bytes=act.flows[1],
                 )
