@@ -6,16 +6,18 @@ creation time), still running when it closed (no deletion time), both, and neith
 
 from __future__ import annotations
 
+import tempfile
 from pathlib import Path
 
 import numpy as np
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from schedlab.errors import InputError
 from schedlab.model.instances import NO_LIMIT, ROLE_CN, ROLE_HN, ServingInstances
 from schedlab.traces.alibaba_2025 import read_alibaba_2025
+from test_fuzz_readers import AWKWARD_CELLS
 
 SHARED = Path(__file__).resolve().parents[1].parent / "shared"
 PRISM = SHARED / "traces" / "alibaba-gpu-2025" / "disaggregated_DLRM_trace.csv"
@@ -195,3 +197,33 @@ def test_real_file_matches_the_spec_facts():
     assert int(x.num_gpu.sum()) == 7_386
     assert (x.end[x.censored] == 2_677_541.0).all()
     assert (x.arrival[x.preexisting] == 0).all() and (x.start[x.preexisting] == 0).all()
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    st.lists(
+        st.tuples(
+            st.integers(0, len(ROWS) - 1),
+            st.integers(0, 16),
+            st.one_of(st.sampled_from(AWKWARD_CELLS), st.text(max_size=6)),
+        ),
+        min_size=1,
+        max_size=4,
+    )
+)
+def test_mutated_cells_read_or_fail_with_one_input_error(edits):
+    """Whatever lands in a cell, the reader returns sane instances or raises InputError."""
+    rows = [r.split(",") for r in ROWS]
+    for row, column, cell in edits:
+        rows[row][column] = cell
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / "fuzz.csv"
+        path.write_text("\n".join([HEADER, *(",".join(r) for r in rows)]) + "\n")
+        try:
+            x = read_alibaba_2025(path)
+        except InputError:
+            return
+    assert np.isfinite(x.start).all() and np.isfinite(x.end).all()
+    assert (x.start >= 0).all() and (x.end >= x.start).all()
+    assert (x.num_gpu[x.role == ROLE_HN] >= 1).all() and (x.num_gpu[x.role == ROLE_CN] == 0).all()
+    assert ((x.rdma >= 0) & (x.rdma <= 100)).all() and (x.max_per_node != 0).all()
