@@ -2,6 +2,7 @@
 
     python experiments/prism_disaggregation.py --out DIR [--quick] [--trace FILE]
         [--seeds 42,43,44] [--loads 0.9,0.95] [--policies fgd,bestfit,random]
+        [--cpu-node 256,1536,0,2] [--gpu-node 128,1024,8,4]
 
 Places the instances running at the trace's concurrency peak on a synthesised cluster, once as
 CN and HN instances on CPU and GPU nodes, once merged per GPU instance onto GPU nodes of the same
@@ -19,6 +20,7 @@ from pathlib import Path
 
 from schedlab import __version__
 from schedlab.errors import SchedlabError
+from schedlab.experiments.prism_cluster import parse_shape
 from schedlab.experiments.prism_report import write_outputs
 from schedlab.experiments.prism_study import StudyConfig, run_study
 from schedlab.output_dir import StagedDir
@@ -51,7 +53,14 @@ def config_from(args: argparse.Namespace) -> StudyConfig:
     if any(not 0 < load <= 1 for load in loads):
         raise SchedlabError(f"'--loads' must be in (0, 1] (got {args.loads})")
     policies = _list(args.policies, str, "--policies")
-    return StudyConfig(policies, seeds, loads, app_stride=8 if args.quick else 1)
+    return StudyConfig(
+        policies,
+        seeds,
+        loads,
+        app_stride=8 if args.quick else 1,
+        cpu_node=parse_shape("cpu-node", args.cpu_node, gpus_allowed=False),
+        gpu_node=parse_shape("gpu-node", args.gpu_node, gpus_allowed=True),
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -62,6 +71,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seeds", default=None, help="default 42,43,44 (42 with --quick)")
     ap.add_argument("--loads", default=None, help="default 0.9,0.95 (0.9 with --quick)")
     ap.add_argument("--policies", default="fgd,bestfit,random")
+    ap.add_argument(
+        "--cpu-node", default="256,1536,0,2", help="CPU node VCPU,GIB,GPUS,NICS (GPUS 0)"
+    )
+    ap.add_argument("--gpu-node", default="128,1024,8,4", help="GPU node VCPU,GIB,GPUS,NICS")
     args = ap.parse_args(argv)
     try:
         config = config_from(args)
@@ -81,6 +94,8 @@ def main(argv: list[str] | None = None) -> int:
             "seeds": list(config.seeds),
             "loads": list(config.loads),
             "policies": list(config.policies),
+            "cpu_node": args.cpu_node,
+            "gpu_node": args.gpu_node,
         }
         write_config(
             stage.path / "config.toml", settings, f"schedlab {__version__} prism disaggregation"

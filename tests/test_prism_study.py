@@ -15,12 +15,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from conftest import REPO_ROOT
+from schedlab.errors import InputError
 from schedlab.experiments.prism_cluster import (
     CPU_NODE,
     GPU_NODE,
     NodeShape,
     monolithic_shape,
     nodes_for,
+    parse_shape,
     pool_cluster,
 )
 from schedlab.experiments.prism_study import nodes_needed, place_pool
@@ -205,3 +207,23 @@ def test_script_quick_on_the_real_trace(tmp_path):
     assert set(by_policy) == {"fgd", "bestfit", "random"}
     for c in by_policy.values():
         assert c["cpu_frag_mono_pct"] > 0 and c["gpus_needed_disagg"] > 0
+
+
+def test_node_shapes_from_the_command_line(tmp_path):
+    assert parse_shape("gpu-node", "128,1024,8,4", gpus_allowed=True) == GPU_NODE
+    assert parse_shape("cpu-node", "256, 1536, 0, 2", gpus_allowed=False) == CPU_NODE
+    for bad in ("128,1024,8", "a,1,8,1", "128,1024,0,4", "128,-1,8,4", "128,1024,8.5,4"):
+        with pytest.raises(InputError, match="'--gpu-node' must be VCPU,GIB,GPUS,NICS"):
+            parse_shape("gpu-node", bad, gpus_allowed=True)
+    with pytest.raises(InputError, match="GPUS 0"):
+        parse_shape("cpu-node", "256,1536,8,2", gpus_allowed=False)
+
+    out = tmp_path / "study"
+    trace = str(small_csv(tmp_path))
+    done = _run_script("--out", str(out), "--quick", "--trace", trace, "--gpu-node", "64,512,4,1")
+    assert done.returncode == 0, done.stderr
+    shapes = json.loads((out / "summary.json").read_text())["setup"]["clusters"]["0.9"]
+    assert shapes["node_shapes"][1] == "gpu-node: 64 vCPU, 512 GiB, 4 × A10, 1 RDMA NICs"
+    done = _run_script("--out", str(tmp_path / "x"), "--quick", "--trace", trace, "--gpu-node", "8")
+    assert done.returncode == 2 and not (tmp_path / "x").exists()
+    assert done.stderr.startswith("schedlab: error: '--gpu-node' must be")

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from schedlab.errors import InputError
 from schedlab.experiments.prism_workload import PoolWorkload
 from schedlab.model.cluster import Cluster
 from schedlab.model.gpu_models import model_index
@@ -70,7 +71,9 @@ def nodes_for(demand: dict[str, float], shape: NodeShape, load: float = 1.0) -> 
     return max(1, math.ceil(need / load - 1e-9))
 
 
-def monolithic_shape(cpu_nodes: int, gpu_nodes: int) -> NodeShape:
+def monolithic_shape(
+    cpu_nodes: int, gpu_nodes: int, cpu_node: NodeShape = CPU_NODE, gpu_node: NodeShape = GPU_NODE
+) -> NodeShape:
     """A GPU node carrying its share of the whole disaggregated cluster's capacity."""
 
     def share(cpu_value: int, gpu_value: int) -> int:
@@ -78,11 +81,31 @@ def monolithic_shape(cpu_nodes: int, gpu_nodes: int) -> NodeShape:
 
     return NodeShape(
         "monolithic-node",
-        share(CPU_NODE.cpu_milli, GPU_NODE.cpu_milli),
-        share(CPU_NODE.memory_mib, GPU_NODE.memory_mib),
-        GPU_NODE.gpus,
-        share(CPU_NODE.rdma, GPU_NODE.rdma),
-        GPU_NODE.model,
+        share(cpu_node.cpu_milli, gpu_node.cpu_milli),
+        share(cpu_node.memory_mib, gpu_node.memory_mib),
+        gpu_node.gpus,
+        share(cpu_node.rdma, gpu_node.rdma),
+        gpu_node.model,
+    )
+
+
+def parse_shape(name: str, text: str, *, gpus_allowed: bool) -> NodeShape:
+    """``VCPU,GIB,GPUS,NICS`` (e.g. ``128,1024,8,4``) as a node shape; InputError when bad."""
+    need = "GPUS ≥ 1" if gpus_allowed else "GPUS 0"
+    error = InputError(
+        f"'--{name}' must be VCPU,GIB,GPUS,NICS, positive numbers with {need} (got {text!r})"
+    )
+    try:
+        vcpu, gib, gpus, nics = (float(part) for part in text.split(","))
+    except ValueError:
+        raise error from None
+    sizes = (vcpu, gib, nics)
+    if not all(0 < v <= 1e6 for v in sizes) or gpus != int(gpus) or not 0 <= gpus <= 64:
+        raise error
+    if (gpus > 0) != gpus_allowed:
+        raise error
+    return NodeShape(
+        name, round(vcpu * 1000), round(gib * MIB_PER_GIB), int(gpus), round(nics * 100)
     )
 
 

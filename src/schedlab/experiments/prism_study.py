@@ -67,6 +67,8 @@ class StudyConfig:
     app_stride: int = 1
     #: Also search the fewest nodes that hold everything (several placements per point).
     nodes_needed: bool = True
+    cpu_node: NodeShape = CPU_NODE
+    gpu_node: NodeShape = GPU_NODE
 
 
 @dataclass(frozen=True)
@@ -179,17 +181,18 @@ def run_study(
     }
     rows = []
     for load in config.loads:
-        cpu_nodes = nodes_for(cn.demand(), CPU_NODE, load)
-        gpu_nodes = nodes_for(hn.demand(), GPU_NODE, load)
-        mono = monolithic_shape(cpu_nodes, gpu_nodes)
+        cpu_node, gpu_node = config.cpu_node, config.gpu_node
+        cpu_nodes = nodes_for(cn.demand(), cpu_node, load)
+        gpu_nodes = nodes_for(hn.demand(), gpu_node, load)
+        mono = monolithic_shape(cpu_nodes, gpu_nodes, cpu_node, gpu_node)
         setup["clusters"][str(load)] = {  # type: ignore[index]
             "cpu_nodes": cpu_nodes,
             "gpu_nodes": gpu_nodes,
             "monolithic_nodes": gpu_nodes,
-            "node_shapes": [CPU_NODE.describe(), GPU_NODE.describe(), mono.describe()],
+            "node_shapes": [cpu_node.describe(), gpu_node.describe(), mono.describe()],
         }
         pools = {
-            DISAGGREGATED: [(CPU_NODE, cpu_nodes, cn), (GPU_NODE, gpu_nodes, hn)],
+            DISAGGREGATED: [(cpu_node, cpu_nodes, cn), (gpu_node, gpu_nodes, hn)],
             MONOLITHIC: [(mono, gpu_nodes, merged)],
         }
         for policy in config.policies:
