@@ -4,6 +4,11 @@
 deadlines) and what the reader's filters dropped; ``--json`` prints the same to stdout for
 scripts. ``trace validate FILE`` reads the whole file and prints ``ok: N jobs`` or the first bad
 cell as one line (file:line, column), exiting non-zero.
+
+Instance traces (the Alibaba v2025 DLRM serving trace, ``alibaba-2025``: long-running CN and HN
+instances, not jobs) are recognised by their header or named with ``--format alibaba-2025``;
+their summary is instances by role, apps, request percentiles, density limits and the peak of
+concurrently running instances (:mod:`schedlab.commands.trace_instances`).
 """
 
 from __future__ import annotations
@@ -17,6 +22,7 @@ from pathlib import Path
 from rich.markup import escape
 from rich.table import Table
 
+from schedlab.commands import trace_instances
 from schedlab.commands.common import console, stdout
 from schedlab.commands.serve import add_import_slurm_parser
 from schedlab.errors import InputError
@@ -59,9 +65,14 @@ def _common_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("file", type=Path, metavar="FILE", help="the trace file (CSV)")
     p.add_argument(
         "--trace-format",
+        "--format",
+        dest="trace_format",
         metavar="NAME",
         default=None,
-        help=f"format of FILE (default: guessed from its header): {', '.join(TRACE_FORMATS)}",
+        help=(
+            "format of FILE (default: guessed from its header): "
+            f"{', '.join([*TRACE_FORMATS, trace_instances.FORMAT])}"
+        ),
     )
     p.add_argument(
         "--keep-zero",
@@ -113,6 +124,8 @@ def _fmt(value: object) -> str:
 
 
 def run_stats(args: argparse.Namespace) -> int:
+    if trace_instances.wanted(args):
+        return trace_instances.run_stats(args)
     result = _read(args)
     data = summary(result)
     if args.json:
@@ -144,6 +157,8 @@ def run_stats(args: argparse.Namespace) -> int:
 
 
 def run_validate(args: argparse.Namespace) -> int:
+    if trace_instances.wanted(args):
+        return trace_instances.run_validate(args)
     result = _read(args)
     n = len(result.jobs)
     line = f"ok: {n} jobs"

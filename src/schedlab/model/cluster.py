@@ -4,6 +4,11 @@ The state is a handful of numpy arrays indexed by node, so a placement policy sc
 one vectorised expression. GPU shares are in milli-GPU (1000 = one whole GPU); fractional sharing
 is first-class, so each GPU slot carries its own free share. Nodes with fewer GPUs than the widest
 node have padding slots that do not exist (``gpu_exists`` is False there, free share 0).
+
+Two resources serve long-running serving instances and are off unless a cluster or pod uses them,
+so pack and replay pay nothing for them: an RDMA NIC share per node (``Cluster.rdma``, in % of one
+NIC: 100 per NIC; None = not modelled, no limit) and, per app, how many of its instances each node
+holds (``ClusterState.app_count``), against which a pod's per-node density limit is checked.
 """
 
 from __future__ import annotations
@@ -51,14 +56,15 @@ class Cluster:
     model: np.ndarray  # int64, (N,)
     source: str = field(default="<memory>")
     rack: np.ndarray | None = None  # int64, (N,): topology for rack-aware placement
+    rdma: np.ndarray | None = None  # int64, (N,): RDMA NIC share, 100 per NIC; None: no limit
 
     def __post_init__(self) -> None:
         n = len(self.names)
         if self.rack is None:
             # Without topology every node is its own rack: "fewest racks" = "fewest nodes".
             object.__setattr__(self, "rack", np.arange(n, dtype=np.int64))
-        for attr in ("cpu_milli", "memory_mib", "num_gpus", "model", "rack"):
-            if len(getattr(self, attr)) != n:
+        for attr in ("cpu_milli", "memory_mib", "num_gpus", "model", "rack", "rdma"):
+            if getattr(self, attr) is not None and len(getattr(self, attr)) != n:
                 raise ValueError(f"Cluster.{attr} has {len(getattr(self, attr))} entries, not {n}")
 
     @property
@@ -111,6 +117,8 @@ class ClusterState:
         gpu_free: np.ndarray,
         gpu_exists: np.ndarray,
         class_counts: np.ndarray,
+        rdma_free: np.ndarray | None = None,
+        app_counts: dict[int, np.ndarray] | None = None,
     ) -> None:
         self.cluster = cluster
         self.cpu_free = cpu_free
@@ -118,6 +126,10 @@ class ClusterState:
         self.gpu_free = gpu_free
         self.gpu_exists = gpu_exists
         self.class_counts = class_counts
+        #: Free RDMA NIC share per node (None when the cluster does not model RDMA).
+        self.rdma_free = rdma_free
+        #: App index → instances of that app on each node; apps with none placed are absent.
+        self.app_counts: dict[int, np.ndarray] = {} if app_counts is None else app_counts
         self.version = np.zeros(cluster.size, dtype=np.int64)
         self.changes = 0
         # Per-node aggregates kept up to date by every change, so that scoring all nodes costs
@@ -137,6 +149,7 @@ class ClusterState:
             gpu_free,
             exists,
             np.zeros((cluster.size, len(POD_CLASSES)), dtype=np.int64),
+            None if cluster.rdma is None else cluster.rdma.astype(np.int64).copy(),
         )
 
     # -- read-only views ---------------------------------------------------------------------
@@ -154,6 +167,8 @@ class ClusterState:
             self.gpu_free.copy(),
             self.gpu_exists,
             self.class_counts.copy(),
+            None if self.rdma_free is None else self.rdma_free.copy(),
+            {app: counts.copy() for app, counts in self.app_counts.items()},
         )
         other.version = self.version.copy()
         return other
@@ -173,6 +188,11 @@ class ClusterState:
         self.gpu_full_count[node] = int((values == GPU_MILLI).sum())
         self.version[node] += 1
         self.changes += 1
+
+    def app_count(self, app: int) -> np.ndarray:
+        """Instances of ``app`` on each node (read-only; zeros for an app with none placed)."""
+        counts = self.app_counts.get(app)
+        return np.zeros(self.cluster.size, dtype=np.int64) if counts is None else counts
 
     def allocated_gpu_milli(self) -> int:
         return int(self.cluster.num_gpus.sum() * GPU_MILLI - self.gpu_free.sum())
@@ -205,11 +225,17 @@ class ClusterState:
         memory_mib: int,
         gpu_milli: int,
         num_gpu: int,
+        *,
+        rdma: int = 0,
+        app: int = -1,
+        app_limit: int = -1,
     ) -> None:
-        """Take ``cpu_milli``, ``memory_mib`` and ``gpu_milli`` on each GPU in ``gpus`` of ``node``.
+        """Take ``cpu_milli``, ``memory_mib`` and ``gpu_milli`` on each GPU in ``gpus`` of ``node``,
+        and ``rdma`` NIC share; count one more instance of ``app`` (≥ 0) on the node.
 
-        Raises ValueError (and changes nothing) if that would drive anything below zero or use a
-        GPU slot the node does not have.
+        Raises ValueError (and changes nothing) if that would drive anything below zero, use a
+        GPU slot the node does not have, or put more than ``app_limit`` (≥ 1) instances of
+        ``app`` on the node.
         """
         slots = self._check_slots(node, gpus)
         if len(slots) != (num_gpu if gpu_milli > 0 else 0):
@@ -220,6 +246,8 @@ class ClusterState:
         for g in slots:
             if row[g] < gpu_milli:
                 raise ValueError(f"GPU share on node {node} would go below zero")
+        if rdma or app >= 0:
+            self._take_extras(node, rdma, app, app_limit)
         self.cpu_free[node] -= cpu_milli
         self.mem_free[node] -= memory_mib
         for g in slots:
@@ -239,6 +267,9 @@ class ClusterState:
         memory_mib: int,
         gpu_milli: int,
         num_gpu: int,
+        *,
+        rdma: int = 0,
+        app: int = -1,
     ) -> None:
         """Give back what :meth:`allocate` took; raises (changing nothing) if it would exceed
         capacity or if the node holds no such pod."""
@@ -255,6 +286,8 @@ class ClusterState:
         for g in slots:
             if row[g] + gpu_milli > GPU_MILLI:
                 raise ValueError(f"GPU share on node {node} would exceed capacity")
+        if rdma or app >= 0:
+            self._give_extras(node, rdma, app)
         self.cpu_free[node] += cpu_milli
         self.mem_free[node] += memory_mib
         for g in slots:
@@ -265,3 +298,32 @@ class ClusterState:
         self.class_counts[node, cls] -= 1
         self.version[node] += 1
         self.changes += 1
+
+    # -- RDMA share and per-app counts (serving instances only) ---------------------------------
+    def _take_extras(self, node: int, rdma: int, app: int, app_limit: int) -> None:
+        """Check, then take, ``rdma`` NIC share and one ``app`` slot on ``node``."""
+        if rdma and self.rdma_free is not None and self.rdma_free[node] < rdma:
+            raise ValueError(f"node {node} lacks RDMA NIC share for the pod")
+        counts = self.app_counts.get(app) if app >= 0 else None
+        if app_limit > 0 and counts is not None and counts[node] >= app_limit:
+            raise ValueError(f"node {node} already holds {app_limit} instance(s) of app {app}")
+        if rdma and self.rdma_free is not None:
+            self.rdma_free[node] -= rdma
+        if app >= 0:
+            if counts is None:
+                counts = self.app_counts[app] = np.zeros(self.cluster.size, dtype=np.int64)
+            counts[node] += 1
+
+    def _give_extras(self, node: int, rdma: int, app: int) -> None:
+        """Check, then give back, what :meth:`_take_extras` took."""
+        cap = self.cluster.rdma
+        free = self.rdma_free
+        if rdma and free is not None and cap is not None and free[node] + rdma > cap[node]:
+            raise ValueError(f"node {node} RDMA share would exceed capacity")
+        counts = self.app_counts.get(app) if app >= 0 else None
+        if app >= 0 and (counts is None or counts[node] == 0):
+            raise ValueError(f"node {node} holds no instance of app {app} to release")
+        if rdma and self.rdma_free is not None:
+            self.rdma_free[node] += rdma
+        if counts is not None:
+            counts[node] -= 1

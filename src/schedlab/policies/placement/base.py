@@ -5,8 +5,9 @@ A placement policy is a small object, in the manner of kube-scheduler's framewor
 * ``score(pod, state, feasible)`` gives every node a score at once (numpy; higher wins);
 * ``pick_gpus(pod, state, node)`` chooses the devices inside the chosen node.
 
-Feasibility (enough CPU and memory, an allowed GPU model, enough GPUs with enough free share) is
-shared code, so no policy can get it wrong. Ties between top-scoring nodes go to the first node in
+Feasibility (enough CPU and memory, an allowed GPU model, enough GPUs with enough free share, and
+for serving instances enough RDMA NIC share and room under the app's per-node limit) is shared
+code, so no policy can get it wrong. Ties between top-scoring nodes go to the first node in
 a seeded random order fixed for the whole run (``tie_rank``); plain name order would pile pods onto
 the same nodes and move results by close to a percentage point.
 
@@ -36,6 +37,11 @@ class PodRequest:
     gpu_milli: int
     model_mask: int = ANY_MODEL_MASK
     name: str = ""
+    #: Share of one RDMA NIC (%, 100 = a whole NIC); checked where the cluster models RDMA.
+    rdma: int = 0
+    #: App the pod belongs to (-1: none) and the most pods of that app one node may hold (-1: any).
+    app: int = -1
+    max_per_node: int = -1
 
     @property
     def is_sharing(self) -> bool:
@@ -83,8 +89,13 @@ def node_model_bits(cluster: Cluster) -> np.ndarray:
 
 
 def feasible_nodes(pod: PodRequest, state: ClusterState, model_bits: np.ndarray) -> np.ndarray:
-    """Nodes where the pod fits now: CPU, memory, model, and enough GPUs with enough share."""
+    """Nodes where the pod fits now: CPU, memory, model, and enough GPUs with enough share; RDMA
+    NIC share (where the cluster models it) and the app's per-node limit when the pod has them."""
     ok = (state.cpu_free >= pod.cpu_milli) & (state.mem_free >= pod.memory_mib)
+    if pod.rdma and state.rdma_free is not None:
+        ok &= state.rdma_free >= pod.rdma
+    if pod.max_per_node > 0 and pod.app >= 0:
+        ok &= state.app_count(pod.app) < pod.max_per_node
     if pod.needs_gpu:
         ok &= (model_bits & pod.model_mask) != 0
         if pod.gpu_milli == GPU_MILLI:
