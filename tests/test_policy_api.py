@@ -81,3 +81,15 @@ def test_every_engine_starts_policies_with_the_same_draws() -> None:
     assert (a.engine, b.engine) == ("pack", "replay")
     assert b.placer is not None and replay.placer is b.placer.placer
     assert replay.scheduler is not None and replay.scheduler.ctx is b  # type: ignore[attr-defined]
+
+
+def test_a_job_larger_than_every_node_of_its_model_spans_nodes() -> None:
+    """Two V100s asked on one 2×T4 node and two 1×V100 nodes: no V100 node holds both, so the
+    job takes one GPU on each V100 node (a T4 node large enough must not keep it single-node)."""
+    cluster = parse_cluster_spec("1x2:T4+2x1:V100")
+    policies = build(REPLAY, PolicyChoice("fifo"))
+    ctx = policies.start(cluster, np.random.default_rng(0), jobs=NO_JOBS)
+    assert ctx.placer is not None
+    placed = ctx.placer.place(2, 0, 0, V100, cluster.new_state())
+    assert placed is not None and sorted(node for node, _ in placed) == [1, 2]
+    assert never_fits(cluster, 2, V100) is None

@@ -29,6 +29,7 @@ class GangPlacer:
         self.model_bits = placer.model_bits
         self.max_per_node = int(cluster.num_gpus.max()) if cluster.size else 0
         self.rack = cluster.rack
+        self._largest: dict[int, int] = {}  # model mask → most GPUs on one node of those models
         # A whole-job placement decides every GPU job itself (the network needs the whole job).
         policy = placer.policy
         self.whole_job = policy if isinstance(policy, JobPlacementPolicy) else None
@@ -59,10 +60,20 @@ class GangPlacer:
             p = self.placer.place(pod, state)
             return None if p is None else ((p.node, ()),)
         pod = PodRequest(cpu_milli, memory_mib, num_gpus, GPU_MILLI, model_mask)
-        if num_gpus <= self.max_per_node:
+        if num_gpus <= self._largest_node(model_mask):
             p = self.placer.place(pod, state)
             return None if p is None else ((p.node, p.gpus),)
         return self._place_multi_node(pod, state)
+
+    def _largest_node(self, model_mask: int) -> int:
+        """Most GPUs on one node of a model the job accepts: a job larger than that spans nodes
+        even if a node of another model could hold it whole."""
+        largest = self._largest.get(model_mask)
+        if largest is None:
+            allowed = (self.model_bits & model_mask) != 0
+            counts = self.placer.ctx.cluster.num_gpus[allowed]
+            largest = self._largest[model_mask] = int(counts.max()) if counts.size else 0
+        return largest
 
     def _place_shaped(
         self,
