@@ -46,6 +46,7 @@ from schedlab.policies.placement import (
 )
 from schedlab.policies.placement.consolidate import ConsolidatePlacement
 from schedlab.policies.placement.network.locality import LocalityPlacement
+from schedlab.policies.placement.network.vclos import VClosPlacement
 from schedlab.policies.placement.pwr import PwrFgdPlacement, PwrPlacement
 from schedlab.policies.plugins import plugin_classes, reserve_names
 from schedlab.policies.scheduler import SchedulingPolicy
@@ -63,6 +64,7 @@ PLACEMENT_POLICIES: dict[str, type[PlacementPolicy]] = {
         PwrPlacement,
         PwrFgdPlacement,
         LocalityPlacement,
+        VClosPlacement,
     )
 }
 
