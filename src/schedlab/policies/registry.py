@@ -46,6 +46,7 @@ from schedlab.policies.placement import (
 )
 from schedlab.policies.placement.consolidate import ConsolidatePlacement
 from schedlab.policies.placement.network.locality import LocalityPlacement
+from schedlab.policies.placement.network.ocs_vclos import OcsVClosPlacement
 from schedlab.policies.placement.network.vclos import VClosPlacement
 from schedlab.policies.placement.pwr import PwrFgdPlacement, PwrPlacement
 from schedlab.policies.plugins import plugin_classes, reserve_names
@@ -65,6 +66,7 @@ PLACEMENT_POLICIES: dict[str, type[PlacementPolicy]] = {
         PwrFgdPlacement,
         LocalityPlacement,
         VClosPlacement,
+        OcsVClosPlacement,
     )
 }
 

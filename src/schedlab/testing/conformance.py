@@ -40,7 +40,13 @@ from schedlab.serve.hostlist import gpu_indices
 from schedlab.serve.journal import Journal
 from schedlab.serve.loop import ServeConfig, Server
 from schedlab.serve.slurm_state import REJECT_MARK
-from schedlab.testing.workloads import TOPOLOGY_SPEC, small_cluster, small_jobs, small_pods
+from schedlab.testing.workloads import (
+    OCS_TOPOLOGY_SPEC,
+    TOPOLOGY_SPEC,
+    small_cluster,
+    small_jobs,
+    small_pods,
+)
 
 #: Round length given to round-based policies (those whose constructor takes ``slot``).
 SLOT = 300.0
@@ -228,7 +234,8 @@ def _replay(
     cluster, jobs, network = small_cluster(), small_jobs(seed), None
     if getattr(place, "requires_topology", False):
         # A network placement runs on a small leaf-spine fabric (its hosts are the cluster).
-        topo, cluster = topology_cluster(TOPOLOGY_SPEC, None)
+        spec = OCS_TOPOLOGY_SPEC if getattr(place, "needs_ocs", False) else TOPOLOGY_SPEC
+        topo, cluster = topology_cluster(spec, None)
         options = {"rule": "random-phase", "routing": "ecmp", "trace": None, "fmt": None}
         network = network_model(
             topo, jobs.sorted_by_submit(), TraceDuration(), seed=seed, builtin=False, **options

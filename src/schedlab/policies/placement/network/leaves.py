@@ -11,6 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from schedlab.model.cluster import ClusterState
+from schedlab.model.snapshot import Allocation
 from schedlab.network.topology import Topology
 from schedlab.policies.placement.job_placement import (
     JobRequest,
@@ -65,6 +66,15 @@ class LeafIndex:
             free[i] = 0
             left -= take
         return out
+
+    def allocation(
+        self, state: ClusterState, host_free: np.ndarray, counts: list[tuple[int, int]]
+    ) -> Allocation:
+        """The GPUs of every (leaf, count) pair, leaf by leaf in the order given."""
+        out: list[tuple[int, tuple[int, ...]]] = []
+        for leaf, count in counts:
+            out += self.fill(state, host_free, leaf, count)
+        return tuple(out)
 
 
 def by_key(values: np.ndarray, candidates: np.ndarray) -> np.ndarray:

@@ -37,10 +37,7 @@ class LocalityPlacement(JobPlacementPolicy):
         counts = leaf_counts(request.num_gpus, leaf_free, self.leaves.capacity)
         if counts is None:
             return None
-        out = []
-        for leaf, count in counts:
-            out += self.leaves.fill(state, host_free, leaf, count)
-        return tuple(out)
+        return self.leaves.allocation(state, host_free, counts)
 
 
 def leaf_counts(

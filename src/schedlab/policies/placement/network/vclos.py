@@ -134,11 +134,8 @@ class VClosPlacement(JobPlacementPolicy):
         if choice is None:
             return None
         counts, spines = choice
-        out = []
-        for leaf, count in counts:
-            out += self.leaves.fill(state, host_free, leaf, count)
+        allocation = self.leaves.allocation(state, host_free, list(counts))
         links = self.fabric.links([leaf for leaf, _ in counts], list(spines)) if spines else None
-        allocation = tuple(out)
         return self.planned(request.job, allocation, NetPlan(links=links or frozenset()))
 
     # -- the steps -------------------------------------------------------------------------
