@@ -46,26 +46,26 @@ class LeafIndex:
         self, state: ClusterState, host_free: np.ndarray, leaf: int, count: int
     ) -> list[tuple[int, tuple[int, ...]]]:
         """``count`` GPUs of ``leaf``: best-fit host for the rest, else fullest host first."""
-        hosts = self.hosts[leaf]
-        free = host_free[hosts].copy()
-        out: list[tuple[int, tuple[int, ...]]] = []
+        hosts = self.hosts[leaf].tolist()
+        free = host_free[self.hosts[leaf]].tolist()
+        taken: list[tuple[int, int]] = []
         left = count
         while left > 0:
-            fits = np.flatnonzero(free >= left)
-            if len(fits):
-                i = int(fits[np.argmin(free[fits])])  # fewest free that hold the rest; ties: index
-                take = left
-            else:
-                some = np.flatnonzero(free > 0)
-                if not len(some):
-                    raise ValueError(f"leaf {leaf} has fewer than {count} free GPUs")
-                i = int(some[np.argmin(free[some])])  # fullest first
-                take = int(free[i])
-            node = int(hosts[i])
-            out.append((node, lowest_free_gpus(state, node, take)))
+            best = -1  # fewest free that hold the rest (ties: index), else the fullest host
+            fullest = -1
+            for i, f in enumerate(free):
+                if f >= left and (best < 0 or f < free[best]):
+                    best = i
+                if f > 0 and (fullest < 0 or f < free[fullest]):
+                    fullest = i
+            i = best if best >= 0 else fullest
+            if i < 0:
+                raise ValueError(f"leaf {leaf} has fewer than {count} free GPUs")
+            take = left if best >= 0 else free[i]
+            taken.append((hosts[i], take))
             free[i] = 0
             left -= take
-        return out
+        return [(node, lowest_free_gpus(state, node, take)) for node, take in taken]
 
     def allocation(
         self, state: ClusterState, host_free: np.ndarray, counts: list[tuple[int, int]]
