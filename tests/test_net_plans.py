@@ -143,3 +143,27 @@ def test_replay_cli_runs_vclos_with_orderings_backfill_and_preemption(tmp_path: 
         lines = (out / "jobs.csv").read_text().splitlines()
         assert len(lines) == len(sizes) + 1
         assert all(",completed," in line for line in lines[1:])
+
+
+def test_sweep_runs_network_placements_with_their_own_parameters(tmp_path: Path) -> None:
+    """``--param solver=…`` reaches vclos only: locality runs once, vclos once per solver."""
+    trace = tmp_path / "jobs.csv"
+    trace.write_text("job_id,submit_time,num_gpus,duration\na,0,8,100\nb,10,4,100\nc,20,6,50\n")
+    out = tmp_path / "grid"
+    args = ["sweep", "--cluster", "3x4:V100", "--traces", str(trace), "--policies", "fifo"]
+    args += [
+        "--placements",
+        "locality",
+        "vclos",
+        "--topology",
+        TOPO.replace("g=4", "g=4,model=V100"),
+    ]
+    args += ["--param", "solver=milp", "--param", "solver=greedy", "--out", str(out)]
+    assert main([*args, "--workers", "1"]) == 0
+    rows = (out / "results.csv").read_text().splitlines()
+    header = rows[0].split(",")
+    cells = {
+        (r.split(",")[header.index("placement")], r.split(",")[header.index("variant")])
+        for r in rows[1:]
+    }
+    assert cells == {("locality", ""), ("vclos", "solver=milp"), ("vclos", "solver=greedy")}

@@ -213,6 +213,14 @@ def parameter_names(name: str) -> set[str] | None:
     }
 
 
+def placement_parameter_names(name: str) -> set[str]:
+    """The ``--param`` keys placement ``name`` takes (empty: none, or no such placement)."""
+    cls = placement_classes().get(name)
+    if cls is None:
+        return set()
+    return set(inspect.signature(cls.__init__).parameters) - {"self", "args", "kwargs"}
+
+
 def make_ordering(name: str, params: Mapping[str, str] | None = None) -> Ordering:
     """An ordering with its constructor parameters given as text (``--param key=value``)."""
     orderings = ordering_classes()
