@@ -237,9 +237,9 @@ def run_task(task: Task) -> dict[str, object]:
         net_sharing=task.sharing,
         net_routing=task.routing,
     )
-    started = time.perf_counter()
+    started, cpu = time.perf_counter(), time.process_time()
     record = run_replay(spec)
-    wall = time.perf_counter() - started
+    wall, cpu = time.perf_counter() - started, time.process_time() - cpu
     submit = record.jobs.submit_time
     done = np.isfinite(record.end_time)
     jct = record.end_time[done] - submit[done]
@@ -258,6 +258,7 @@ def run_task(task: Task) -> dict[str, object]:
         "p99_jct": float(np.percentile(jct, 99)) if done.any() else math.nan,
         "mean_slowdown": float(np.nanmean(net.net_slowdown)) if net is not None else math.nan,
         "wall_s": round(wall, 1),
+        "cpu_s": round(cpu, 1),
     }
 
 
@@ -265,7 +266,7 @@ def progress_line(row: dict[str, object]) -> str:
     """One finished run, as the study prints it."""
     return (
         f"  β={row['beta']:g} {row['run']}: JCT {row['avg_jct']:,.0f} s, "
-        f"JWT {row['avg_jwt']:,.0f} s ({row['wall_s']} s)"
+        f"JWT {row['avg_jwt']:,.0f} s ({row['wall_s']} s wall, {row.get('cpu_s')} s CPU)"
     )
 
 
@@ -333,14 +334,14 @@ def compare(table: pd.DataFrame) -> pd.DataFrame:
 
 def markdown(table: pd.DataFrame, rel: pd.DataFrame) -> str:
     lines = [
-        "| β s | load | run | avg JCT s | avg JWT s | avg JRT s | completed | wall s |",
+        "| β s | load | run | avg JCT s | avg JWT s | avg JRT s | completed | CPU s |",
         "|---|---|---|---|---|---|---|---|",
     ]
     for _, r in table.iterrows():
         lines.append(
             f"| {r['beta']:g} | {r['load']:.2f} | {r['run']} | {r['avg_jct']:,.0f} | "
             f"{r['avg_jwt']:,.0f} | {r['avg_jrt']:,.0f} | {r['completed']}/{r['jobs']} | "
-            f"{r['wall_s']:.0f} |"
+            f"{r.get('cpu_s', math.nan):.0f} |"
         )
     lines += [
         "",
