@@ -32,12 +32,13 @@ def main() -> None:
         started, cpu0 = time.perf_counter(), time.process_time()
         table = run_study(SHARED, setting, Path(tmp), args.workers)
         wall = time.perf_counter() - started
-    print(
-        table[["beta", "run", "completed", "avg_jct", "avg_jwt", "wall_s"]].to_string(index=False)
-    )
+    columns = ["beta", "run", "completed", "avg_jct", "avg_jwt", "wall_s", "cpu_s"]
+    print(table[columns].to_string(index=False))
+    cpu = float(table["cpu_s"].sum())
     print(
         f"{len(table)} runs of {setting.jobs:,} jobs, {args.workers} workers: {wall:.0f} s wall "
-        f"(budget {BUDGET_S} s), parent CPU {time.process_time() - cpu0:.0f} s; peak memory "
+        f"(budget {BUDGET_S} s); the runs' CPU {cpu:.0f} s (≥ {cpu / args.workers:.0f} s wall on "
+        f"{args.workers} free cores), parent CPU {time.process_time() - cpu0:.0f} s; peak memory "
         f"{peak_rss_mib():.0f} MiB (parent), {peak_rss_mib(children=True):.0f} MiB (largest worker)"
     )
 

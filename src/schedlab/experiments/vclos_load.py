@@ -351,7 +351,7 @@ def markdown(table: pd.DataFrame, rel: pd.DataFrame) -> str:
     ]
     for _, r in rel.iterrows():
         cells = [
-            f"{100 * r[c]:+.1f} %"
+            f"{100 * r[c]:+.1f} %" if math.isfinite(r[c]) else "—"
             for c in (
                 "ocs_vs_vclos_jwt",
                 "ocs_vs_ideal_jct",

@@ -142,10 +142,9 @@ def _placement_params(
 ) -> tuple[dict[str, str], dict[str, str]]:
     """``--param`` values split into those placement ``name``'s constructor takes and the rest
     (for the ordering or scheduling policy)."""
-    cls = placement_classes().get(name)
-    if cls is None or not params:
-        return {}, dict(params or {})
-    takes = set(inspect.signature(cls.__init__).parameters) - {"self"}
+    if not params:
+        return {}, {}
+    takes = placement_parameter_names(name)
     mine = {k: v for k, v in params.items() if k in takes}
     return mine, {k: v for k, v in params.items() if k not in takes}
 
