@@ -48,7 +48,11 @@ from schedlab.experiments.replay_sweep import SyntheticJobs, finished_run, run_g
 from schedlab.experiments.workloads import FileWorkload
 from schedlab.policies.api import PACK, REPLAY
 from schedlab.policies.plugins import load_references
-from schedlab.policies.registry import pack_study_names
+from schedlab.policies.registry import (
+    pack_study_names,
+    parameter_names,
+    placement_parameter_names,
+)
 from schedlab.policies.wiring import PolicyChoice, build
 from schedlab.traces.alibaba import read_node_list, read_pod_list
 from schedlab.traces.cluster_spec import parse_cluster_spec
@@ -237,10 +241,20 @@ def _run_replay(args: argparse.Namespace) -> int:
     placements = list(dict.fromkeys(args.placements))
     plugins = tuple(args.plugin)
     load_references(plugins)
-    variants = policy_variants([n for n, _ in orders], parse_param_grid(args.param))
+    placement_keys = {p: placement_parameter_names(p) for p in placements}
+    variants = policy_variants(
+        [n for n, _ in orders], parse_param_grid(args.param), set().union(*placement_keys.values())
+    )
+
+    def cell_params(name: str, placement: str) -> list[dict]:
+        """The policy's variants with only the placement parameters this placement takes."""
+        own = (parameter_names(name) or set()) | placement_keys[placement]
+        kept = ({k: v for k, v in params.items() if k in own} for params in variants[name])
+        return list({variant_label(p): p for p in kept}.values())
+
     for name, backfill in orders:  # every refusal of every combination before any run
         for placement in placements:
-            for params in variants[name]:
+            for params in cell_params(name, placement):
                 choice = PolicyChoice(name, placement, backfill, params, fields["slot"], plugins)
                 build(REPLAY, choice)
     cluster = parse_cluster_spec(args.cluster)
@@ -277,7 +291,11 @@ def _run_replay(args: argparse.Namespace) -> int:
         sources.append((labels[-1], "synthetic"))
     tasks = []
     for (trace, kind), (name, backfill), placement in product(sources, orders, placements):
-        cells = product(variants[name], loads or [DEFAULT_SYNTHETIC_LOAD if kind else None], seeds)
+        cells = product(
+            cell_params(name, placement),
+            loads or [DEFAULT_SYNTHETIC_LOAD if kind else None],
+            seeds,
+        )
         for params, load, seed in cells:
             spec = ReplaySpec(
                 args.cluster, trace, name, placement, backfill, seed, args.trace_format,

@@ -15,7 +15,7 @@ from __future__ import annotations
 import argparse
 import itertools
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -108,9 +108,13 @@ def variant_label(params: dict[str, str]) -> str:
     return ";".join(f"{k}={v}" for k, v in params.items())
 
 
-def policy_variants(policies: Sequence[str], grid: dict[str, list[str]]) -> dict[str, list[dict]]:
-    """For each policy, the distinct parameter combinations it runs (``[{}]``: its defaults)."""
-    takes = {p: parameter_names(p) or set() for p in policies}
+def policy_variants(
+    policies: Sequence[str], grid: dict[str, list[str]], placement_keys: Iterable[str] = ()
+) -> dict[str, list[dict]]:
+    """For each policy, the distinct parameter combinations it runs (``[{}]``: its defaults);
+    ``placement_keys``: parameters the grid's placements take (every policy runs them)."""
+    extra = set(placement_keys)
+    takes = {p: (parameter_names(p) or set()) | extra for p in policies}
     unused = [k for k in grid if not any(k in t for t in takes.values())]
     if unused:
         raise InputError(

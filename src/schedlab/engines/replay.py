@@ -43,6 +43,7 @@ from schedlab.model.snapshot import (
     Start,
     allocation_size,
 )
+from schedlab.network.plan import NetLedger, NetPlan
 from schedlab.network.replay_state import NetworkModel, NetworkRecord
 from schedlab.perf.models import PerfModel, allocation_rate
 from schedlab.policies.api import REPLAY
@@ -167,6 +168,8 @@ class _Run:
         # The network (if any) is told of every allocation taken and given up; at each decision
         # point it returns the jobs whose speed changed (see settle_network).
         self.net = engine.network.new_state(j) if engine.network is not None else None
+        if self.net is not None:  # links and circuit ports the running jobs hold
+            self.state.net = NetLedger()
         self.obs, self.now = engine.observer, 0.0
 
     # -- job state changes -----------------------------------------------------------------
@@ -206,8 +209,19 @@ class _Run:
         self.speedup_sum += speedup - self.speedup[job]
         self.speedup[job] = speedup
 
-    def occupy(self, job: int, allocation: Allocation) -> None:
+    def occupy(self, job: int, allocation: Allocation, plan: NetPlan | None = None) -> None:
         c, m = int(self.jobs.cpu_milli[job]), int(self.jobs.memory_mib[job])
+        if plan is not None:
+            if self.state.net is None:
+                raise PolicyError(
+                    f"{self.policy.describe()} reserved links or circuits for job {job}, but the "
+                    "run has no network"
+                )
+            why = self.state.net.conflict(job, plan)
+            if why is not None:
+                raise PolicyError(
+                    f"{self.policy.describe()} reserved for job {job} what it cannot have: {why}"
+                )
         try:
             for node, gpus in allocation:
                 self.state.allocate(node, gpus, c, m, GPU_MILLI if gpus else 0, len(gpus))
@@ -215,6 +229,8 @@ class _Run:
             raise PolicyError(
                 f"{self.policy.describe()} placed job {job} where it does not fit: {exc}"
             ) from None
+        if plan is not None:
+            self.state.net.hold(job, plan)  # type: ignore[union-attr]
         size = allocation_size(allocation)
         if self.obs is not None:
             self.obs.placed(self.now, job, allocation)
@@ -229,6 +245,8 @@ class _Run:
             self.obs.released(self.now, job, rt.allocation[job])
         for node, gpus in rt.allocation[job] or ():
             self.state.release(node, gpus, c, m, GPU_MILLI if gpus else 0, len(gpus))
+        if self.state.net is not None:
+            self.state.net.release(job)
         self.free_gpus += int(rt.alloc_n[job])
         rt.allocation[job] = None
         rt.alloc_n[job] = 0
@@ -302,12 +320,14 @@ class _Run:
         for d in decisions:
             if isinstance(d, Start):
                 expect(d.job, PENDING, "started")
-                self.occupy(d.job, d.allocation)
+                self.occupy(d.job, d.allocation, d.net)
                 self.set_rate(d.job, d.allocation)
                 if self.net is not None:
-                    self.net.start(d.job, d.allocation, now)
+                    self.start_network(d.job, d.allocation, now, d.net)
                 rt.run_started[d.job] = now
                 restart = self.cfg.restart_overhead if self.ever_ran[d.job] else 0.0
+                # Circuits set up for the job: it waits for the OCS to re-wire its ports.
+                restart += self.circuit_delay(d.net)
                 rt.progress_from[d.job] = now + restart
                 rt.status[d.job] = RUNNING
                 if not self.ever_ran[d.job]:
@@ -325,6 +345,30 @@ class _Run:
                 self.stop_progress(d.job, now)
                 rt.progress_from[d.job] += d.seconds
                 self.schedule_completion(d.job)
+
+    def start_network(
+        self, job: int, allocation: Allocation, now: float, plan: NetPlan | None
+    ) -> None:
+        """Tell the network of a start, with the links and circuits reserved for it."""
+        assert self.net is not None
+        try:
+            self.net.start(job, allocation, now, plan)
+        except InputError as exc:
+            raise PolicyError(
+                f"{self.policy.describe()} reserved for job {job} a plan the network cannot "
+                f"route: {exc}"
+            ) from None
+
+    def circuit_delay(self, plan: NetPlan | None) -> float:
+        """The OCS reconfiguration delay a start pays when circuits are set up for it."""
+        if plan is None or not plan.circuits:
+            return 0.0
+        ocs = self.net.topo.ocs if self.net is not None else None
+        if ocs is None:
+            raise PolicyError(
+                f"{self.policy.describe()} set OCS circuits, but the run's network has none"
+            )
+        return float(ocs.delay)
 
     def reconfigure(self, d: Reconfigure, now: float) -> None:
         """Re-wire the OCS (after preemptions, before resizes and starts, which take the new

@@ -14,10 +14,14 @@ holds (``ClusterState.app_count``), against which a pod's per-node density limit
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from schedlab.model.gpu_models import GPU_MODELS
+
+if TYPE_CHECKING:
+    from schedlab.network.plan import NetLedger
 
 GPU_MILLI = 1000
 """Milli-GPU in one whole GPU."""
@@ -132,6 +136,8 @@ class ClusterState:
         self.app_counts: dict[int, np.ndarray] = {} if app_counts is None else app_counts
         self.version = np.zeros(cluster.size, dtype=np.int64)
         self.changes = 0
+        #: Links and circuit ports held by jobs (a NetLedger; None without a network plan).
+        self.net: NetLedger | None = None
         # Per-node aggregates kept up to date by every change, so that scoring all nodes costs
         # O(nodes) instead of O(nodes × GPU slots) per pod or job.
         self.gpu_free_sum = gpu_free.sum(axis=1)
@@ -171,6 +177,7 @@ class ClusterState:
             {app: counts.copy() for app, counts in self.app_counts.items()},
         )
         other.version = self.version.copy()
+        other.net = self.net.copy() if self.net is not None else None
         return other
 
     def set_gpu_free(self, node: int, shares: np.ndarray | list[int]) -> None:

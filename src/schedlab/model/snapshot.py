@@ -12,11 +12,15 @@ costs time in proportion to the jobs it looks at, not to the whole trace.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from schedlab.model.cluster import Cluster, ClusterState
 from schedlab.model.jobs import JobTable
+
+if TYPE_CHECKING:
+    from schedlab.network.plan import NetPlan
 
 # Job status codes.
 FUTURE, PENDING, RUNNING, DONE, REJECTED = 0, 1, 2, 3, 4
@@ -32,10 +36,12 @@ def allocation_size(allocation: Allocation) -> int:
 
 @dataclass(frozen=True, slots=True)
 class Start:
-    """Start (or restart) a pending job on ``allocation``."""
+    """Start (or restart) a pending job on ``allocation``; ``net``: the links and circuits a
+    network placement reserved for it (None: the job shares the fabric like any other)."""
 
     job: int
     allocation: Allocation
+    net: NetPlan | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -180,9 +180,32 @@ def _route_transfers(
         # (the ECMP hash and the split depend on nothing else), so transfers are routed as they
         # are, with array operations, rather than grouped first.
         idx = np.flatnonzero(cross_leaf)
-        at, link, share = routing.many(topo, job, sh[idx], dh[idx], snic[idx])
-        entries.add(ph[idx[at]], link, nbytes[idx[at]] * share)
+        _fabric(entries, ph[idx], sh[idx], dh[idx], snic[idx], nbytes[idx], topo, routing, job)
     return float(nbytes.sum()), float(nbytes[cross_leaf].sum())
+
+
+def _fabric(
+    entries: _Entries,
+    phase: np.ndarray,
+    src: np.ndarray,
+    dst: np.ndarray,
+    channel: np.ndarray,
+    nbytes: np.ndarray,
+    topo: Topology,
+    routing: Routing,
+    job: int,
+) -> None:
+    """Add the fabric links of cross-leaf aggregates. Where paths depend on the leaf pair alone
+    (``spray``, ``source``), the aggregates are first summed per (phase, src leaf, dst leaf):
+    a job spread evenly over many spines would otherwise list every aggregate × every path."""
+    if routing.mode in ("spray", "source") and len(phase):
+        s = topo.num_switches
+        key = (phase * s + topo.host_leaf[src]) * s + topo.host_leaf[dst]
+        _, first, inv = np.unique(key, return_index=True, return_inverse=True)
+        nbytes = np.bincount(inv.ravel(), nbytes, len(first))
+        phase, src, dst, channel = phase[first], src[first], dst[first], channel[first]
+    at, link, share = routing.many(topo, job, src, dst, channel)
+    entries.add(phase[at], link, nbytes[at] * share)
 
 
 def _a2a_entries(
@@ -211,8 +234,9 @@ def _a2a_entries(
     far = leaf[g_host[gi]] != leaf[hi]
     gi, hi = gi[far], hi[far]
     nbytes = per * group_count[gi] * on_host[hi]
-    at, link, share = routing.many(topo, job, hosts[g_host[gi]], hosts[hi], g_nic[gi])
-    entries.add(0, link, nbytes[at] * share)
+    phase = np.zeros(len(gi), dtype=np.int64)
+    src, dst = hosts[g_host[gi]], hosts[hi]
+    _fabric(entries, phase, src, dst, g_nic[gi], nbytes, topo, routing, job)
     return entries, cross_host, float(nbytes.sum())
 
 

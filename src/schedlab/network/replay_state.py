@@ -28,6 +28,7 @@ from schedlab.network.collectives import CommSpec
 from schedlab.network.crux_control import DEFAULT_LEVELS, CruxController, CruxJob, Path
 from schedlab.network.footprint import Footprint, cross_leaf_aggregates, footprint
 from schedlab.network.jobcomm import JobComm
+from schedlab.network.plan import NetPlan
 from schedlab.network.reservation import Reservations
 from schedlab.network.routing import FlowKey, Routing
 from schedlab.network.sharing import DEFAULT_ALPHA, SharingSolver, iteration_time
@@ -72,6 +73,7 @@ class _Active:
     allocation: Allocation = ()
     paths: dict[FlowKey, Path] | None = None  # set by the Crux controller
     flows: tuple[tuple[FlowKey, ...], tuple[float, ...]] | None = None  # cross-leaf aggregates
+    plan: NetPlan | None = None
 
 
 @dataclass
@@ -125,6 +127,7 @@ class NetworkState:
         )
         self.replan = False
         self.reroutes = 0
+        self._circuit_cache: dict[tuple[tuple[int, int], ...], Topology] = {}
         # Per job, over all its runs.
         self.hosts = np.zeros(n, dtype=np.int64)
         self.leaves = np.zeros(n, dtype=np.int64)
@@ -159,8 +162,11 @@ class NetworkState:
         }
 
     # -- the engine's calls ----------------------------------------------------------------------
-    def start(self, job: int, allocation: Allocation, now: float) -> None:
-        """``job`` takes ``allocation`` at ``now`` (start, restart or the new size of a resize)."""
+    def start(
+        self, job: int, allocation: Allocation, now: float, plan: NetPlan | None = None
+    ) -> None:
+        """``job`` takes ``allocation`` at ``now`` (start, restart or the new size of a resize),
+        with the links or circuits a network placement reserved for it (``plan``)."""
         m, j = self.m, self.jobs
         gpus = allocation_size(allocation)
         compute = m.comm.compute(job, int(j.num_gpus[job]), gpus)
@@ -171,11 +177,22 @@ class NetworkState:
             overlap=float(m.comm.overlap[job]),
             priority=int(m.comm.priority[job]),
         )
-        fp = footprint(spec, allocation, self.topo, self._routing(job, allocation), job)
+        if plan is None or plan.empty:
+            fp = footprint(spec, allocation, self.topo, self._routing(job, allocation), job)
+        else:
+            fp = self._planned_footprint(spec, allocation, job, plan)
         self.footprints += 1
         links, _, load = fp.link_totals()
-        # Intra-host links belong to one GPU each: a job using only those shares nothing.
+        if plan is not None and plan.circuits:
+            # The job's circuits are its own fabric (see _planned_footprint): only its host
+            # links are links of the run's fabric, and only they count in per-link utilisation.
+            mine = links < self.topo.fabric_base
+            links, load = links[mine], load[mine]
+        # Intra-host links belong to one GPU each: a job using only those shares nothing; nor
+        # does a job whose plan makes its links private.
         shared = bool((self.tier[links] != TIER_INTRA).any())
+        if plan is not None and plan.private:
+            shared = False
         t_iso = iteration_time(spec, fp.comm_time(m.alpha))
         hosts = tuple((node, len(slots)) for node, slots in allocation)
         act = _Active(
@@ -190,6 +207,7 @@ class NetworkState:
             t_iso,
             last=now,
             allocation=allocation,
+            plan=plan,
         )
         self.active[job] = act
         if shared:
@@ -244,12 +262,13 @@ class NetworkState:
         moved = {p for p in old_pairs | new_pairs if old_pairs.get(p) != new_pairs.get(p)}
         before = {job: _fabric_pairs(old_topo, act.links) for job, act in self.active.items()}
         allocations = {job: act.allocation for job, act in self.active.items()}
+        plans = {job: act.plan for job, act in self.active.items()}
         for job in allocations:
             self.stop(job, now)
         self._swap_topology(new_topo, now)
         paused = []
         for job, allocation in allocations.items():
-            self.start(job, allocation, now)
+            self.start(job, allocation, now, plans[job])
             after = _fabric_pairs(new_topo, self.active[job].links)
             if (before[job] | after) & moved:
                 paused.append(job)
@@ -402,6 +421,33 @@ class NetworkState:
             paths[(leaf, leaf)] = ()  # never routed; marks the paths as replay's reservations
         held = frozenset(link for path in paths.values() for link in path)
         return replace(self.m.routing, reserved=held, leaf_paths=paths)
+
+    def _planned_footprint(
+        self, spec: CommSpec, allocation: Allocation, job: int, plan: NetPlan
+    ) -> Footprint:
+        """The job's footprint over what its plan reserved.
+
+        Reserved links: source routing over them only. Circuits: the job's circuits are private,
+        so its paths are those of a fabric made of its circuits alone (the run's fabric without
+        the job's circuits has none of its paths, and no other job's paths cross them): the
+        footprint is computed on that fabric, spread evenly over its shortest paths.
+        """
+        if plan.circuits:
+            own = self._circuit_fabric(plan.circuits)
+            return footprint(spec, allocation, own, Routing("spray", seed=self.m.routing.seed), job)
+        routing = Routing("source", seed=self.m.routing.seed, reserved=plan.links)
+        return footprint(spec, allocation, self.topo, routing, job)
+
+    def _circuit_fabric(self, circuits: tuple[tuple[int, int], ...]) -> Topology:
+        """The run's hosts and switches with exactly ``circuits`` as fabric (cached: the OCS
+        placements often set the same circuits again)."""
+        cache = self._circuit_cache
+        topo = cache.get(circuits)
+        if topo is None:
+            if len(cache) > 256:
+                cache.clear()
+            topo = cache[circuits] = self.topo.with_circuits(list(circuits))
+        return topo
 
     def _swap_topology(self, topo: Topology, now: float) -> None:
         """Move the per-link state onto ``topo`` (no job active). Links before the fabric keep

@@ -248,7 +248,7 @@ class Routing:
                     continue
                 hops = topo.next_hops(x, b)
                 if restrict:
-                    hops = hops[np.isin(hops, list(self.reserved))]
+                    hops = hops[[link in self.reserved for link in hops.tolist()]]
                     if len(hops) == 0:
                         raise InputError(
                             f"reserved links give no path from {topo.switch_names[x]} toward "

@@ -112,7 +112,7 @@ class Topology:
     def num_switches(self) -> int:
         return len(self.switch_names)
 
-    @property
+    @cached_property
     def total_gpus(self) -> int:
         return int(self.host_gpus.sum())
 
@@ -121,7 +121,7 @@ class Topology:
         """Id of host h's NIC 0 uplink; its downlink is that plus :attr:`num_nics`."""
         return np.concatenate([[0], np.cumsum(self.host_nics)[:-1]]).astype(np.int64)
 
-    @property
+    @cached_property
     def num_nics(self) -> int:
         return int(self.host_nics.sum())
 
@@ -131,7 +131,7 @@ class Topology:
         start = 2 * self.num_nics
         return start + np.concatenate([[0], np.cumsum(self.host_gpus)[:-1]]).astype(np.int64)
 
-    @property
+    @cached_property
     def fabric_base(self) -> int:
         return 2 * self.num_nics + self.total_gpus
 

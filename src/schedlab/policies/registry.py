@@ -46,6 +46,9 @@ from schedlab.policies.placement import (
 )
 from schedlab.policies.placement.consolidate import ConsolidatePlacement
 from schedlab.policies.placement.network.ina import InaPlacement
+from schedlab.policies.placement.network.locality import LocalityPlacement
+from schedlab.policies.placement.network.ocs_vclos import OcsVClosPlacement
+from schedlab.policies.placement.network.vclos import VClosPlacement
 from schedlab.policies.placement.pwr import PwrFgdPlacement, PwrPlacement
 from schedlab.policies.plugins import plugin_classes, reserve_names
 from schedlab.policies.scheduler import SchedulingPolicy
@@ -63,6 +66,9 @@ PLACEMENT_POLICIES: dict[str, type[PlacementPolicy]] = {
         PwrPlacement,
         PwrFgdPlacement,
         InaPlacement,
+        LocalityPlacement,
+        VClosPlacement,
+        OcsVClosPlacement,
     )
 }
 
@@ -118,14 +124,41 @@ def _unknown(kind: str, name: str, known: Mapping[str, object]) -> InputError:
     return InputError(f"unknown {kind} {name!r}{hint} (known: {', '.join(known)})")
 
 
-def make_placement(name: str, engine: str | None = None) -> PlacementPolicy:
+def make_placement(
+    name: str, engine: str | None = None, params: Mapping[str, str] | None = None
+) -> PlacementPolicy:
     """A fresh policy object for ``name``; unknown names raise InputError with suggestions, and a
-    policy that does not run in ``engine`` (when given) is refused."""
+    policy that does not run in ``engine`` (when given) is refused. ``params``: constructor
+    parameters as text (``--param key=value`` the placement takes)."""
     known = placement_classes()
     if name not in known:
         raise _unknown("placement policy", name, known)
     check_engine(name, known[name], engine)
+    if params:
+        return _construct(name, known[name], params)  # type: ignore[return-value]
     return known[name]()
+
+
+def _placement_params(
+    name: str, params: Mapping[str, str] | None
+) -> tuple[dict[str, str], dict[str, str]]:
+    """``--param`` values split into those placement ``name``'s constructor takes and the rest
+    (for the ordering or scheduling policy)."""
+    if not params:
+        return {}, {}
+    takes = placement_parameter_names(name)
+    mine = {k: v for k, v in params.items() if k in takes}
+    return mine, {k: v for k, v in params.items() if k not in takes}
+
+
+def _check_plans(policy: object, placement: PlacementPolicy, order: str, name: str) -> None:
+    """Refuse a policy that would start jobs without the links and circuits its network
+    placement reserves with them."""
+    if getattr(placement, "makes_plans", False) and not getattr(policy, "carries_plans", False):
+        raise InputError(
+            f"placement '{name}' reserves links or circuits with each start, which '{order}' "
+            "does not carry: use an ordering (fifo, sjf, srtf, tiresias, edf)"
+        )
 
 
 #: Policies that size jobs themselves (they are not an ordering over a shared queue scheduler).
@@ -179,6 +212,14 @@ def parameter_names(name: str) -> set[str] | None:
         for k, p in signature.parameters.items()
         if k not in ("self", "slot") and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)
     }
+
+
+def placement_parameter_names(name: str) -> set[str]:
+    """The ``--param`` keys placement ``name`` takes (empty: none, or no such placement)."""
+    cls = placement_classes().get(name)
+    if cls is None:
+        return set()
+    return set(inspect.signature(cls.__init__).parameters) - {"self", "args", "kwargs"}
 
 
 def make_ordering(name: str, params: Mapping[str, str] | None = None) -> Ordering:
@@ -235,6 +276,7 @@ def make_scheduler(
     """
     if slot is not None and not slot > 0:
         raise InputError(f"'--slot' must be > 0 seconds (got {slot})")
+    placement_params, params = _placement_params(placement, params)
     sizing = sizing_classes()
     if order in sizing:
         cls = sizing[order]
@@ -246,7 +288,9 @@ def make_scheduler(
                 f"'{order}' places jobs itself: '--placement {placement}' does not apply"
             )
         policy = _construct(order, cls, {**(params or {})}, slot)
-        return policy, make_placement(placement, engine)  # type: ignore[return-value]
+        placed = make_placement(placement, engine, placement_params)
+        _check_plans(policy, placed, order, placement)
+        return policy, placed  # type: ignore[return-value]
     ordering = make_ordering(order, params)
     check_engine(order, ordering, engine)
     if backfill and ordering.preemptive:
@@ -254,7 +298,7 @@ def make_scheduler(
             f"'{order}' is preemptive: it never leaves a blocked queue head, so '--backfill' "
             "does not apply"
         )
-    placement_policy = make_placement(placement, engine)
+    placement_policy = make_placement(placement, engine, placement_params)
     return QueueScheduler(ordering, placement, backfill, slot), placement_policy
 
 

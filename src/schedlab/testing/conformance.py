@@ -17,6 +17,7 @@ import numpy as np
 from schedlab.engines.inflation import inflate
 from schedlab.engines.pack import PackConfig, PackResult, run_pack
 from schedlab.engines.replay import PolicyError, ReplayConfig, ReplayEngine, ReplayRecord
+from schedlab.experiments.replay_network import network_model, topology_cluster
 from schedlab.metrics.fragmentation import TargetWorkload
 from schedlab.model.cluster import GPU_MILLI
 from schedlab.model.pods import PodTable
@@ -39,7 +40,13 @@ from schedlab.serve.hostlist import gpu_indices
 from schedlab.serve.journal import Journal
 from schedlab.serve.loop import ServeConfig, Server
 from schedlab.serve.slurm_state import REJECT_MARK
-from schedlab.testing.workloads import small_cluster, small_jobs, small_pods
+from schedlab.testing.workloads import (
+    OCS_TOPOLOGY_SPEC,
+    TOPOLOGY_SPEC,
+    small_cluster,
+    small_jobs,
+    small_pods,
+)
 
 #: Round length given to round-based policies (those whose constructor takes ``slot``).
 SLOT = 300.0
@@ -195,7 +202,12 @@ class _Probe(SchedulingPolicy):
         assert self.fresh is not None
         policies = build(REPLAY, self.fresh)
         policies.start(
-            snap.cluster, np.random.default_rng(self.seed), jobs=snap.jobs, perf=self.ctx.perf
+            snap.cluster,
+            np.random.default_rng(self.seed),
+            jobs=snap.jobs,
+            perf=self.ctx.perf,
+            topology=self.ctx.topology,
+            network=self.ctx.network,
         )
         assert policies.scheduler is not None
         policies.scheduler.import_state(state)
@@ -219,8 +231,17 @@ def _replay(
     rebuilt = rebuilt and not policies.placement.stateful
     probe = _Probe(policies.scheduler, choice if probe_fresh and rebuilt else None, seed)
     place = policies.placement if placement is None else make_placement(placement)
+    cluster, jobs, network = small_cluster(), small_jobs(seed), None
+    if getattr(place, "requires_topology", False):
+        # A network placement runs on a small leaf-spine fabric (its hosts are the cluster).
+        spec = OCS_TOPOLOGY_SPEC if getattr(place, "needs_ocs", False) else TOPOLOGY_SPEC
+        topo, cluster = topology_cluster(spec, None)
+        options = {"rule": "random-phase", "routing": "ecmp", "trace": None, "fmt": None}
+        network = network_model(
+            topo, jobs.sorted_by_submit(), TraceDuration(), seed=seed, builtin=False, **options
+        )
     engine = ReplayEngine(
-        small_cluster(), small_jobs(seed), probe, place, TraceDuration(), ReplayConfig(seed)
+        cluster, jobs, probe, place, TraceDuration(), ReplayConfig(seed), network=network
     )
     try:
         return engine.run(), probe.findings

@@ -13,6 +13,12 @@ from schedlab.traces.cluster_spec import parse_cluster_spec
 #: Two GPU models and node widths, so GPU choice, model masks and multi-node gangs all matter.
 CLUSTER_SPEC = "3x8:V100+2x4:T4"
 
+#: The network under the cluster for placements that need one: 4 leaves × 2 hosts × 4 GPUs
+#: (32 GPUs) and 4 spines, so jobs of 8 GPUs may cross leaves.
+TOPOLOGY_SPEC = "leafspine:leaves=4,spines=4,hosts_per_leaf=2,g=4,m=1,nic_gbps=100"
+#: The same hosts under an optical circuit switch, for placements that set circuits.
+OCS_TOPOLOGY_SPEC = "ocs:leaves=4,spines=2,hosts_per_leaf=2,g=4,m=4,nic_gbps=100"
+
 
 def small_cluster() -> Cluster:
     return parse_cluster_spec(CLUSTER_SPEC)

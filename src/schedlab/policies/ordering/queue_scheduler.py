@@ -28,6 +28,7 @@ from schedlab.model.snapshot import (
     Start,
     allocation_size,
 )
+from schedlab.network.plan import NetLedger, NetPlan
 from schedlab.perf.models import allocation_rate
 from schedlab.policies.api import never_fits
 from schedlab.policies.ordering.base import Ordering
@@ -44,20 +45,38 @@ def copy_state(state: ClusterState) -> ClusterState:
     return state.copy()
 
 
-def take(state: ClusterState, allocation: Allocation, cpu: int, mem: int) -> None:
+def take(
+    state: ClusterState,
+    allocation: Allocation,
+    cpu: int,
+    mem: int,
+    job: int = -1,
+    plan: NetPlan | None = None,
+) -> None:
+    """``job`` takes ``allocation`` (and the links and circuits of ``plan``) on a scratch state."""
     for node, gpus in allocation:
         state.allocate(node, gpus, cpu, mem, GPU_MILLI if gpus else 0, len(gpus))
+    if plan is not None:
+        if state.net is None:
+            state.net = NetLedger()
+        state.net.hold(job, plan)
 
 
-def give_back(state: ClusterState, allocation: Allocation, cpu: int, mem: int) -> None:
+def give_back(
+    state: ClusterState, allocation: Allocation, cpu: int, mem: int, job: int = -1
+) -> NetPlan | None:
+    """``job`` gives ``allocation`` back on a scratch state, with the plan it held (returned)."""
     for node, gpus in allocation:
         state.release(node, gpus, cpu, mem, GPU_MILLI if gpus else 0, len(gpus))
+    return state.net.release(job) if state.net is not None else None
 
 
 class QueueScheduler(SchedulingPolicy):
     """An ordering × a placement (× optional EASY backfill) as one scheduling policy."""
 
     summary = "an ordering with a placement plugin"
+    #: Starts carry the links and circuits a network placement reserved (``Start.net``).
+    carries_plans = True
 
     def __init__(
         self,
@@ -126,6 +145,13 @@ class QueueScheduler(SchedulingPolicy):
             exclusive=bool(j.exclusive[job]),
             job=job,
         )
+
+    def _place_planned(
+        self, job: int, state: ClusterState
+    ) -> tuple[Allocation | None, NetPlan | None]:
+        """:meth:`_place` and the network plan the placement made with the allocation."""
+        alloc = self._place(job, state)
+        return alloc, (self.ctx.placer.plan_for(job, alloc) if alloc is not None else None)
 
     def _earliest_end(self, snap: Snapshot, job: int) -> float:
         """When pending ``job`` would finish if started now on the fastest GPUs of the cluster:
@@ -201,6 +227,7 @@ class QueueScheduler(SchedulingPolicy):
         decisions: list[Decision] = []
         free = snap.free_gpus
         started: list[tuple[float, int, Allocation]] = []  # (estimated end, job, allocation)
+        plans: dict[int, NetPlan] = {}  # the network plans of ``started``
         # Plans are made on the live state until the first start, and on a copy after it: most
         # decision points start at most one job, and copying the cluster costs more than placing.
         scratch: ClusterState | None = None
@@ -213,12 +240,13 @@ class QueueScheduler(SchedulingPolicy):
                     return snap.state
                 scratch = copy_state(snap.state)
                 for _, j, a in started:
-                    take(scratch, a, int(self.jobs.cpu_milli[j]), int(self.jobs.memory_mib[j]))
+                    cpu, mem = int(self.jobs.cpu_milli[j]), int(self.jobs.memory_mib[j])
+                    take(scratch, a, cpu, mem, j, plans.get(j))
             return scratch
 
         for job in order:
             n = int(self.num_gpus[job])
-            alloc = self._place(job, planning_state()) if n <= free else None
+            alloc, plan = self._place_planned(job, planning_state()) if n <= free else (None, None)
             if alloc is not None:
                 if scratch is not None:
                     take(
@@ -226,8 +254,12 @@ class QueueScheduler(SchedulingPolicy):
                         alloc,
                         int(self.jobs.cpu_milli[job]),
                         int(self.jobs.memory_mib[job]),
+                        job,
+                        plan,
                     )
-                decisions.append(Start(job, alloc))
+                if plan is not None:
+                    plans[job] = plan
+                decisions.append(Start(job, alloc, plan))
                 free -= n
                 # The estimated end matters only to a backfill reservation behind a later head.
                 end = self._end_on(snap, job, alloc) if self.backfill else np.inf
@@ -235,7 +267,7 @@ class QueueScheduler(SchedulingPolicy):
                 continue
             if self.backfill:
                 decisions += self._backfill(
-                    snap, job, order, free, planning_state(own_copy=True), started
+                    snap, job, order, free, planning_state(own_copy=True), started, plans
                 )
             break
         for d in decisions:
@@ -287,7 +319,8 @@ class QueueScheduler(SchedulingPolicy):
         future = copy_state(scratch)
         avail = free
         for end, job, alloc in ends:
-            give_back(future, alloc, int(self.jobs.cpu_milli[job]), int(self.jobs.memory_mib[job]))
+            cpu, mem = int(self.jobs.cpu_milli[job]), int(self.jobs.memory_mib[job])
+            give_back(future, alloc, cpu, mem, job)
             avail += allocation_size(alloc)
             if avail >= need and (at := self._place(head, future)) is not None:
                 return end, future, avail - need, {node for node, _ in at}
@@ -301,6 +334,7 @@ class QueueScheduler(SchedulingPolicy):
         free: int,
         scratch: ClusterState,
         started: list[tuple[float, int, Allocation]],
+        plans: dict[int, NetPlan],
     ) -> list[Decision]:
         """EASY backfill behind a blocked ``head``: later jobs start now if they fit and either
         finish before the head's reservation or leave the head room to start at it.
@@ -319,23 +353,26 @@ class QueueScheduler(SchedulingPolicy):
             n = int(self.num_gpus[job])
             if n > free or (n > extra and self._earliest_end(snap, job) > shadow):
                 continue  # no room now, or certain to hold GPUs the head needs at its time
-            alloc = self._place(job, scratch)
+            alloc, plan = self._place_planned(job, scratch)
             if alloc is None:
                 continue
             cpu, mem = int(self.jobs.cpu_milli[job]), int(self.jobs.memory_mib[job])
             if future is not None and self._end_on(snap, job, alloc) > shadow:
                 if n > extra:
                     continue
-                take(future, alloc, cpu, mem)
-                if any(node in head_nodes for node, _ in alloc):  # else the head's spot is kept
+                take(future, alloc, cpu, mem, job, plan)
+                # Else the head's spot is kept (a plan's links may be where the head needs them).
+                if plan is not None or any(node in head_nodes for node, _ in alloc):
                     again = self._place(head, future)
                     if again is None:
-                        give_back(future, alloc, cpu, mem)
+                        give_back(future, alloc, cpu, mem, job)
                         continue
                     head_nodes = {node for node, _ in again}
                 extra -= n
-            take(scratch, alloc, cpu, mem)
-            out.append(Start(job, alloc))
+            take(scratch, alloc, cpu, mem, job, plan)
+            if plan is not None:
+                plans[job] = plan
+            out.append(Start(job, alloc, plan))
             free -= n
         return out
 
@@ -407,38 +444,47 @@ class QueueScheduler(SchedulingPolicy):
         free = snap.free_gpus
         starts: list[Decision] = []
         freed: list[int] = []
+        freed_plans: dict[int, NetPlan] = {}
 
         def release(v: int) -> None:
             nonlocal free
             victims.remove(v)
-            give_back(
-                scratch, runtime.allocation[v], int(jobs.cpu_milli[v]), int(jobs.memory_mib[v])
-            )
+            cpu, mem = int(jobs.cpu_milli[v]), int(jobs.memory_mib[v])
+            plan = give_back(scratch, runtime.allocation[v], cpu, mem, v)
+            if plan is not None:
+                freed_plans[v] = plan
             free += int(runtime.alloc_n[v])
             freed.append(v)
 
         for job in to_start.tolist():
             need = int(self.num_gpus[job])
-            alloc = self._place(job, scratch) if free >= need else None
+            alloc, plan = self._place_planned(job, scratch) if free >= need else (None, None)
             if alloc is None and victims and need <= self.ctx.placer.max_per_node:
                 # Free the lowest-ranked victims on one node where that makes room.
                 for v in self._victims_making_room(job, need, victims, scratch, runtime):
                     release(v)
-                alloc = self._place(job, scratch) if free >= need else None
+                if free >= need:
+                    alloc, plan = self._place_planned(job, scratch)
             while alloc is None and victims:  # otherwise: lowest-ranked first until it fits
                 release(victims[0])
                 if free >= need:
-                    alloc = self._place(job, scratch)
+                    alloc, plan = self._place_planned(job, scratch)
             if alloc is not None:
-                take(scratch, alloc, int(jobs.cpu_milli[job]), int(jobs.memory_mib[job]))
+                take(scratch, alloc, int(jobs.cpu_milli[job]), int(jobs.memory_mib[job]), job, plan)
                 free -= need
-                starts.append(Start(job, alloc))
-        # Victims whose GPUs nobody took keep running.
+                starts.append(Start(job, alloc, plan))
+        # Victims whose GPUs (and reserved links) nobody took keep running.
         preempt: list[Decision] = []
         for v in reversed(freed):
             alloc = runtime.allocation[v]
-            if all((scratch.gpu_free[node, list(gpus)] >= GPU_MILLI).all() for node, gpus in alloc):
-                take(scratch, alloc, int(jobs.cpu_milli[v]), int(jobs.memory_mib[v]))
+            kept = freed_plans.get(v)
+            ledger = scratch.net
+            links_free = kept is None or ledger is None or ledger.conflict(v, kept) is None
+            gpus_free = all(
+                (scratch.gpu_free[node, list(gpus)] >= GPU_MILLI).all() for node, gpus in alloc
+            )
+            if gpus_free and links_free:
+                take(scratch, alloc, int(jobs.cpu_milli[v]), int(jobs.memory_mib[v]), v, kept)
             else:
                 preempt.append(Preempt(v))
         return preempt + starts

@@ -16,6 +16,7 @@ import numpy as np
 
 from schedlab.model.cluster import GPU_MILLI, ClusterState
 from schedlab.model.snapshot import Allocation
+from schedlab.network.plan import NetPlan
 from schedlab.policies.placement.base import Placer, PodRequest, feasible_nodes
 from schedlab.policies.placement.job_placement import JobPlacementPolicy, JobRequest
 
@@ -33,6 +34,13 @@ class GangPlacer:
         # A whole-job placement decides every GPU job itself (the network needs the whole job).
         policy = placer.policy
         self.whole_job = policy if isinstance(policy, JobPlacementPolicy) else None
+
+    def plan_for(self, job: int, allocation: Allocation) -> NetPlan | None:
+        """The links and circuits the whole-job placement reserved with ``allocation``, the
+        allocation it just gave ``job`` (None: nothing reserved)."""
+        if self.whole_job is None:
+            return None
+        return self.whole_job.plan_for(job, allocation)
 
     def place(
         self,

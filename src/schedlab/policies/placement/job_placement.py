@@ -23,6 +23,7 @@ import numpy as np
 from schedlab.errors import InputError
 from schedlab.model.cluster import GPU_MILLI, ClusterState
 from schedlab.model.snapshot import Allocation
+from schedlab.network.plan import NetPlan
 from schedlab.policies.api import REPLAY, SERVE, PolicyContext
 from schedlab.policies.placement.base import PlacementPolicy, PodRequest, node_model_bits
 
@@ -52,6 +53,10 @@ class JobPlacementPolicy(PlacementPolicy):
 
     engines: ClassVar[frozenset[str]] = frozenset({REPLAY, SERVE})
     requires_topology: ClassVar[bool] = True
+    #: It reserves links or circuits with its allocations (a :class:`NetPlan`): only a scheduler
+    #: that carries plans onto its starts may drive it (the registry refuses the others).
+    makes_plans: ClassVar[bool] = False
+    _last_plan: tuple[int, Allocation, NetPlan] | None = None
 
     def reset(self, ctx: PolicyContext) -> None:
         if self.requires_topology and ctx.topology is None:
@@ -60,10 +65,25 @@ class JobPlacementPolicy(PlacementPolicy):
             )
         self.ctx = ctx
         self.model_bits = node_model_bits(ctx.cluster)
+        self._last_plan = None
 
     @abstractmethod
     def place_job(self, request: JobRequest, state: ClusterState) -> Allocation | None:
         """The whole allocation for ``request`` on ``state`` (read-only), or ``None``."""
+
+    def planned(self, job: int, allocation: Allocation, plan: NetPlan) -> Allocation:
+        """Return ``allocation`` from :meth:`place_job` with the plan made for it, which the
+        scheduler then fetches with :meth:`plan_for`."""
+        self._last_plan = (job, allocation, plan)
+        return allocation
+
+    def plan_for(self, job: int, allocation: Allocation) -> NetPlan | None:
+        """The plan made with ``allocation``, the last one :meth:`place_job` returned for
+        ``job`` (None: it came without a plan)."""
+        last = self._last_plan
+        if last is not None and last[0] == job and last[1] == allocation:
+            return last[2]
+        return None
 
     def score(self, pod: PodRequest, state: ClusterState, feasible: np.ndarray) -> np.ndarray:
         """Fewest free GPUs first: used only for GPU-less jobs, which the network ignores."""

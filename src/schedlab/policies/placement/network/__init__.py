@@ -1,1 +1,1 @@
-"""Whole-job placements that look at the network under the cluster (``--topology``)."""
+"""Whole-job placements that choose with the network in view (one module per policy)."""
