@@ -3,6 +3,7 @@ sees the job's index and the run's topology, and is refused without a topology."
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import ClassVar
 
@@ -58,8 +59,9 @@ def test_whole_job_placement_decides_every_gpu_job(tmp_path: Path) -> None:
     assert _run(tmp_path, "--topology", TOPOLOGY) == 0
     # a (6 GPUs) takes node 3 and two GPUs of node 2; b (4) must wait for a; c (2) fits beside a
     # but FIFO keeps it behind b.
-    assert [job for job, _ in LastNodeFirst.seen][:1] == [0]
-    assert {(0, 6), (1, 4), (2, 2)} <= set(LastNodeFirst.seen)
+    decided = [seen for seen in LastNodeFirst.seen if seen[0] >= 0]  # not the empty-state probes
+    assert decided[:1] == [(0, 6)]
+    assert {(0, 6), (1, 4), (2, 2)} <= set(decided)
     rows = (tmp_path / "out" / "jobs.csv").read_text().splitlines()
     assert len(rows) == 4 and all(",completed," in r for r in rows[1:])
 
@@ -70,3 +72,22 @@ def test_whole_job_placement_refused_without_topology(
     assert _run(tmp_path, "--cluster", "4x4") == 2
     assert "needs the network under the cluster: give --topology" in capsys.readouterr().err
     assert not (tmp_path / "out").exists()
+
+
+def test_a_shape_the_placement_cannot_place_even_on_the_empty_network_is_rejected(
+    tmp_path: Path,
+) -> None:
+    """vclos on 4 leaves × 8 GPUs with 2 spines cannot hold 12 GPUs (not whole leaves, more than
+    a leaf, and 3 leaves × 4 GPUs would need 4 spines): the job is rejected at arrival instead of
+    blocking the FIFO queue for ever, and the 4-GPU job behind it runs."""
+    trace = tmp_path / "jobs.csv"
+    trace.write_text("job_id,submit_time,num_gpus,duration\nbig,0,12,100\nsmall,1,4,100\n")
+    out = tmp_path / "out"
+    topology = "leafspine:leaves=4,spines=2,hosts_per_leaf=2,g=4,m=1,nic_gbps=100"
+    args = ["replay", "--trace", str(trace), "--policy", "fifo", "--placement", "vclos"]
+    assert main([*args, "--topology", topology, "--out", str(out)]) == 0
+    summary = json.loads((out / "summary.json").read_text())
+    assert (summary["rejected"], summary["completed"], summary["unfinished"]) == (1, 1, 0)
+    why = "placement 'vclos' cannot place 12 GPUs on this network even when it is empty"
+    assert summary["rejected_reasons"] == {why: 1}
+    assert why in (out / "jobs.csv").read_text()

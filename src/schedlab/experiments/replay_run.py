@@ -4,6 +4,7 @@ per-job table, the time series and the summary that metrics and reports read."""
 from __future__ import annotations
 
 import sys
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -239,6 +240,8 @@ def jobs_frame(record: ReplayRecord) -> pd.DataFrame:
         }
     )
     frame = add_job_columns(job_metrics(frame), record)
+    if record.reject_reason:  # why each rejected job was turned away (blank for the others)
+        frame["reason"] = [record.reject_reason.get(i, "") for i in range(len(j))]
     if isinstance(record.observer, energy.EnergyMeter):
         frame = energy.add_job_columns(frame, record.observer)
     return frame
@@ -288,6 +291,11 @@ def replay_summary(
             **(
                 {"energy": energy.summary_block(record.observer, float(record.gpu_seconds.sum()))}
                 if isinstance(record.observer, energy.EnergyMeter)
+                else {}
+            ),
+            **(
+                {"rejected_reasons": dict(Counter(record.reject_reason.values()).most_common())}
+                if record.reject_reason
                 else {}
             ),
             "decision_points": record.decision_points,

@@ -32,6 +32,7 @@ from schedlab.network.plan import NetLedger, NetPlan
 from schedlab.perf.models import allocation_rate
 from schedlab.policies.api import never_fits
 from schedlab.policies.ordering.base import Ordering
+from schedlab.policies.placement.job_placement import JobRequest
 from schedlab.policies.scheduler import (
     ReplayContext,
     SchedulingPolicy,
@@ -207,12 +208,31 @@ class QueueScheduler(SchedulingPolicy):
         for job in snap.new_pending:
             shape = (int(self.num_gpus[job]), int(self.jobs.gpu_model_mask[job]))
             if shape not in self._never:
-                self._never[shape] = never_fits(self.ctx.cluster, *shape)
+                self._never[shape] = never_fits(self.ctx.cluster, *shape) or self._never_placed(job)
             why = self._never[shape]
             if why is not None:
                 self._rejected.add(job)
                 out.append(Reject(job, why))
         return out
+
+    def _never_placed(self, job: int) -> str | None:
+        """Why a whole-job placement could not place ``job`` even on the empty cluster."""
+        placer = self.ctx.placer
+        whole = placer.whole_job if placer is not None else None
+        if whole is None or self.num_gpus[job] <= 0:
+            return None
+        j = self.jobs
+        request = JobRequest(
+            job,
+            int(j.num_gpus[job]),
+            int(j.cpu_milli[job]),
+            int(j.memory_mib[job]),
+            int(j.gpu_model_mask[job]),
+            int(j.gpus_per_node[job]),
+            int(j.num_nodes[job]),
+            bool(j.exclusive[job]),
+        )
+        return whole.never_places(request)
 
     def _decide_queue(self, snap: Snapshot) -> list[Decision]:
         if self.ordering.static:

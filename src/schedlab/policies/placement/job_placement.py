@@ -67,6 +67,32 @@ class JobPlacementPolicy(PlacementPolicy):
         self.model_bits = node_model_bits(ctx.cluster)
         self._last_plan = None
 
+    def never_places(self, request: JobRequest) -> str | None:
+        """Why this policy can never place ``request`` on this cluster, or None.
+
+        Tried once per job shape on the empty cluster and network: every placement here is at its
+        most permissive there (free GPUs, free links and ports only shrink as jobs start), so a
+        shape that fails then would wait for ever and block a FIFO queue behind it.
+        """
+        from schedlab.network.plan import NetLedger
+
+        shape = (request.num_gpus, request.model_mask, request.per_node, request.nodes)
+        cache = self.__dict__.setdefault("_never_places", {})
+        if shape not in cache:
+            empty = self.ctx.cluster.new_state()
+            empty.net = NetLedger()
+            probe = JobRequest(
+                -1, request.num_gpus, 0, 0, request.model_mask, request.per_node, request.nodes
+            )
+            placed = self.place_job(probe, empty)
+            cache[shape] = (
+                None
+                if placed is not None
+                else f"placement '{self.name}' cannot place {request.num_gpus} GPUs on this "
+                "network even when it is empty"
+            )
+        return cache[shape]
+
     @abstractmethod
     def place_job(self, request: JobRequest, state: ClusterState) -> Allocation | None:
         """The whole allocation for ``request`` on ``state`` (read-only), or ``None``."""
