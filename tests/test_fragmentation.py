@@ -8,13 +8,17 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from conftest import make_cluster, make_pods, make_target, set_cpu_free, set_gpu_free
 from schedlab.metrics.fragmentation import (
+    COUNT_SHIFT,
     FragmentationSnapshot,
     TargetWorkload,
     cluster_fragmentation,
     node_fragmentation,
+    plain_per_task,
 )
 from schedlab.model.gpu_models import ANY_MODEL_MASK, model_index, spec_mask
 
@@ -129,6 +133,75 @@ def test_cluster_fragmentation_follows_cpu_changes():
     assert cluster_fragmentation(state, target).frag_milli == 0
     set_cpu_free(state, 0, 3000)  # 3000 < 4000: the task no longer fits → all 2000 idle
     assert cluster_fragmentation(state, target).frag_milli == 2000
+
+
+# -- the table-driven path ----------------------------------------------------------------------
+def test_slot_table_packs_fit_count_and_usable_share_by_hand():
+    # Tasks d = 0, 500, 1000. A slot with 700 free fits d = 0 and 500 (offering 700), not 1000.
+    t = make_target([(0, 0, 0, 0.25), (0, 1, 500, 0.5), (0, 1, 1000, 0.25)]).tables
+    one = 1 << COUNT_SHIFT
+    assert t.slot[700].tolist() == [one + 700, one + 700, 0]
+    assert t.slot[1000].tolist() == [one + 1000] * 3
+    assert t.slot[0].tolist() == [one, 0, 0]
+    # Node [1000, 700, 300]: d = 500 → 2 fitting GPUs, 1700 usable; d = 1000 → 1, 1000 usable.
+    packed = t.slot_sums(np.array([[1000, 700, 300]]))
+    assert (packed[0] >> COUNT_SHIFT).tolist() == [3, 2, 1]
+    assert (packed[0] & ((1 << COUNT_SHIFT) - 1)).tolist() == [2000, 1700, 1000]
+
+
+def test_table_model_rows_follow_the_mask_shift():
+    p100_only = spec_mask(["P100"])
+    t = make_target([(0, 1, 500, 0.5, p100_only), (0, 0, 0, 0.5)]).tables
+    # Row k + 1 is model k; a CPU-only task is never "allowed" (it cannot use a GPU).
+    assert t.allowed[P100 + 1].tolist() == [True, False]
+    assert t.allowed[T4 + 1].tolist() == [False, False]
+    # Nodes without GPUs (-1) read model 0's bit, as the plain path's max(model, 0) does.
+    assert t.allowed[0].tolist() == t.allowed[1].tolist()
+    assert not t.allowed[-1].any()
+
+
+_shares = st.sampled_from([0, 1, 100, 160, 250, 499, 500, 501, 650, 999, 1000])
+
+
+@st.composite
+def _batches(draw):
+    tasks = []
+    for _ in range(draw(st.integers(1, 6))):
+        k = draw(st.sampled_from([0, 1, 1, 2, 4, 8]))
+        d = draw(_shares) if k else 0
+        mask = draw(st.sampled_from([ANY_MODEL_MASK, spec_mask(["T4"]), spec_mask(["P100"])]))
+        tasks.append((draw(st.sampled_from([0, 1000, 4000, 8000])), k, d, 1.0, mask))
+    probs = np.array(draw(st.lists(st.integers(1, 50), min_size=len(tasks), max_size=len(tasks))))
+    tasks = [(*t[:3], p / probs.sum(), t[4]) for t, p in zip(tasks, probs, strict=True)]
+    rows, width = draw(st.integers(1, 12)), draw(st.integers(1, 8))
+    gpu = np.array(draw(st.lists(_shares, min_size=rows * width, max_size=rows * width)))
+    cpu = np.array(
+        draw(st.lists(st.sampled_from([0, 999, 1000, 4000, 9000]), min_size=rows, max_size=rows))
+    )
+    model = np.array(draw(st.lists(st.integers(-2, 70), min_size=rows, max_size=rows)))
+    return make_target(tasks), cpu, gpu.reshape(rows, width).astype(np.int64), model
+
+
+@settings(max_examples=200, deadline=None)
+@given(_batches())
+def test_table_path_builds_the_plain_per_task_matrix(batch):
+    target, cpu, gpu, model = batch
+    t = target.tables
+    fast = t.per_task(cpu, t.slot_sums(gpu), gpu.sum(axis=1), t.allowed_for(model))
+    plain = plain_per_task(cpu, gpu, model, target)
+    assert fast.dtype == plain.dtype == np.int64
+    np.testing.assert_array_equal(fast, plain)
+    # Same matrix, same product: bit for bit the plain path's result (int32 shares take it).
+    got = node_fragmentation(cpu, gpu, model, target)
+    want = node_fragmentation(cpu, gpu.astype(np.int32), model, target)
+    assert got.tobytes() == want.tobytes()
+
+
+def test_shares_outside_0_to_1000_take_the_plain_path():
+    # A share above a whole GPU (a hand-built state) must not index past the table.
+    target = make_target([(0, 1, 500, 1.0)])
+    out = node_fragmentation(np.array([0]), np.array([[1500, 200]]), np.array([T4]), target)
+    assert out.tolist() == [200.0]
 
 
 # -- snapshot ----------------------------------------------------------------------------------

@@ -33,6 +33,11 @@ class SharedCapacity:
         self.split_cap = split_cap
         self.guaranteed = cluster.new_state()
         self.opportunistic = cluster.new_state() if self.limit > GPU_MILLI else self.guaranteed
+        self._views: tuple[ClusterState, ...] = (
+            (self.guaranteed,)
+            if self.opportunistic is self.guaranteed
+            else (self.guaranteed, self.opportunistic)
+        )
         shape = self.guaranteed.gpu_free.shape
         self.t = np.zeros(shape, dtype=np.int64)
         self.g = np.zeros(shape, dtype=np.int64)
@@ -44,9 +49,7 @@ class SharedCapacity:
 
     @property
     def views(self) -> tuple[ClusterState, ...]:
-        if self.opportunistic is self.guaranteed:
-            return (self.guaranteed,)
-        return (self.guaranteed, self.opportunistic)
+        return self._views
 
     def view(self, level: int) -> ClusterState:
         """The state a pod of ``level`` is placed on."""
@@ -101,7 +104,7 @@ class SharedCapacity:
         if guaranteed:
             self.held_guaranteed += held
         cls = pod_class(pod.num_gpu, pod.gpu_milli)
-        for view in self.views:
+        for view in self._views:
             view.cpu_free[node] -= sign * pod.cpu_milli
             view.mem_free[node] -= sign * pod.memory_mib
             view.class_counts[node, cls] += sign
@@ -114,7 +117,7 @@ class SharedCapacity:
         """
         t, g, cnt = self.t[node], self.g[node], self.cnt[node]
         cap, limit = self.split_cap, self.limit
-        for view in self.views:
+        for view in self._views:
             guaranteed = view is self.guaranteed
             row = view.gpu_free[node]
             total, full = 0, 0

@@ -186,6 +186,15 @@ class SharingEngine:
         self.num_gpu = p.num_gpu.tolist()
         self.share = p.gpu_milli.tolist()
         self.mask = p.model_mask.tolist()
+        # One request object per distinct pod shape, shared by its pods: a pod is placed,
+        # started and stopped at least once each, and a million pods come from a few hundred
+        # shapes.
+        shapes: dict[tuple[int, int, int, int, int], int] = {}
+        self.kind = [
+            shapes.setdefault(key, len(shapes))
+            for key in zip(self.cpu, self.mem, self.num_gpu, self.share, self.mask, strict=True)
+        ]
+        self.requests = [PodRequest(*key) for key in shapes]
         self.level = workload.level.tolist() if not pack else [LEVEL_GUARANTEED] * n
         qos_index = {q: k for k, q in enumerate(QOS_ORDER)}
         self.qos_index = [qos_index[q] for q in workload.qos.tolist()]
@@ -391,12 +400,11 @@ class SharingEngine:
 
     # -- placing, starting, stopping ------------------------------------------------------------
     def _request(self, i: int) -> PodRequest:
-        return PodRequest(self.cpu[i], self.mem[i], self.num_gpu[i], self.share[i], self.mask[i])
+        return self.requests[self.kind[i]]
 
-    def _shape(self, i: int) -> tuple[int, ...]:
-        lvl = self.level[i]
-        view = 1 if lvl >= LEVEL_BURSTABLE else 0
-        return (view, self.cpu[i], self.mem[i], self.num_gpu[i], self.share[i], self.mask[i])
+    def _shape(self, i: int) -> tuple[int, int]:
+        """What decides whether pod ``i`` fits: the view its class sees and its request."""
+        return (1 if self.level[i] >= LEVEL_BURSTABLE else 0, self.kind[i])
 
     def _try_fit(self, i: int) -> bool:
         """Place pod ``i`` with the run's plugin if it fits now."""
@@ -404,7 +412,7 @@ class SharingEngine:
         if shape in self.fit_fail:
             return False
         view = self.capacity.view(self.level[i])
-        placement = self.placers[id(view)].place(self._request(i), view)
+        placement = self.placers[id(view)].place(self.requests[shape[1]], view)
         if placement is None:
             self.fit_fail.add(shape)
             return False

@@ -14,6 +14,7 @@ states × typical tasks × GPU slots.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 
@@ -67,6 +68,78 @@ class TargetWorkload:
             count=counts,
         )
 
+    @cached_property
+    def tables(self) -> FragmentationTables:
+        """Lookup tables for the fast path of :func:`node_fragmentation` (built once)."""
+        return FragmentationTables.build(self)
+
+
+#: Bit position of the count of fitting GPUs in a packed slot value (the usable share sits
+#: below it: at most 1000 per slot, far below 2**32 for any real node).
+COUNT_SHIFT = 32
+USABLE_BITS = (1 << COUNT_SHIFT) - 1
+#: GPU model indices below this have a row of their own in ``FragmentationTables.allowed``.
+MODEL_ROWS = 64
+
+
+@dataclass(frozen=True)
+class FragmentationTables:
+    """What a node state needs to be compared with every typical task, precomputed.
+
+    ``slot[r, m]`` packs, for one GPU slot with ``r`` milli free and task ``m``, whether the slot
+    can hold the task's per-GPU share (``1 << COUNT_SHIFT``) and the share it would then offer
+    (``r``); summed over a node's slots it gives the count of fitting GPUs and their usable share
+    at once. ``allowed[k + 1, m]``: task ``m`` needs a GPU and may run on GPU model ``k`` (row 0,
+    nodes without GPUs, repeats model 0 as the plain path does; the last row, any index of
+    ``MODEL_ROWS`` or more, allows nothing, as a shift by 64 or more leaves no bit).
+
+    Exact integers throughout, so the fast path builds the very same per-task matrix as the
+    plain one.
+    """
+
+    slot: np.ndarray  # (GPU_MILLI + 1, M) int64
+    allowed: np.ndarray  # (MODEL_ROWS + 2, M) bool
+    cpu_milli: np.ndarray  # (M,)
+    #: The task's GPU count in the count bits: a packed sum is at least this exactly when
+    #: enough GPUs fit (the usable share below never carries into the count).
+    num_gpu_packed: np.ndarray  # (M,)
+
+    @classmethod
+    def build(cls, target: TargetWorkload) -> FragmentationTables:
+        r = np.arange(GPU_MILLI + 1, dtype=np.int64)[:, None]
+        fits = r >= target.gpu_milli[None, :]
+        slot = (fits.astype(np.int64) << COUNT_SHIFT) + r * fits
+        models = np.arange(-1, MODEL_ROWS + 1)[:, None]
+        mask = target.model_mask[None, :].astype(np.int64)
+        allowed = ((mask >> np.maximum(models, 0)) & 1) == 1
+        allowed &= (target.num_gpu > 0)[None, :]
+        allowed[-1] = False
+        return cls(slot, allowed, target.cpu_milli, target.num_gpu.astype(np.int64) << COUNT_SHIFT)
+
+    def slot_sums(self, gpu_free: np.ndarray) -> np.ndarray:
+        """(K, M) packed sums over the slots of each of K node states (shares in 0..1000)."""
+        return np.add.reduce(self.slot[gpu_free], axis=1)
+
+    def allowed_for(self, node_model: np.ndarray) -> np.ndarray:
+        """(K, M) bool: which tasks may use the GPUs of nodes of these models."""
+        return self.allowed.take(node_model + 1, axis=0, mode="clip")
+
+    def per_task(
+        self,
+        cpu_free: np.ndarray,
+        packed: np.ndarray,
+        total: np.ndarray,
+        allowed: np.ndarray,
+    ) -> np.ndarray:
+        """(K, M) int64: fragmented milli-GPU of each node state for each typical task, from
+        its free CPU, packed slot sums, total idle share and :meth:`allowed_for` row."""
+        fits = (
+            allowed
+            & (cpu_free[:, None] >= self.cpu_milli[None, :])
+            & (packed >= self.num_gpu_packed[None, :])  # enough fitting GPUs
+        )
+        return total[:, None] - np.where(fits, packed & USABLE_BITS, 0)
+
 
 def node_fragmentation(
     cpu_free: np.ndarray,
@@ -84,8 +157,29 @@ def node_fragmentation(
 
     Returns:
         (K,) float64: Σ_m p_m F_n(m) in milli-GPU.
+
+    Integer shares within 0..1000 (every state an engine builds) take a table-driven path with
+    few numpy calls, which matters because this runs for a handful of nodes at a time hundreds
+    of thousands of times per run; it yields the same per-task matrix as the plain path below,
+    and both end in the same product with the probabilities, so the results are identical.
     """
     r = np.asarray(gpu_free)
+    cpu = np.asarray(cpu_free)
+    model = np.asarray(node_model)
+    if r.dtype == np.int64 and r.ndim == 2 and r.size and r.min() >= 0 and r.max() <= GPU_MILLI:
+        t = target.tables
+        per_task = t.per_task(cpu, t.slot_sums(r), r.sum(axis=1), t.allowed_for(model))
+    else:
+        per_task = plain_per_task(cpu, r, model, target)
+    return per_task @ target.prob
+
+
+def plain_per_task(
+    cpu_free: np.ndarray, gpu_free: np.ndarray, node_model: np.ndarray, target: TargetWorkload
+) -> np.ndarray:
+    """(K, M) int64: fragmented milli-GPU of each node state for each typical task, straight
+    from the definition (any shares; the reference for :class:`FragmentationTables`)."""
+    r = gpu_free
     total = r.sum(axis=1)  # (K,)
     d = target.gpu_milli  # (M,)
     fits_share = r[:, None, :] >= d[None, :, None]  # (K, M, G)
@@ -95,11 +189,10 @@ def node_fragmentation(
     fits = (
         (target.num_gpu[None, :] > 0)
         & model_ok
-        & (np.asarray(cpu_free)[:, None] >= target.cpu_milli[None, :])
+        & (cpu_free[:, None] >= target.cpu_milli[None, :])
         & (n_fit >= target.num_gpu[None, :])
     )
-    per_task = np.where(fits, total[:, None] - usable, total[:, None])
-    return per_task @ target.prob
+    return np.where(fits, total[:, None] - usable, total[:, None])
 
 
 @dataclass(frozen=True)
