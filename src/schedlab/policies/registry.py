@@ -45,6 +45,11 @@ from schedlab.policies.placement import (
     RandomPlacement,
 )
 from schedlab.policies.placement.consolidate import ConsolidatePlacement
+from schedlab.policies.placement.network.bestfit_machine import BestFitMachine
+from schedlab.policies.placement.network.fragments_first import FragmentsFirst
+from schedlab.policies.placement.network.hived import HiveD
+from schedlab.policies.placement.network.tiresias_skew import TiresiasSkew
+from schedlab.policies.placement.network.titan import Titan
 from schedlab.policies.placement.pwr import PwrFgdPlacement, PwrPlacement
 from schedlab.policies.plugins import plugin_classes, reserve_names
 from schedlab.policies.scheduler import SchedulingPolicy
@@ -61,6 +66,11 @@ PLACEMENT_POLICIES: dict[str, type[PlacementPolicy]] = {
         ConsolidatePlacement,
         PwrPlacement,
         PwrFgdPlacement,
+        Titan,
+        BestFitMachine,
+        FragmentsFirst,
+        TiresiasSkew,
+        HiveD,
     )
 }
 

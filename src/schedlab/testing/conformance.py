@@ -17,10 +17,15 @@ import numpy as np
 from schedlab.engines.inflation import inflate
 from schedlab.engines.pack import PackConfig, PackResult, run_pack
 from schedlab.engines.replay import PolicyError, ReplayConfig, ReplayEngine, ReplayRecord
+from schedlab.experiments.replay_network import network_model
 from schedlab.metrics.fragmentation import TargetWorkload
 from schedlab.model.cluster import GPU_MILLI
+from schedlab.model.jobs import JobTable
 from schedlab.model.pods import PodTable
 from schedlab.model.snapshot import DONE, REJECTED, Decision, Overhead, Reject, Snapshot, Start
+from schedlab.network.generators import leafspine
+from schedlab.network.replay_state import NetworkModel
+from schedlab.network.topology import cluster_for
 from schedlab.perf.models import TraceDuration
 from schedlab.policies.api import PACK, REPLAY, SERVE
 from schedlab.policies.ordering.base import Ordering
@@ -195,7 +200,12 @@ class _Probe(SchedulingPolicy):
         assert self.fresh is not None
         policies = build(REPLAY, self.fresh)
         policies.start(
-            snap.cluster, np.random.default_rng(self.seed), jobs=snap.jobs, perf=self.ctx.perf
+            snap.cluster,
+            np.random.default_rng(self.seed),
+            jobs=snap.jobs,
+            perf=self.ctx.perf,
+            topology=self.ctx.topology,
+            network=self.ctx.network,
         )
         assert policies.scheduler is not None
         policies.scheduler.import_state(state)
@@ -206,6 +216,34 @@ class _Probe(SchedulingPolicy):
 
     def describe(self) -> str:
         return self.inner.describe()
+
+
+def small_network(jobs: JobTable, seed: int) -> NetworkModel:
+    """A network under :func:`small_cluster` for placements that need one (``requires_topology``):
+    two leaves of a leaf-spine fabric (the 8-GPU nodes on one, the 4-GPU nodes on the other),
+    100 Gbps NICs, ECMP, random-phase sharing."""
+    cluster = small_cluster()
+    base = leafspine(leaves=2, spines=2, hosts_per_leaf=3, g=8, m=1, nic_gbps=100.0)
+    leaf = np.where(cluster.num_gpus == cluster.num_gpus.max(), 0, 1)
+    topo = replace(
+        base,
+        host_gpus=cluster.num_gpus.astype(np.int64),
+        host_nics=np.ones(cluster.size, dtype=np.int64),
+        host_nic_gbps=np.full(cluster.size, 100.0),
+        host_leaf=base.leaves[leaf],
+        host_names=tuple(str(n) for n in cluster.names),
+    )
+    return network_model(
+        topo,
+        jobs.sorted_by_submit(),
+        TraceDuration(),
+        rule="random-phase",
+        routing="ecmp",
+        seed=seed,
+        trace=None,
+        fmt=None,
+        builtin=False,
+    )
 
 
 def _replay(
@@ -219,8 +257,12 @@ def _replay(
     rebuilt = rebuilt and not policies.placement.stateful
     probe = _Probe(policies.scheduler, choice if probe_fresh and rebuilt else None, seed)
     place = policies.placement if placement is None else make_placement(placement)
+    jobs = small_jobs(seed)
+    # Whole-job network placements get a network (the replay engine gives them its topology).
+    net = small_network(jobs, seed) if getattr(place, "requires_topology", False) else None
+    cluster = small_cluster() if net is None else cluster_for(net.topology, small_cluster())
     engine = ReplayEngine(
-        small_cluster(), small_jobs(seed), probe, place, TraceDuration(), ReplayConfig(seed)
+        cluster, jobs, probe, place, TraceDuration(), ReplayConfig(seed), network=net
     )
     try:
         return engine.run(), probe.findings

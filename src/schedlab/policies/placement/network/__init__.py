@@ -1,0 +1,1 @@
+"""Network-aware whole-job placements (one module per policy)."""
