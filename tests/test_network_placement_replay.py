@@ -14,13 +14,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from schedlab.cli import main
-from schedlab.engines.replay import ReplayConfig, ReplayEngine
+from schedlab.experiments.titan_itp import observed_replay
 from schedlab.model.jobs import JobTable
 from schedlab.model.snapshot import DONE, Allocation
 from schedlab.network.topology import cluster_for
-from schedlab.perf.models import TraceDuration
-from schedlab.policies.api import REPLAY
-from schedlab.policies.wiring import PolicyChoice, build
+from schedlab.policies.wiring import PolicyChoice
 from schedlab.testing.conformance import small_network
 from schedlab.testing.workloads import small_cluster
 
@@ -96,22 +94,11 @@ def test_every_job_gets_exactly_its_gpus_and_returns_exactly_them(
     jobs: JobTable, policy: str, ordering: str, seed: int
 ) -> None:
     params = {"thresholds": "300", "starvation": "2"} if ordering == "tiresias" else {}
-    policies = build(REPLAY, PolicyChoice(ordering, placement=policy, params=params))
-    assert policies.scheduler is not None
+    choice = PolicyChoice(ordering, placement=policy, params=params)
     net = small_network(jobs, seed)
     cluster = cluster_for(net.topology, small_cluster())
     ledger = Ledger(jobs.sorted_by_submit(), int(cluster.num_gpus.max()), cluster.size)
-    engine = ReplayEngine(
-        cluster,
-        jobs,
-        policies.scheduler,
-        policies.placement,
-        TraceDuration(),
-        ReplayConfig(seed),
-        network=net,
-        observer=ledger,
-    )
-    record = engine.run()
+    record = observed_replay(cluster, jobs, choice, net, seed, ledger)
     assert ledger.problems == []
     assert (record.status == DONE).all()  # every job fits the 32-GPU cluster, so every job ends
     assert ledger.placements >= len(jobs)

@@ -135,28 +135,40 @@ def markdown(table: pd.DataFrame) -> str:
     return "\n".join(lines) + "\n"
 
 
-def write_toy(out: Path) -> pd.DataFrame:
-    """table.csv, table.md and toy.png into ``out``."""
+def paper_bars(
+    path: Path,
+    table: pd.DataFrame,
+    label: str,
+    panels: list[tuple[str, str, float, str]],
+) -> None:
+    """One panel per (our column, the paper's column, scale of ours, title): our bars beside the
+    paper's (0 where it has none), one pair per row labelled by ``label``; saved as ``path``."""
     import matplotlib
 
     matplotlib.use("Agg")  # files only
     import matplotlib.pyplot as plt
 
+    fig, axes = plt.subplots(1, len(panels), figsize=(4 * len(panels), 3.4), squeeze=False)
+    x = np.arange(len(table))
+    for ax, (ours, paper, scale, title) in zip(axes[0], panels, strict=True):
+        ax.bar(x - 0.2, table[ours] * scale, 0.4, label="schedlab")
+        ax.bar(x + 0.2, table[paper].fillna(0), 0.4, label="paper (ICNP '24)")
+        ax.set_xticks(x, table[label], rotation=30, ha="right", fontsize=7)
+        ax.set_title(title, fontsize=9)
+    axes[0][0].legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+def write_toy(out: Path) -> pd.DataFrame:
+    """table.csv, table.md and toy.png into ``out``."""
     table = toy_table()
     write_csv(out / "table.csv", table)
     (out / "table.md").write_text(markdown(table))
-    fig, axes = plt.subplots(1, 2, figsize=(8, 3))
-    x = np.arange(len(table))
-    for ax, col, title in (
-        (axes[0], "machines_after", "machines in use after"),
-        (axes[1], "cross_traffic_K", "cross-machine traffic (K)"),
-    ):
-        ax.bar(x - 0.2, table[col], 0.4, label="schedlab")
-        ax.bar(x + 0.2, table[f"paper_{col}"].fillna(0), 0.4, label="paper")
-        ax.set_xticks(x, table["policy"], rotation=30, ha="right", fontsize=7)
-        ax.set_title(title, fontsize=9)
-    axes[0].legend(fontsize=7)
-    fig.tight_layout()
-    fig.savefig(out / "toy.png", dpi=120)
-    plt.close(fig)
+    panels = [
+        ("machines_after", "paper_machines_after", 1.0, "machines in use after"),
+        ("cross_traffic_K", "paper_cross_traffic_K", 1.0, "cross-machine traffic (K)"),
+    ]
+    paper_bars(out / "toy.png", table, "policy", panels)
     return table

@@ -29,9 +29,7 @@ import numpy as np
 
 from schedlab.model.cluster import ClusterState
 from schedlab.model.snapshot import Allocation
-from schedlab.network.collectives import CommSpec, transfers
-from schedlab.network.footprint import channels_of, footprint, ranks_of
-from schedlab.network.topology import TIER_INTRA
+from schedlab.network.collectives import CommSpec
 from schedlab.policies.placement.job_placement import JobPlacementPolicy, JobRequest
 from schedlab.policies.placement.network.machines import (
     Blocks,
@@ -40,9 +38,7 @@ from schedlab.policies.placement.network.machines import (
     machines,
     to_allocation,
 )
-
-#: Relative slack on the bandwidth test (rounding of the utilisation sums).
-SLACK = 1e-9
+from schedlab.policies.placement.network.titan_bandwidth import worst_machine
 
 
 def titan_blocks(m: Machines, num_gpus: int, excluded: np.ndarray | None = None) -> Blocks | None:
@@ -111,54 +107,4 @@ class Titan(JobPlacementPolicy):
         routing = net.m.routing
         if routing.mode == "source":  # reserved paths are chosen at the start: judge all paths
             routing = replace(routing, mode="spray")
-        fp = footprint(spec, allocation, topo, routing, job)
-        if not len(fp.links):
-            return None
-        tau = fp.phase_times()
-        phase = np.repeat(np.arange(fp.num_phases), np.diff(fp.phase_ptr))
-        residual = topo.link_bytes_per_s[fp.links] * np.clip(1.0 - net.util[fp.links], 0.0, 1.0)
-        need = fp.nbytes / tau[phase]
-        ratio = np.where(
-            topo.link_tier[fp.links] == TIER_INTRA,
-            0.0,
-            need / np.maximum(residual, 1e-12 * topo.link_bytes_per_s[fp.links]),
-        )
-        if (ratio <= 1.0 + SLACK).all():
-            return None
-        by_key = np.zeros(fp.num_phases * topo.num_links)
-        by_key[phase * topo.num_links + fp.links] = ratio
-        return _worst_machine(spec, allocation, net, routing, job, by_key)
-
-
-def _worst_machine(
-    spec: CommSpec,
-    allocation: Allocation,
-    net: object,
-    routing: object,
-    job: int,
-    ratio_by_key: np.ndarray,
-) -> int:
-    """Of the machine pair whose transfers meet the most overloaded link (demand / residual),
-    the machine holding fewer of the job's ranks (ties: the higher index)."""
-    topo = net.topo  # type: ignore[attr-defined]
-    host, gpu = ranks_of(allocation, topo)
-    tr = transfers(spec, len(host), channels_of(host, topo))
-    sh, dh = host[tr.src], host[tr.dst]
-    far = np.flatnonzero(sh != dh)
-    sh, dh, ph, chan = sh[far], dh[far], tr.phase[far], tr.channel[far]
-    sg, dg = gpu[tr.src[far]], gpu[tr.dst[far]]
-    ring = chan >= 0
-    snic = np.where(ring, chan % topo.host_nics[sh], sg * topo.host_nics[sh] // topo.host_gpus[sh])
-    dnic = np.where(ring, chan % topo.host_nics[dh], dg * topo.host_nics[dh] // topo.host_gpus[dh])
-    key = ph * topo.num_links
-    score = np.maximum(
-        ratio_by_key[key + topo.nic_base[sh] + snic],
-        ratio_by_key[key + topo.num_nics + topo.nic_base[dh] + dnic],
-    )
-    at, link, _ = routing.many(topo, job, sh, dh, snic)  # type: ignore[attr-defined]
-    if len(at):
-        np.maximum.at(score, at, ratio_by_key[key[at] + link])
-    worst = int(np.argmax(score))
-    a, b = int(sh[worst]), int(dh[worst])
-    ranks = np.bincount(host, minlength=max(a, b) + 1)
-    return max((a, b), key=lambda h: (-int(ranks[h]), h))
+        return worst_machine(topo, net.util, routing, job, spec, allocation)
