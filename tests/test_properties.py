@@ -15,8 +15,12 @@ from conftest import make_cluster, make_pods, policy_params
 from schedlab.engines.pack import NO_NODE, PackConfig, run_pack
 from schedlab.metrics.fragmentation import TargetWorkload, cluster_fragmentation
 from schedlab.model.cluster import GPU_MILLI, ClusterState
+from schedlab.policies.api import PACK
 from schedlab.policies.placement.base import PodRequest, feasible_nodes, node_model_bits
-from schedlab.policies.registry import placement_names
+from schedlab.policies.registry import PLACEMENT_POLICIES, placement_names
+
+#: The placements pack runs (whole-job network placements run in replay and serve only).
+PACK_PLACEMENTS = [p for p in placement_names() if PACK in PLACEMENT_POLICIES[p].engines]
 
 SETTINGS = settings(max_examples=50, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
@@ -129,7 +133,7 @@ def check_allocate_refuses(state: ClusterState) -> None:
         np.testing.assert_array_equal(getattr(state, a), before[a], err_msg=a)
 
 
-@pytest.mark.parametrize("policy", policy_params(placement_names()))
+@pytest.mark.parametrize("policy", policy_params(PACK_PLACEMENTS))
 @SETTINGS
 @given(
     nodes=cluster_st,
@@ -160,7 +164,7 @@ def test_pack_run_invariants(policy, nodes, pod_rows, ratio, seed):
     assert summary["pods_failed"] == int(result.failed.sum())
 
 
-@pytest.mark.parametrize("policy", policy_params(placement_names()))
+@pytest.mark.parametrize("policy", policy_params(PACK_PLACEMENTS))
 @settings(max_examples=25, deadline=None)
 @given(nodes=cluster_st, pod_rows=pods_st, seed=st.integers(0, 10_000))
 def test_same_seed_same_run(policy, nodes, pod_rows, seed):
@@ -189,7 +193,7 @@ def test_row_order_of_inputs_does_not_matter(nodes, pod_rows, seed):
     np.testing.assert_array_equal(a.frag_milli, b.frag_milli)
 
 
-@pytest.mark.parametrize("policy", policy_params([p for p in placement_names() if p != "random"]))
+@pytest.mark.parametrize("policy", policy_params([p for p in PACK_PLACEMENTS if p != "random"]))
 @settings(max_examples=25, deadline=None)
 @given(nodes=cluster_st, pod_rows=pods_st, seed=st.integers(0, 10_000), data=st.data())
 def test_node_row_order_does_not_matter(policy, nodes, pod_rows, seed, data):

@@ -6,14 +6,17 @@ from __future__ import annotations
 import pytest
 
 from conftest import ALIBABA_DIR, SHARED_MISSING_REASON
-from schedlab.policies.registry import placement_names
+from schedlab.policies.api import PACK
+from schedlab.policies.registry import PLACEMENT_POLICIES, placement_names
 from schedlab.traces.alibaba import read_node_list, read_pod_list
 from sharing_cases import assert_pack_mode_is_pack
 
 pytestmark = [pytest.mark.slow, pytest.mark.shared]
 
 
-@pytest.mark.parametrize("policy", placement_names())
+@pytest.mark.parametrize(
+    "policy", [p for p in placement_names() if PACK in PLACEMENT_POLICIES[p].engines]
+)
 def test_pack_mode_is_pack_for_every_seed(policy):
     if not ALIBABA_DIR.is_dir():
         pytest.skip(SHARED_MISSING_REASON)
