@@ -1,5 +1,5 @@
 """Titan on the Microsoft ITP trace (ICNP '24): python experiments/titan_itp.py --out DIR [--quick]
-[--workers N] [--shared PATH].
+[--jobs N] [--workers N] [--shared PATH].
 
 Replays the ten ITP clusters merged by submission time on the ``titan`` topology under titan,
 fragments-first ("HiveD"), hived, bestfit-machine ("ElasticFlow") and tiresias-skew ("Tiresias"),
@@ -23,6 +23,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--out", required=True, type=Path)
     parser.add_argument("--quick", action="store_true", help="the first 400 jobs only")
+    parser.add_argument("--jobs", type=int, help="the first N jobs by submission time only")
     parser.add_argument("--workers", type=int, default=2, help="parallel replays (default 2)")
     parser.add_argument("--shared", type=Path, default=SHARED, help="the shared data folder")
     args = parser.parse_args(argv)
@@ -30,7 +31,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"schedlab: error: no ITP traces under {args.shared}", file=sys.stderr)
         return 2
     with staged_dir(args.out) as out:
-        table = run_study(args.shared, quick=args.quick, workers=args.workers)
+        table = run_study(args.shared, args.quick, args.workers, args.jobs)
         write_study(out, table)
     print(markdown(with_ratios(table)), end="")
     return 0

@@ -225,9 +225,12 @@ def measure(run: ItpRun) -> dict[str, object]:
     }
 
 
-def run_study(shared: Path, quick: bool = False, workers: int = 2) -> pd.DataFrame:
-    """Every placement of :data:`RUNS` over the merged trace; one row each, with the paper."""
-    jobs = merged_itp(itp_files(shared), QUICK_JOBS if quick else None)
+def run_study(
+    shared: Path, quick: bool = False, workers: int = 2, limit: int | None = None
+) -> pd.DataFrame:
+    """Every placement of :data:`RUNS` over the merged trace (its first ``limit`` jobs if
+    given, :data:`QUICK_JOBS` if ``quick``); one row each, with the paper's values."""
+    jobs = merged_itp(itp_files(shared), QUICK_JOBS if quick else limit)
     rows = run_all(measure, [ItpRun(p, jobs) for p, _ in RUNS], workers)
     table = pd.DataFrame(rows)
     names = dict(RUNS)
