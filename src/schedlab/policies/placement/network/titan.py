@@ -83,6 +83,7 @@ class Titan(JobPlacementPolicy):
     def place_job(self, request: JobRequest, state: ClusterState) -> Allocation | None:
         m = machines(state, request, self.model_bits)
         excluded = np.zeros(len(m.free), dtype=bool)
+        self.routes: dict[tuple[int, int, int], tuple[np.ndarray, np.ndarray]] = {}
         while True:
             blocks = titan_blocks(m, request.num_gpus, excluded)
             if blocks is None:
@@ -107,4 +108,5 @@ class Titan(JobPlacementPolicy):
         routing = net.m.routing
         if routing.mode == "source":  # reserved paths are chosen at the start: judge all paths
             routing = replace(routing, mode="spray")
-        return worst_machine(topo, net.util, routing, job, spec, allocation)
+        routes = getattr(self, "routes", None)
+        return worst_machine(topo, net.util, routing, job, spec, allocation, routes)

@@ -39,10 +39,14 @@ def worst_machine(
     job: int,
     spec: CommSpec,
     allocation: Allocation,
+    routes: dict[tuple[int, int, int], tuple[np.ndarray, np.ndarray]] | None = None,
 ) -> int | None:
     """None if ``allocation`` passes the test on links loaded to ``util``; otherwise, of the
     machine pair whose aggregate meets the most overloaded link (demand / residual), the machine
-    holding fewer of the job's ranks (ties: the higher index)."""
+    holding fewer of the job's ranks (ties: the higher index).
+
+    ``routes`` caches the job's fabric path per (source machine, destination machine, NIC)
+    between calls: a placement tests several candidates that share most machine pairs."""
     host, gpu = ranks_of(allocation, topo)
     if len(np.unique(host)) < 2:
         return None
@@ -64,7 +68,9 @@ def worst_machine(
     a_ph, a_sh, a_dh = tr.phase[far][first], sh[far][first], dh[far][first]
     a_snic, a_dnic = snic[far][first], dnic[far][first]
     count = len(first)
-    at, fabric, share = routing.many(topo, job, a_sh, a_dh, a_snic)
+    at, fabric, share = _fabric_paths(
+        topo, routing, job, a_sh, a_dh, a_snic, {} if routes is None else routes
+    )
     e_agg = np.concatenate([np.arange(count), np.arange(count), at])
     e_link = np.concatenate(
         [topo.nic_base[a_sh] + a_snic, topo.num_nics + topo.nic_base[a_dh] + a_dnic, fabric]
@@ -94,3 +100,36 @@ def worst_machine(
     a, b = int(a_sh[worst]), int(a_dh[worst])
     ranks = np.bincount(host, minlength=max(a, b) + 1)
     return max((a, b), key=lambda x: (-int(ranks[x]), x))
+
+
+def _fabric_paths(
+    topo: Topology,
+    routing: Routing,
+    job: int,
+    src: np.ndarray,
+    dst: np.ndarray,
+    nic: np.ndarray,
+    routes: dict[tuple[int, int, int], tuple[np.ndarray, np.ndarray]],
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(aggregate index, fabric link, share) as ``routing.many`` gives them, routing only the
+    (src, dst, NIC) keys ``routes`` does not hold yet (and adding them to it)."""
+    keys = list(zip(src.tolist(), dst.tolist(), nic.tolist(), strict=True))
+    missing = sorted({k for k in keys if k not in routes})
+    if missing:
+        ms, md, mn = (np.array(c, dtype=np.int64) for c in zip(*missing, strict=True))
+        at, link, share = routing.many(topo, job, ms, md, mn)
+        order = np.argsort(at, kind="stable")
+        bounds = np.searchsorted(at[order], np.arange(len(missing) + 1))
+        for i, key in enumerate(missing):
+            sel = order[bounds[i] : bounds[i + 1]]
+            routes[key] = (link[sel], share[sel])
+    paths = [routes[k] for k in keys]
+    lengths = [len(p[0]) for p in paths]
+    if not sum(lengths):
+        empty = np.zeros(0, dtype=np.int64)
+        return empty, empty, np.zeros(0)
+    return (
+        np.repeat(np.arange(len(keys)), lengths),
+        np.concatenate([p[0] for p in paths]).astype(np.int64),
+        np.concatenate([p[1] for p in paths]).astype(np.float64),
+    )
