@@ -45,9 +45,14 @@ from schedlab.policies.placement import (
     RandomPlacement,
 )
 from schedlab.policies.placement.consolidate import ConsolidatePlacement
+from schedlab.policies.placement.network.bestfit_machine import BestFitMachine
+from schedlab.policies.placement.network.fragments_first import FragmentsFirst
+from schedlab.policies.placement.network.hived import HiveD
 from schedlab.policies.placement.network.ina import InaPlacement
 from schedlab.policies.placement.network.locality import LocalityPlacement
 from schedlab.policies.placement.network.ocs_vclos import OcsVClosPlacement
+from schedlab.policies.placement.network.tiresias_skew import TiresiasSkew
+from schedlab.policies.placement.network.titan import Titan
 from schedlab.policies.placement.network.vclos import VClosPlacement
 from schedlab.policies.placement.pwr import PwrFgdPlacement, PwrPlacement
 from schedlab.policies.plugins import plugin_classes, reserve_names
@@ -69,6 +74,11 @@ PLACEMENT_POLICIES: dict[str, type[PlacementPolicy]] = {
         LocalityPlacement,
         VClosPlacement,
         OcsVClosPlacement,
+        Titan,
+        BestFitMachine,
+        FragmentsFirst,
+        TiresiasSkew,
+        HiveD,
     )
 }
 

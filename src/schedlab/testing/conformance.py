@@ -20,8 +20,11 @@ from schedlab.engines.replay import PolicyError, ReplayConfig, ReplayEngine, Rep
 from schedlab.experiments.replay_network import network_model, topology_cluster
 from schedlab.metrics.fragmentation import TargetWorkload
 from schedlab.model.cluster import GPU_MILLI
+from schedlab.model.jobs import JobTable
 from schedlab.model.pods import PodTable
 from schedlab.model.snapshot import DONE, REJECTED, Decision, Overhead, Reject, Snapshot, Start
+from schedlab.network.generators import leafspine
+from schedlab.network.replay_state import NetworkModel
 from schedlab.perf.models import TraceDuration
 from schedlab.policies.api import PACK, REPLAY, SERVE
 from schedlab.policies.ordering.base import Ordering
@@ -218,6 +221,34 @@ class _Probe(SchedulingPolicy):
 
     def describe(self) -> str:
         return self.inner.describe()
+
+
+def small_network(jobs: JobTable, seed: int) -> NetworkModel:
+    """A network under :func:`small_cluster` for placements that need one (``requires_topology``):
+    two leaves of a leaf-spine fabric (the 8-GPU nodes on one, the 4-GPU nodes on the other),
+    100 Gbps NICs, ECMP, random-phase sharing."""
+    cluster = small_cluster()
+    base = leafspine(leaves=2, spines=2, hosts_per_leaf=3, g=8, m=1, nic_gbps=100.0)
+    leaf = np.where(cluster.num_gpus == cluster.num_gpus.max(), 0, 1)
+    topo = replace(
+        base,
+        host_gpus=cluster.num_gpus.astype(np.int64),
+        host_nics=np.ones(cluster.size, dtype=np.int64),
+        host_nic_gbps=np.full(cluster.size, 100.0),
+        host_leaf=base.leaves[leaf],
+        host_names=tuple(str(n) for n in cluster.names),
+    )
+    return network_model(
+        topo,
+        jobs.sorted_by_submit(),
+        TraceDuration(),
+        rule="random-phase",
+        routing="ecmp",
+        seed=seed,
+        trace=None,
+        fmt=None,
+        builtin=False,
+    )
 
 
 def _replay(
