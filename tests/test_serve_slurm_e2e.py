@@ -122,7 +122,10 @@ def submit_workload(
 
 
 def serve_argv(journal: Path, *extra: str, until_idle: bool = True) -> list[str]:
-    """``schedlab serve slurm`` with the tests' interval and journal, plus ``extra``."""
+    """``schedlab serve slurm`` with the tests' interval and journal, plus ``extra``; its lock
+    in a folder of the test's own (unless ``extra`` names one), never the machine's, which a
+    scheduler or test run of another checkout may hold."""
+    state = [] if "--state-dir" in extra else ["--state-dir", str(journal.parent / "state")]
     argv = [
         sys.executable,
         "-m",
@@ -134,6 +137,7 @@ def serve_argv(journal: Path, *extra: str, until_idle: bool = True) -> list[str]
         "--journal",
         str(journal),
         "--quiet",
+        *state,
         *extra,
     ]
     return [*argv, "--until-idle"] if until_idle else argv

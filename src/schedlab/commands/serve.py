@@ -17,13 +17,17 @@ from schedlab.policies.api import SERVE
 from schedlab.policies.registry import ordering_names, placement_names
 from schedlab.policies.wiring import build
 from schedlab.results import atomic_write
-from schedlab.serve.client import SubprocessSlurm
+from schedlab.serve.client import SlurmClient, SubprocessSlurm
 from schedlab.serve.config_file import read_config
 from schedlab.serve.import_slurm import TIMINGS, import_slurm, load_sacct
 from schedlab.serve.journal import Journal
 from schedlab.serve.lock import PartitionLock, default_state_dir
-from schedlab.serve.loop import CycleReport, ServeConfig, Server
+from schedlab.serve.loop import CycleReport, ServeConfig, Server, load_network
 from schedlab.serve.metrics import Metrics, serve_metrics
+from schedlab.serve.topology import ServeTopology
+
+#: Replay's network options that need control of NICs or switches, which Slurm does not give.
+SIMULATOR_ONLY = ("--net-control", "--net-routing", "--net-sharing")
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -136,6 +140,16 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         metavar="SECONDS",
         help="SIGTERM a victim this long before requeueing it, as Slurm's GraceTime (default 0)",
     )
+    slurm.add_argument(
+        "--topology",
+        default=None,
+        metavar="FILE|SPEC",
+        help="the network under the partition, for network placements: a Slurm topology.conf, "
+        "or any topology 'schedlab replay' takes (hosts = the partition's nodes in order); "
+        "default: Slurm's own tree ('scontrol show topology')",
+    )
+    for option in SIMULATOR_ONLY:  # accepted only to say why they cannot apply here
+        slurm.add_argument(option, default=None, help=argparse.SUPPRESS)
     slurm.add_argument("--quiet", action="store_true", help="no per-cycle status lines on stderr")
     slurm.add_argument(
         "--state-dir",
@@ -172,8 +186,21 @@ def merge_config_file(args: argparse.Namespace) -> None:
             setattr(args, name, value)
 
 
+def refuse_simulator_options(args: argparse.Namespace) -> None:
+    """Paths, sharing rules, priorities and in-network aggregation are the simulator's: Slurm
+    only chooses nodes, so serve says so instead of running without them."""
+    for option in SIMULATOR_ONLY:
+        value = getattr(args, option.removeprefix("--").replace("-", "_"), None)
+        if value is not None:
+            raise InputError(
+                f"'{option} {value}' needs control of NICs and switches, which Slurm does not "
+                "give (serve only chooses nodes): it runs in 'schedlab replay' only"
+            )
+
+
 def config_from_args(args: argparse.Namespace) -> ServeConfig:
     merge_config_file(args)
+    refuse_simulator_options(args)
     if not args.policy:
         raise InputError("'--policy' is required (on the command line or in --config)")
     if args.seed < 0:
@@ -202,6 +229,7 @@ def config_from_args(args: argparse.Namespace) -> ServeConfig:
         min_runtime=args.min_runtime,
         grace=args.grace,
         shadow=args.shadow,
+        topology=args.topology,
     )
     build(SERVE, config.choice)  # every refusal before the journal is opened
     return config
@@ -211,12 +239,17 @@ def run_slurm(args: argparse.Namespace) -> int:
     config = config_from_args(args)
     if args.journal is not None:  # a journal that can never be written is bad input, lock or not
         check_out_file(args.journal, "'--journal'")
+    client = SubprocessSlurm()
+    # A network placement without a network is refused before anything else happens.
+    network = load_network(config, client, build(SERVE, config.choice).placement)
     # The lock comes before the journal is opened: a second instance changes nothing at all.
     with PartitionLock(args.state_dir or default_state_dir(), config.partition):
-        return _serve(args, config)
+        return _serve(args, config, client, network)
 
 
-def _serve(args: argparse.Namespace, config: ServeConfig) -> int:
+def _serve(
+    args: argparse.Namespace, config: ServeConfig, client: SlurmClient, network: ServeTopology
+) -> int:
     metrics = Metrics()
     endpoint = None
     if args.metrics_port is not None:
@@ -229,7 +262,7 @@ def _serve(args: argparse.Namespace, config: ServeConfig) -> int:
     limit = args.journal_max_mib
     max_bytes = None if limit is None else max(1, int(limit * 2**20))
     journal = Journal(args.journal, max_bytes=max_bytes, keep=args.journal_keep)
-    server = Server(SubprocessSlurm(), config, journal)
+    server = Server(client, config, journal, network=network)
 
     def report(r: CycleReport) -> None:
         metrics.update(r)

@@ -36,6 +36,10 @@ class SlurmClient(Protocol):
         """Run ``scontrol ARGS``; raise :class:`SlurmError` when it fails."""
         ...
 
+    def topology(self) -> str:
+        """``scontrol show topology``: the switch tree, ``""`` when Slurm has none."""
+        ...
+
     def ping(self) -> bool:
         """True if the controller answers."""
         ...
@@ -99,6 +103,10 @@ class SubprocessSlurm:
     def scontrol(self, args: Sequence[str]) -> None:
         self._run(["scontrol", *args])
 
+    def topology(self) -> str:
+        # Without a topology plugin it prints nothing (and "No topology information" on stderr).
+        return self._run(["scontrol", "show", "topology"])
+
     def signal(self, job: str, name: str) -> None:
         self._run(["scancel", f"--signal={name}", "--full", job])
 
@@ -124,6 +132,9 @@ class ShadowSlurm:
 
     def scontrol(self, args: Sequence[str]) -> None:
         return None
+
+    def topology(self) -> str:
+        return self.inner.topology()
 
     def signal(self, job: str, name: str) -> None:
         return None

@@ -31,6 +31,8 @@ from schedlab.errors import InputError, SchedlabError
 from schedlab.model.gpu_models import GPU_MODELS
 from schedlab.perf.models import TraceDuration
 from schedlab.policies.api import SERVE
+from schedlab.policies.placement.base import PlacementPolicy
+from schedlab.policies.placement.job_placement import JobPlacementPolicy
 from schedlab.policies.wiring import PolicyChoice, build
 from schedlab.serve.apply import Applier, Outcome
 from schedlab.serve.client import ShadowSlurm, SlurmClient, SlurmError
@@ -39,6 +41,7 @@ from schedlab.serve.live import LiveView, build_view, node_model
 from schedlab.serve.preemption import Guard, PreemptionRules, checkpoints
 from schedlab.serve.reasons import waiting_reason
 from schedlab.serve.slurm_state import JobInfo, NodeInfo, read_jobs, read_nodes
+from schedlab.serve.topology import ServeTopology
 
 Record = dict[str, Any]
 
@@ -59,6 +62,7 @@ class ServeConfig:
     shadow: bool = False  # decide and journal, change nothing in Slurm
     min_runtime: float = 0.0  # seconds a run lasts before it may be preempted
     grace: float = 0.0  # seconds between the SIGTERM to a victim and its requeue
+    topology: str | None = None  # --topology: a topology.conf or a replay spec (None: Slurm's)
 
     @property
     def choice(self) -> PolicyChoice:
@@ -147,6 +151,30 @@ def cluster_spec(nodes: list[NodeInfo]) -> str:
     return "+".join(f"{count}x{key[0]}:{key[1]}" for count, key in runs)  # type: ignore[index]
 
 
+def load_network(
+    config: ServeConfig, client: SlurmClient, placement: PlacementPolicy
+) -> ServeTopology:
+    """The network under the partition: from ``--topology``, else Slurm's tree when the
+    placement places whole jobs on the network (others never see it). A placement that needs
+    a topology is refused when there is none."""
+    if config.topology is not None:
+        network = ServeTopology.from_spec(config.topology)
+    elif isinstance(placement, JobPlacementPolicy):
+        try:
+            network = ServeTopology.from_slurm(client)
+        except SlurmError as exc:
+            raise SlurmError(f"cannot read the switch tree: {exc}") from None
+    else:
+        network = ServeTopology()
+    if getattr(placement, "requires_topology", False) and not network.available:
+        raise InputError(
+            f"placement '{placement.name}' needs the network under the cluster and Slurm "
+            "reports no switch tree: set TopologyPlugin=topology/tree with a topology.conf, "
+            "or give --topology FILE"
+        )
+    return network
+
+
 class Server:
     """Drives Slurm with one schedlab policy; see the module docstring."""
 
@@ -157,6 +185,7 @@ class Server:
         journal: Journal,
         clock: Callable[[], float] = time.time,
         sleep: Callable[[float], None] = time.sleep,
+        network: ServeTopology | None = None,
     ) -> None:
         if not config.interval > 0:
             raise InputError(f"'--interval' must be > 0 seconds (got {config.interval})")
@@ -182,6 +211,7 @@ class Server:
         self._credit = saved_credit(journal.path)  # checkpointing jobs' earlier runs
         self._journaled_starts, self._resumed_at = journaled_starts(journal.path)
         self._protected: dict[int, str] = {}
+        self._network = network  # loaded on first use unless given
         self.guard = Guard(
             PreemptionRules(config.min_runtime, config.grace), self._signal, self._protect
         )
@@ -350,6 +380,12 @@ class Server:
             self._write(None, "error", reason=str(exc))
             self.journal.sync()
             return CycleReport(self.cycle_no, ok=False)
+        try:
+            topology = self.network().for_nodes(nodes)
+        except InputError as exc:  # the partition's nodes changed under a fixed topology
+            self._write(None, "error", reason=f"topology: {exc}")
+            self.journal.sync()
+            return CycleReport(self.cycle_no, ok=False)
         view = build_view(jobs, nodes, self.now, credit=self._credit)
         self._observe(view, jobs)
         for job_id, what in view.problems:
@@ -368,6 +404,7 @@ class Server:
                 np.random.default_rng(self.config.seed),
                 jobs=view.snapshot.jobs,
                 perf=TraceDuration(),
+                topology=topology,
             )
             self.policies.import_state(self._policy_state)
             try:
@@ -443,8 +480,15 @@ class Server:
     def _on_signal(self, signum: int, _frame: FrameType | None) -> None:
         self.stop_reason = signal.Signals(signum).name
 
+    def network(self) -> ServeTopology:
+        """The network under the partition, loaded once (see :func:`load_network`)."""
+        if self._network is None:
+            self._network = load_network(self.config, self.client, self.policies.placement)
+        return self._network
+
     def describe_cluster(self) -> list[NodeInfo]:
-        """The partition's nodes, checked once before the first cycle."""
+        """The partition's nodes and the network under them, checked once before the first
+        cycle: a placement that needs a topology is refused when there is none."""
         try:
             nodes = read_nodes(self.client.sinfo(), self.config.partition)
         except SlurmError as exc:
@@ -452,6 +496,7 @@ class Server:
         if not nodes:
             where = f"partition '{self.config.partition}'" if self.config.partition else "Slurm"
             raise InputError(f"{where} has no nodes (check '--partition' and 'sinfo')")
+        self.network().for_nodes(nodes)  # a node under no switch: an error before any cycle
         return nodes
 
     def run(self, report: Callable[[CycleReport], None] | None = None) -> int:
@@ -475,6 +520,7 @@ class Server:
             node_memory_mib=[n.memory_mib for n in nodes],
             cluster=cluster_spec(nodes),
             shadow=cfg.shadow,
+            topology=self.network().source if self.network().available else None,
         )
         previous = {
             sig: signal.signal(sig, self._on_signal) for sig in (signal.SIGTERM, signal.SIGINT)
