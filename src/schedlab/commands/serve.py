@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import argparse
+import json
 import math
 import shlex
 import sys
+import time
 from pathlib import Path
 
 from schedlab.commands.common import add_plugin_option, console
@@ -24,6 +26,7 @@ from schedlab.serve.journal import Journal
 from schedlab.serve.lock import PartitionLock, default_state_dir
 from schedlab.serve.loop import CycleReport, ServeConfig, Server, load_network
 from schedlab.serve.metrics import Metrics, serve_metrics
+from schedlab.serve.status import as_json, gather, render
 from schedlab.serve.topology import ServeTopology
 
 #: Replay's network options that need control of NICs or switches, which Slurm does not give.
@@ -160,6 +163,41 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     )
     add_plugin_option(slurm)
     slurm.set_defaults(run=run_slurm, serve_parser=slurm)
+    add_status_parser(targets)
+
+
+def add_status_parser(targets: argparse._SubParsersAction) -> None:
+    status = targets.add_parser(
+        "status",
+        help="is a scheduler running on this partition, what did it do last, what waits",
+        description=(
+            "Report on the scheduler of a partition without changing anything: who holds its "
+            "lock and since when, its last cycle (from /metrics, else the journal), the "
+            "partition's jobs as serve sorts them and the reasons written on held jobs "
+            "(from squeue), and the journal's size. Give the scheduler's own --config, or "
+            "the options it runs with. Exit status 0 when a scheduler runs, 3 when none does."
+        ),
+        epilog=(
+            "examples:\n"
+            "  schedlab serve status --config /etc/schedlab/serve.toml\n"
+            "  schedlab serve status --partition gpu --journal serve.jsonl --metrics-port 9310\n"
+            "  schedlab serve status --partition gpu --json"
+        ),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    status.add_argument(
+        "--config", type=Path, default=None, metavar="FILE", help="the scheduler's TOML settings"
+    )
+    status.add_argument("--partition", default=None, help="the partition (default: all)")
+    status.add_argument(
+        "--state-dir", type=Path, default=None, help="where the scheduler's lock lives"
+    )
+    status.add_argument("--journal", type=Path, default=None, help="the scheduler's journal")
+    status.add_argument(
+        "--metrics-port", type=int, default=None, metavar="PORT", help="its /metrics port"
+    )
+    status.add_argument("--json", action="store_true", help="one JSON object on stdout")
+    status.set_defaults(run=run_status)
 
 
 def _usage(p: argparse.ArgumentParser) -> int:
@@ -290,6 +328,23 @@ def _serve(
     if not args.quiet:
         console.print(f"stopped after {server.cycle_no} cycles ({server.stop_reason})")
     return status
+
+
+def run_status(args: argparse.Namespace) -> int:
+    settings = read_config(args.config) if args.config is not None else {}
+    partition = args.partition or settings.get("partition")
+    state_dir = args.state_dir or (
+        Path(settings["state_dir"]) if "state_dir" in settings else default_state_dir()
+    )
+    journal = args.journal or (Path(settings["journal"]) if "journal" in settings else None)
+    port = args.metrics_port if args.metrics_port is not None else settings.get("metrics_port")
+    now = time.time()
+    status = gather(state_dir, partition, SubprocessSlurm(), journal, port, now)
+    if args.json:
+        print(json.dumps(as_json(status), indent=2, default=str))
+    else:
+        print("\n".join(render(status, now)))
+    return 0 if status.running else 3
 
 
 # -- schedlab trace import-slurm (registered by the trace command) ----------------------------

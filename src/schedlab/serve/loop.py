@@ -88,6 +88,7 @@ class CycleReport:
     errors: int = 0
     idle: bool = False
     seconds: float = 0.0
+    time: float = 0.0  # when the cycle began (Unix seconds)
 
 
 #: The journal action that carries a stateful policy's state from one cycle (or process) on.
@@ -379,13 +380,13 @@ class Server:
         except SlurmError as exc:
             self._write(None, "error", reason=str(exc))
             self.journal.sync()
-            return CycleReport(self.cycle_no, ok=False)
+            return CycleReport(self.cycle_no, ok=False, time=self.now)
         try:
             topology = self.network().for_nodes(nodes)
         except InputError as exc:  # the partition's nodes changed under a fixed topology
             self._write(None, "error", reason=f"topology: {exc}")
             self.journal.sync()
-            return CycleReport(self.cycle_no, ok=False)
+            return CycleReport(self.cycle_no, ok=False, time=self.now)
         view = build_view(jobs, nodes, self.now, credit=self._credit)
         self._observe(view, jobs)
         for job_id, what in view.problems:
@@ -440,6 +441,7 @@ class Server:
             errors=errors,
             idle=view.idle and not outcome.started,
             seconds=time.perf_counter() - t0,
+            time=self.now,
         )
         if (decisions or records or outcome.records) and not (
             self.config.shadow and not self._repeats[1] - self._repeats[0]
