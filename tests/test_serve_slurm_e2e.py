@@ -71,10 +71,18 @@ def slurm() -> SubprocessSlurm:
 
 @pytest.fixture
 def clean(slurm: SubprocessSlurm):
-    """Refuse to start while other jobs are active; afterwards cancel ours and resume drains."""
-    busy = [j.job_id for j in read_jobs(slurm.squeue()) if j.active or (j.pending and not j.held)]
-    if busy:
-        pytest.fail(f"the test cluster is busy with jobs {busy}; cancel them first")
+    """Refuse to start while other jobs are active (after giving the jobs a previous test
+    cancelled 30 s to leave); afterwards cancel ours and resume drains."""
+
+    def busy() -> list[int]:
+        jobs = read_jobs(slurm.squeue())
+        return [j.job_id for j in jobs if j.active or (j.pending and not j.held)]
+
+    deadline = time.monotonic() + 30
+    while busy() and time.monotonic() < deadline:
+        time.sleep(0.5)
+    if busy():
+        pytest.fail(f"the test cluster is busy with jobs {busy()}; cancel them first")
     ours: list[int] = []
     drained: list[str] = []
     yield ours, drained
@@ -302,7 +310,9 @@ def test_sigkill_and_restart_lose_nothing_and_place_nothing_twice(
     t0 = time.monotonic()
     with Sampler(slurm) as sampler:
         first = serve(journal, until_idle=False)
-        time.sleep(4.0)
+        # Mid-run: once it has started jobs (a loaded machine may take seconds to start it).
+        wait_until(lambda: journal.exists() and '"action":"start"' in journal.read_text(), t0 + 30)
+        time.sleep(1.0)
         first.send_signal(signal.SIGKILL)
         first.communicate()
         assert first.returncode == -signal.SIGKILL

@@ -45,7 +45,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         "slurm",
         help="place held Slurm jobs (ReqNodeList + release), requeue to preempt",
         description=(
-            "Every cycle: read jobs and nodes from Slurm (squeue/sinfo --json), build the same "
+            "Every cycle: read jobs and nodes from Slurm (squeue -O, sinfo --json), build the same "
             "snapshot the replay simulator gives a policy, ask the policy, and apply its "
             "decisions with scontrol. Jobs must be submitted held (sbatch --hold); schedlab pins "
             "each to the nodes the policy chose and releases it. Every decision goes to the "
