@@ -393,3 +393,14 @@ def test_a_circuit_decision_is_journaled_as_skipped_not_sent(tmp_path: Path) -> 
     assert fake.calls == [] and out.errors == 0
     assert out.records[0]["action"] == "skip" and out.records[0]["job"] is None
     assert "switch control" in out.records[0]["reason"]
+
+
+def test_a_network_placement_conforms_in_serve() -> None:
+    """The conformance suite's serve runs give the fake partition a switch tree, so a network
+    placement is checked there like any other."""
+    from leaf_placement import SameLeaf
+    from schedlab.policies.plugins import load_reference
+    from schedlab.testing import check_policy
+
+    load_reference(PLUGIN[0])
+    assert check_policy(SameLeaf, engines=(SERVE,)) == []
