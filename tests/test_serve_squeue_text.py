@@ -309,3 +309,16 @@ def test_the_format_names_every_field_once() -> None:
     names = [part.split(":", 1)[0] for part in spec.split(",")]
     assert names == [name for name, _ in FIELDS]
     assert spec.endswith(f"Comment:{ROW_END}")
+
+
+def test_a_job_being_requeued_held_is_pending_as_json_says() -> None:
+    """Right after ``scontrol requeuehold`` squeue's text says COMPLETING (the flag) where
+    JSON says PENDING: read as PENDING, so its GPUs go to the job that replaced it. A job
+    ending otherwise stays COMPLETING (active) until it is gone."""
+    requeued = row(2015, State="COMPLETING", Reason="job requeued in held state", RestartCnt="1")
+    ending = row(2016, State="COMPLETING", Reason="None", PriorityLong="4294901000")
+    ending += row(2017, State="COMPLETING", Reason="None", PriorityLong="9", admin_comment="(null)")
+    jobs = jobs_of(requeued + ending)
+    assert (jobs[2015].state, jobs[2015].held, jobs[2015].restart_count) == ("PENDING", True, 1)
+    assert jobs[2016].state == "PENDING"  # marked queued by serve: its requeuehold is under way
+    assert jobs[2017].state == "COMPLETING" and jobs[2017].active

@@ -17,6 +17,12 @@ them:
   told otherwise; kept while it runs. Other running jobs hold their per-node count (devices are
   Slurm's choice, not serve's).
 
+Two words differ from JSON's: the state names the ``COMPLETING`` flag where JSON gives the base
+state (a job being requeued — held, marked queued by serve, or so described — is read as
+``PENDING``, as JSON says; a job ending stays ``COMPLETING``, holding its GPUs until it is gone),
+and the reason is Slurm's description when it has one (``job requeued in held state`` where JSON
+says ``JobHeldUser``).
+
 Rows are read robustly: each field ends with a unit separator and each row with a record
 separator (control characters no job name or comment holds in practice), times are asked in
 Slurm's standard format, and a row that does not parse raises :class:`TextFormatError`, on
@@ -161,7 +167,21 @@ def parse_row(values: list[str]) -> Raw:
         except ValueError:
             raise TextFormatError(f"array task {task!r}") from None
     raw["array_task_string"], raw["array_max_tasks"] = "", 0
+    if raw["job_state"] == "COMPLETING" and _requeued(raw):
+        # squeue's text names the COMPLETING flag where JSON gives the base state: a job
+        # being requeued (a preemption) is PENDING there already, its GPUs no longer counted.
+        raw["job_state"] = "PENDING"
     return raw
+
+
+def _requeued(raw: Raw) -> bool:
+    """A COMPLETING job on its way back to the queue: held (priority 0), marked queued by
+    serve before its ``requeuehold``, or so described by Slurm."""
+    return (
+        raw["priority"] == 0
+        or raw["admin_comment"] == "schedlab:queued"
+        or "requeue" in raw["state_reason"].lower()
+    )
 
 
 def read_rows(text: str) -> list[Raw]:
