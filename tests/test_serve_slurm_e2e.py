@@ -379,6 +379,9 @@ def test_a_preemptive_policy_requeues_and_restarts_its_victim(
             lambda: journal.exists() and all(journal_starts(journal).get(j) for j in longs),
             t0 + 30.0,
         )
+        # ... and run there: a victim still launching is held, not requeued, and may start
+        # all the same (a faster cycle than Slurm's start), to be preempted again later.
+        wait_until(lambda: all(job_field(j, "%T") == "RUNNING" for j in longs), t0 + 30.0)
         short = submit(ours, "2", 2, "short")
         slurm.scontrol(["update", f"JobId={short}", "TimeLimit=1"])
         finish(proc, t0 + SCENARIO_TIMEOUT)

@@ -29,6 +29,7 @@ import numpy as np
 
 from schedlab.errors import InputError, SchedlabError
 from schedlab.model.gpu_models import GPU_MODELS
+from schedlab.model.snapshot import Decision, Preempt
 from schedlab.perf.models import TraceDuration
 from schedlab.policies.api import SERVE
 from schedlab.policies.placement.base import PlacementPolicy
@@ -93,6 +94,8 @@ class CycleReport:
 
 #: The journal action that carries a stateful policy's state from one cycle (or process) on.
 POLICY_STATE = "policy-state"
+#: Seconds a job this process requeued may still show as running before it is preempted again.
+REQUEUE_SETTLE = 3.0
 #: Record kinds written once while the same condition lasts from cycle to cycle.
 REPEATING = frozenset({"error", "skip", "warning"})
 
@@ -213,6 +216,7 @@ class Server:
         self._journaled_starts, self._resumed_at = journaled_starts(journal.path)
         self._protected: dict[int, str] = {}
         self._network = network  # loaded on first use unless given
+        self._preempting: dict[int, float] = {}  # requeued by this process → when
         self.guard = Guard(
             PreemptionRules(config.min_runtime, config.grace), self._signal, self._protect
         )
@@ -418,8 +422,11 @@ class Server:
             if state != self._policy_state:
                 self._write(None, POLICY_STATE, policy=self._identity(), state=state)
                 self._policy_state = state
-        decisions = self.guard.filter(view, decisions, self.now)
+        decisions = self._not_again(view, self.guard.filter(view, decisions, self.now))
         outcome = self.applier.apply(view, decisions)
+        self._preempting.update(
+            {r["job"]: self.now for r in outcome.records if r["action"] == "preempt"}
+        )
         records += self.applier.claim(view, outcome.started)
         records += self.applier.show_reasons(self._reasons(view, jobs, outcome))
         for job_id in view.running + view.launching + outcome.started:
@@ -458,6 +465,28 @@ class Server:
             )
         self.journal.sync()
         return report
+
+    def _not_again(self, view: LiveView, decisions: list[Decision]) -> list[Decision]:
+        """Drop a preemption of a job this process already requeued that Slurm still shows
+        running: ``requeuehold`` returns before the job has left (more so on a busy
+        controller), and a fast next cycle would otherwise preempt it a second time. After
+        :data:`REQUEUE_SETTLE` seconds it may be preempted again (the command may have been
+        lost)."""
+        active = set(view.running) | set(view.launching)
+        self._preempting = {
+            j: t
+            for j, t in self._preempting.items()
+            if j in active and self.now - t < REQUEUE_SETTLE
+        }
+        return [
+            d
+            for d in decisions
+            if not (
+                isinstance(d, Preempt)
+                and 0 <= d.job < len(view.infos)
+                and view.infos[d.job].job_id in self._preempting
+            )
+        ]
 
     def _reasons(
         self, view: LiveView, jobs: list[JobInfo], outcome: Outcome
