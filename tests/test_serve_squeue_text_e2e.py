@@ -5,7 +5,8 @@ Jobs of every shape serve reads (a throttled array with a task split off, a plai
 node list, a comment with separators) held in ``gpu``, and in ``free`` a running one-node job
 and a running --gpus=12 job over two nodes: every job reads the same both ways, field by field,
 except what the text form does not carry (devices of one-node runs; finished arrays'
-throttle and task string; a pending job's expected end).
+throttle and task string; a pending job's expected end; Slurm's description where JSON gives
+a reason code; the COMPLETING flag of a job ending).
 """
 
 from __future__ import annotations
@@ -38,6 +39,10 @@ def differences(a: JobInfo, b: JobInfo) -> dict[str, tuple[object, object]]:
             continue  # a finished array's throttle and task string matter to nothing
         if f.name == "end_time" and a.pending:
             continue
+        if f.name == "reason" and " " in str(x):
+            continue  # Slurm's description ("job requeued in held state") for JSON's code
+        if f.name == "state" and x == "COMPLETING":
+            continue  # the flag, where JSON gives the base state of a job ending
         out[f.name] = (x, y)
     return out
 
