@@ -7,10 +7,18 @@ are copies of records taken from Slurm 22.05 (tests/fixtures/slurm), so each car
 of fields. The ``scontrol`` calls themselves are recorded, not run. Goal: ≤ 1 s per cycle.
 
 With ``--real`` and a reachable Slurm (SLURM_CONF), it also times the real ``squeue --json``,
-``sinfo --json`` and ``scontrol ping`` on that cluster, to show what the commands add (each
-start is two ``scontrol`` calls of about that cost).
+the ``squeue -O`` text read serve uses instead, ``sinfo --json`` and ``scontrol ping`` on that
+cluster, to show what the commands add (each start is two ``scontrol`` calls of about that cost).
 
-    python benchmarks/serve_cycle.py [--pending 1000] [--nodes 16] [--repeat 5] [--real]
+With ``--live`` it times whole cycles against that cluster as it is (in shadow mode, so nothing
+is changed), reading jobs from ``squeue -O`` text and, for comparison, from ``squeue --json``.
+The figures in docs/serve.md were taken on the dev cluster (4 nodes × 8 GPUs, every GPU busy
+with a job of partition ``free``) with 1,000 held jobs of 1–8 GPUs in partition ``gpu``:
+
+    for k in $(seq 1000); do sbatch --hold -t $((1 + k % 50)) --gres=gpu:$((1 << (k % 4))) \
+        -o /dev/null --wrap "sleep 1"; done
+
+    python benchmarks/serve_cycle.py [--pending 1000] [--nodes 16] [--repeat 5] [--real] [--live]
 """
 
 from __future__ import annotations
@@ -117,8 +125,10 @@ def time_real(repeat: int) -> None:
         print(f"real commands: skipped ({why})")
         return
     client = SubprocessSlurm()
+    as_json = SubprocessSlurm(text_squeue=False)
     for name, call in (
-        ("squeue --json", client.squeue),
+        ("squeue --json", as_json.squeue),
+        ("squeue -O (text)", client.squeue),
         ("sinfo --json", client.sinfo),
         ("scontrol ping", lambda: subprocess.run(["scontrol", "ping"], capture_output=True)),
     ):
@@ -130,12 +140,40 @@ def time_real(repeat: int) -> None:
         print(f"{name:>16}: {statistics.median(times) * 1000:.0f} ms (median of {repeat})")
 
 
+def time_live(repeat: int, partition: str | None) -> None:
+    """Whole shadow cycles on the reachable cluster: text reads, then JSON reads."""
+    ok, why = slurm_reachable()
+    if not ok:
+        print(f"live cycles: skipped ({why})")
+        return
+    for label, text in (("squeue -O text", True), ("squeue --json", False)):
+        client = SubprocessSlurm(text_squeue=text)
+        cfg = ServeConfig(policy="fifo", partition=partition, shadow=True)
+        server = Server(client, cfg, Journal(None))
+        server.cycle()  # the first cycle reads the array throttles and journals arrivals
+        cycles, reads = [], []
+        for _ in range(repeat):
+            t0 = time.perf_counter()
+            client.squeue()
+            reads.append(time.perf_counter() - t0)
+            report = server.cycle()
+            cycles.append(report.seconds)
+        print(
+            f"live cycle, {label}: {statistics.median(cycles):.3f} s (median of {repeat}; "
+            f"min {min(cycles):.3f}), of which reading jobs {statistics.median(reads):.3f} s; "
+            f"{report.queued} queued, {report.running} running"
+            + (f"; {client.fallbacks} fallbacks to JSON" if text else "")
+        )
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--pending", type=int, default=1000)
     ap.add_argument("--nodes", type=int, default=16)
     ap.add_argument("--repeat", type=int, default=5)
     ap.add_argument("--real", action="store_true", help="also time the real Slurm commands")
+    ap.add_argument("--live", action="store_true", help="also time whole cycles on that Slurm")
+    ap.add_argument("--partition", default=None, help="the partition of --live (default: all)")
     args = ap.parse_args()
     print(f"one cycle, {args.pending:,} pending jobs, {args.nodes} nodes × 8 GPUs (half busy):")
     worst = 0.0
@@ -149,6 +187,8 @@ def main() -> None:
     )
     if args.real:
         time_real(args.repeat)
+    if args.live:
+        time_live(args.repeat, args.partition)
 
 
 if __name__ == "__main__":

@@ -2,6 +2,7 @@
 # A private Slurm cluster on localhost for developing and testing `schedlab serve slurm`.
 #
 #   scripts/slurm-dev-cluster.sh start  [--nodes N] [--gpus G] [--dir DIR] [--no-submit-hold]
+#                                       [--topology [--leaf-nodes K]]
 #   scripts/slurm-dev-cluster.sh status [--dir DIR]
 #   scripts/slurm-dev-cluster.sh stop   [--dir DIR]
 #
@@ -18,6 +19,11 @@
 # Lua job_submit plugin (docs/job_submit.lua) holds every job submitted to it. Partition `free`
 # spans the same nodes and is left to Slurm. --no-submit-hold leaves the plugin out.
 #
+# --topology adds a switch tree (TopologyPlugin=topology/tree and DIR/etc/topology.conf): leaf
+# switches leaf1, leaf2, ... of K nodes each (--leaf-nodes, default 2; the last may have fewer)
+# under one switch `spine`, which `scontrol show topology` reports and `schedlab serve slurm`
+# reads. With 4 nodes: leaf1 = node[1-2], leaf2 = node[3-4].
+#
 # stop ends only the processes this script started, by the PIDs it recorded under DIR/run: SIGTERM
 # first, SIGKILL after a grace period (a slurmd whose controller is gone ignores SIGTERM).
 set -euo pipefail
@@ -28,10 +34,12 @@ NODES=4
 GPUS=8
 DIR=/tmp/schedlab-slurm
 SUBMIT_HOLD=1
+TOPOLOGY=0
+LEAF_NODES=2
 GRACE=5
 
 usage() {
-    sed -n '3,6p' "$0" | sed 's/^# \{0,1\}//' >&2
+    sed -n '3,7p' "$0" | sed 's/^# \{0,1\}//' >&2
     exit 2
 }
 
@@ -41,12 +49,15 @@ while [[ $# -gt 0 ]]; do
         --gpus) GPUS="${2:?--gpus needs a number}"; shift 2 ;;
         --dir) DIR="${2:?--dir needs a folder}"; shift 2 ;;
         --no-submit-hold) SUBMIT_HOLD=0; shift ;;
+        --topology) TOPOLOGY=1; shift ;;
+        --leaf-nodes) LEAF_NODES="${2:?--leaf-nodes needs a number}"; shift 2 ;;
         -h|--help) usage ;;
         *) echo "slurm-dev-cluster: unknown option '$1'" >&2; usage ;;
     esac
 done
 [[ "$NODES" =~ ^[1-9][0-9]*$ ]] || { echo "slurm-dev-cluster: --nodes must be ≥ 1 (got '$NODES')" >&2; exit 2; }
 [[ "$GPUS" =~ ^[1-9][0-9]*$ ]] || { echo "slurm-dev-cluster: --gpus must be ≥ 1 (got '$GPUS')" >&2; exit 2; }
+[[ "$LEAF_NODES" =~ ^[1-9][0-9]*$ ]] || { echo "slurm-dev-cluster: --leaf-nodes must be ≥ 1 (got '$LEAF_NODES')" >&2; exit 2; }
 ((NODES <= 64)) || { echo "slurm-dev-cluster: --nodes must be ≤ 64 (got '$NODES')" >&2; exit 2; }
 
 DIR=$(realpath -m "$DIR")
@@ -131,6 +142,10 @@ EOF
             -e 's/^local DEFAULT_PARTITION = .*/local DEFAULT_PARTITION = "gpu"/' \
             "$REPO_ROOT/docs/job_submit.lua" >"$DIR/etc/job_submit.lua"
     fi
+    rm -f "$DIR/etc/topology.conf"
+    if ((TOPOLOGY)); then
+        write_topology
+    fi
     : >"$DIR/etc/gres.conf"
     echo "AutoDetect=off" >>"$DIR/etc/gres.conf"
     for ((k = 1; k <= NODES; k++)); do
@@ -141,6 +156,28 @@ EOF
         echo "NodeName=node$k Name=gpu File=$DIR/dev/node$k/nvidia[0-$max_gpu]" >>"$DIR/etc/gres.conf"
     done
     : >"$DIR/jobcomp.txt"  # a fresh controller numbers jobs from 1 again
+}
+
+write_topology() {  # leaf switches of LEAF_NODES nodes each under one spine
+    local leaves=$(((NODES + LEAF_NODES - 1) / LEAF_NODES)) k first last
+    echo "TopologyPlugin=topology/tree" >>"$CONF"
+    {
+        echo "# Written by scripts/slurm-dev-cluster.sh: $leaves leaf switches under one spine."
+        for ((k = 1; k <= leaves; k++)); do
+            first=$(((k - 1) * LEAF_NODES + 1))
+            last=$((k * LEAF_NODES < NODES ? k * LEAF_NODES : NODES))
+            if ((first == last)); then
+                echo "SwitchName=leaf$k Nodes=node$first"
+            else
+                echo "SwitchName=leaf$k Nodes=node[$first-$last]"
+            fi
+        done
+        if ((leaves == 1)); then
+            echo "SwitchName=spine Switches=leaf1"
+        else
+            echo "SwitchName=spine Switches=leaf[1-$leaves]"
+        fi
+    } >"$DIR/etc/topology.conf"
 }
 
 start_munge() {

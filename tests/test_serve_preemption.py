@@ -119,3 +119,27 @@ def test_negative_preemption_rules_are_one_line_errors(
     assert main(["serve", "slurm", "--policy", "fifo", flag, "-1"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert err == [f"schedlab: error: '{flag}' must be ≥ 0 seconds (got -1.0)"]
+
+
+def test_a_victim_slurm_still_shows_running_is_not_preempted_twice(tmp_path: Path) -> None:
+    """``requeuehold`` returns before a busy controller has moved the job: the next cycle may
+    still see the victim running (with the queued marker). It is not preempted again then,
+    but it may be once REQUEUE_SETTLE seconds have passed (the first command may be lost)."""
+    from schedlab.serve.loop import REQUEUE_SETTLE
+
+    clock = Clock(T0 + 100)
+    fake, srv = setup(tmp_path, clock)
+    srv.cycle()
+    requeues = [c for c in fake.calls if c[0] == "requeuehold"]
+    assert requeues == [["requeuehold", "1"]]
+    # The controller has not acted yet: job 1 runs on, marked queued by serve.
+    fake.jobs[1].update(
+        job_state="RUNNING", priority=4294901000, state_reason="None", nodes="node1"
+    )
+    clock.t = T0 + 101
+    srv.cycle()
+    assert [c for c in fake.calls if c[0] == "requeuehold"] == requeues
+    clock.t = T0 + 101 + REQUEUE_SETTLE
+    srv.cycle()
+    assert [c for c in fake.calls if c[0] == "requeuehold"] == [*requeues, ["requeuehold", "1"]]
+    assert actions(tmp_path, 1).count("preempt") == 2

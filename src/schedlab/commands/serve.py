@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import argparse
+import json
 import math
 import shlex
 import sys
+import time
 from pathlib import Path
 
 from schedlab.commands.common import add_plugin_option, console
@@ -18,13 +20,18 @@ from schedlab.policies.api import SERVE
 from schedlab.policies.registry import ordering_names, placement_names
 from schedlab.policies.wiring import build
 from schedlab.results import atomic_write
-from schedlab.serve.client import SubprocessSlurm
+from schedlab.serve.client import SlurmClient, SubprocessSlurm
 from schedlab.serve.config_file import read_config
 from schedlab.serve.import_slurm import TIMINGS, import_slurm, load_sacct
 from schedlab.serve.journal import Journal
 from schedlab.serve.lock import PartitionLock, default_state_dir
-from schedlab.serve.loop import CycleReport, ServeConfig, Server
+from schedlab.serve.loop import CycleReport, ServeConfig, Server, load_network
 from schedlab.serve.metrics import Metrics, serve_metrics
+from schedlab.serve.status import as_json, gather, render
+from schedlab.serve.topology import ServeTopology
+
+#: Replay's network options that need control of NICs or switches, which Slurm does not give.
+SIMULATOR_ONLY = ("--net-control", "--net-routing", "--net-sharing")
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -39,7 +46,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         "slurm",
         help="place held Slurm jobs (ReqNodeList + release), requeue to preempt",
         description=(
-            "Every cycle: read jobs and nodes from Slurm (squeue/sinfo --json), build the same "
+            "Every cycle: read jobs and nodes from Slurm (squeue -O, sinfo --json), build the same "
             "snapshot the replay simulator gives a policy, ask the policy, and apply its "
             "decisions with scontrol. Jobs must be submitted held (sbatch --hold); schedlab pins "
             "each to the nodes the policy chose and releases it. Every decision goes to the "
@@ -137,6 +144,16 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         metavar="SECONDS",
         help="SIGTERM a victim this long before requeueing it, as Slurm's GraceTime (default 0)",
     )
+    slurm.add_argument(
+        "--topology",
+        default=None,
+        metavar="FILE|SPEC",
+        help="the network under the partition, for network placements: a Slurm topology.conf, "
+        "or any topology 'schedlab replay' takes (hosts = the partition's nodes in order); "
+        "default: Slurm's own tree ('scontrol show topology')",
+    )
+    for option in SIMULATOR_ONLY:  # accepted only to say why they cannot apply here
+        slurm.add_argument(option, default=None, help=argparse.SUPPRESS)
     slurm.add_argument("--quiet", action="store_true", help="no per-cycle status lines on stderr")
     slurm.add_argument(
         "--state-dir",
@@ -154,6 +171,41 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     )
     add_plugin_option(slurm)
     slurm.set_defaults(run=run_slurm, serve_parser=slurm)
+    add_status_parser(targets)
+
+
+def add_status_parser(targets: argparse._SubParsersAction) -> None:
+    status = targets.add_parser(
+        "status",
+        help="is a scheduler running on this partition, what did it do last, what waits",
+        description=(
+            "Report on the scheduler of a partition without changing anything: who holds its "
+            "lock and since when, its last cycle (from /metrics, else the journal), the "
+            "partition's jobs as serve sorts them and the reasons written on held jobs "
+            "(from squeue), and the journal's size. Give the scheduler's own --config, or "
+            "the options it runs with. Exit status 0 when a scheduler runs, 3 when none does."
+        ),
+        epilog=(
+            "examples:\n"
+            "  schedlab serve status --config /etc/schedlab/serve.toml\n"
+            "  schedlab serve status --partition gpu --journal serve.jsonl --metrics-port 9310\n"
+            "  schedlab serve status --partition gpu --json"
+        ),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    status.add_argument(
+        "--config", type=Path, default=None, metavar="FILE", help="the scheduler's TOML settings"
+    )
+    status.add_argument("--partition", default=None, help="the partition (default: all)")
+    status.add_argument(
+        "--state-dir", type=Path, default=None, help="where the scheduler's lock lives"
+    )
+    status.add_argument("--journal", type=Path, default=None, help="the scheduler's journal")
+    status.add_argument(
+        "--metrics-port", type=int, default=None, metavar="PORT", help="its /metrics port"
+    )
+    status.add_argument("--json", action="store_true", help="one JSON object on stdout")
+    status.set_defaults(run=run_status)
 
 
 def _usage(p: argparse.ArgumentParser) -> int:
@@ -180,8 +232,21 @@ def merge_config_file(args: argparse.Namespace) -> None:
             setattr(args, name, value)
 
 
+def refuse_simulator_options(args: argparse.Namespace) -> None:
+    """Paths, sharing rules, priorities and in-network aggregation are the simulator's: Slurm
+    only chooses nodes, so serve says so instead of running without them."""
+    for option in SIMULATOR_ONLY:
+        value = getattr(args, option.removeprefix("--").replace("-", "_"), None)
+        if value is not None:
+            raise InputError(
+                f"'{option} {value}' needs control of NICs and switches, which Slurm does not "
+                "give (serve only chooses nodes): it runs in 'schedlab replay' only"
+            )
+
+
 def config_from_args(args: argparse.Namespace) -> ServeConfig:
     merge_config_file(args)
+    refuse_simulator_options(args)
     if not args.policy:
         raise InputError("'--policy' is required (on the command line or in --config)")
     if args.seed < 0:
@@ -216,6 +281,7 @@ def config_from_args(args: argparse.Namespace) -> ServeConfig:
         min_runtime=args.min_runtime,
         grace=args.grace,
         shadow=args.shadow,
+        topology=args.topology,
     )
     build(SERVE, config.choice)  # every refusal before the journal is opened
     return config
@@ -225,12 +291,17 @@ def run_slurm(args: argparse.Namespace) -> int:
     config = config_from_args(args)
     if args.journal is not None:  # a journal that can never be written is bad input, lock or not
         check_out_file(args.journal, "'--journal'")
+    client = SubprocessSlurm()
+    # A network placement without a network is refused before anything else happens.
+    network = load_network(config, client, build(SERVE, config.choice).placement)
     # The lock comes before the journal is opened: a second instance changes nothing at all.
     with PartitionLock(args.state_dir or default_state_dir(), config.partition):
-        return _serve(args, config)
+        return _serve(args, config, client, network)
 
 
-def _serve(args: argparse.Namespace, config: ServeConfig) -> int:
+def _serve(
+    args: argparse.Namespace, config: ServeConfig, client: SlurmClient, network: ServeTopology
+) -> int:
     metrics = Metrics()
     endpoint = None
     if args.metrics_port is not None:
@@ -243,7 +314,7 @@ def _serve(args: argparse.Namespace, config: ServeConfig) -> int:
     limit = args.journal_max_mib
     max_bytes = None if limit is None else max(1, int(limit * 2**20))
     journal = Journal(args.journal, max_bytes=max_bytes, keep=args.journal_keep)
-    server = Server(SubprocessSlurm(), config, journal)
+    server = Server(client, config, journal, network=network)
 
     def report(r: CycleReport) -> None:
         metrics.update(r)
@@ -271,6 +342,23 @@ def _serve(args: argparse.Namespace, config: ServeConfig) -> int:
     if not args.quiet:
         console.print(f"stopped after {server.cycle_no} cycles ({server.stop_reason})")
     return status
+
+
+def run_status(args: argparse.Namespace) -> int:
+    settings = read_config(args.config) if args.config is not None else {}
+    partition = args.partition or settings.get("partition")
+    state_dir = args.state_dir or (
+        Path(settings["state_dir"]) if "state_dir" in settings else default_state_dir()
+    )
+    journal = args.journal or (Path(settings["journal"]) if "journal" in settings else None)
+    port = args.metrics_port if args.metrics_port is not None else settings.get("metrics_port")
+    now = time.time()
+    status = gather(state_dir, partition, SubprocessSlurm(), journal, port, now)
+    if args.json:
+        print(json.dumps(as_json(status), indent=2, default=str))
+    else:
+        print("\n".join(render(status, now)))
+    return 0 if status.running else 3
 
 
 # -- schedlab trace import-slurm (registered by the trace command) ----------------------------

@@ -86,6 +86,10 @@ class Policy:
     stateful: ClassVar[bool] = False
     #: It may stop running jobs (instances may override: a parameter can switch it on).
     preemptive: bool = False
+    #: Control of NICs or switches its decisions need beyond choosing nodes (e.g. "link
+    #: reservations", "OCS circuits"; "" for none; instances may override, as a parameter can
+    #: switch it on). Serve refuses such a policy: Slurm only chooses nodes.
+    network_control: str = ""
 
     def reset(self, ctx: PolicyContext) -> None:
         """Called once before a run (in serve: before each decision on a fresh job table);

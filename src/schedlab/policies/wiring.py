@@ -14,12 +14,13 @@ from typing import Any
 
 import numpy as np
 
+from schedlab.errors import InputError
 from schedlab.metrics.fragmentation import TargetWorkload
 from schedlab.model.cluster import GPU_MILLI, Cluster
 from schedlab.model.jobs import JobTable
 from schedlab.model.pods import PodTable
 from schedlab.perf.models import PerfModel
-from schedlab.policies.api import PACK, PolicyContext, tie_order
+from schedlab.policies.api import PACK, SERVE, PolicyContext, tie_order
 from schedlab.policies.placement.base import PlacementPolicy, Placer
 from schedlab.policies.placement.gang import GangPlacer
 from schedlab.policies.plugins import load_references
@@ -116,4 +117,11 @@ def build(engine: str, choice: PolicyChoice) -> Policies:
     scheduler, placement = make_scheduler(
         choice.policy, choice.placement, choice.backfill, choice.params, choice.slot, engine
     )
+    if engine == SERVE:
+        for name, policy in ((choice.policy, scheduler), (choice.placement, placement)):
+            if policy.network_control:
+                raise InputError(
+                    f"'{name}' needs {policy.network_control}, which Slurm cannot give (it only "
+                    "chooses nodes): it runs in 'schedlab replay' only"
+                )
     return Policies(engine, placement, scheduler)

@@ -32,7 +32,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from schedlab.model.snapshot import Decision, Preempt, Reject, Resize, Start
+from schedlab.model.snapshot import Decision, Preempt, Reconfigure, Reject, Resize, Start
 from schedlab.serve.client import SlurmClient, SlurmError
 from schedlab.serve.live import LiveView
 from schedlab.serve.reasons import cleared_comment, reason_command
@@ -138,7 +138,7 @@ class Applier:
         # loses at most the job in hand.
         self.sink = sink
 
-    def _record(self, job: int, action: str, **fields: Any) -> Record:
+    def _record(self, job: int | None, action: str, **fields: Any) -> Record:
         record = {**self.stamp(), "job": job, "action": action, **fields}
         self.sink(record)
         return record
@@ -244,6 +244,15 @@ class Applier:
             d for d in decisions if isinstance(d, Start)
         ]
         for d in ordered:
+            if isinstance(d, Reconfigure):  # about the fabric, not a job
+                result.records.append(
+                    self._record(
+                        None,
+                        "skip",
+                        reason="re-wiring circuits needs switch control Slurm does not have",
+                    )
+                )
+                continue
             if not 0 <= d.job < len(infos):
                 result.records.append(
                     self._record(-1, "error", reason=f"policy named job index {d.job}")

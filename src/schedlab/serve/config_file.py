@@ -36,6 +36,7 @@ KEYS: dict[str, tuple[tuple[type, ...], str]] = {
     "min_runtime": (_NUMBER, "a number of seconds"),
     "grace": (_NUMBER, "a number of seconds"),
     "state_dir": ((str,), "a folder name"),
+    "topology": ((str,), "a topology.conf file or a topology spec"),
     "plugins": ((list,), "a list of module:Class names"),
 }
 

@@ -111,6 +111,7 @@ class FakeSlurm:
         self.fail_jobs: dict[int, str] = {}
         self.fail_reads = 0
         self.start_on_release = start_on_release
+        self.topology_text = ""  # what ``scontrol show topology`` prints (nothing: no tree)
 
     # -- reads -----------------------------------------------------------------------------
     def squeue(self) -> dict[str, Any]:
@@ -124,6 +125,9 @@ class FakeSlurm:
 
     def ping(self) -> bool:
         return True
+
+    def topology(self) -> str:
+        return self.topology_text
 
     def signal(self, job: str, name: str) -> None:
         self.calls.append(["signal", job, name])

@@ -197,8 +197,14 @@ def build_view(
     queued: list[JobInfo] = []
     impossible: list[tuple[JobInfo, str]] = []
     problems: list[tuple[int, str]] = []
+    verdicts: dict[tuple[str, int, int, int], str | None] = {}  # one check per job shape
     for job in classes.queued:
-        why = impossible_reason(job, nodes) if reject_impossible else None
+        why = None
+        if reject_impossible:
+            shape = (job.gpu_type, job.num_gpus, job.gpus_per_node, job.node_count)
+            if shape not in verdicts:
+                verdicts[shape] = impossible_reason(job, nodes)
+            why = verdicts[shape]
         if why is not None:
             impossible.append((job, why))
             continue

@@ -18,6 +18,8 @@ import fcntl
 import os
 import re
 import socket
+import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
 
@@ -35,7 +37,7 @@ def default_state_dir() -> Path:
     return Path(base) / "schedlab"
 
 
-def _lock_path(state_dir: Path, partition: str) -> Path:
+def lock_path(state_dir: Path, partition: str) -> Path:
     safe = re.sub(r"[^A-Za-z0-9_.-]", "_", partition)
     return state_dir / f"serve-{safe}.lock"
 
@@ -62,7 +64,7 @@ class PartitionLock:
             self._take(self.partition, fcntl.LOCK_EX)
 
     def _take(self, name: str, mode: int) -> None:
-        path = _lock_path(self.state_dir, name)
+        path = lock_path(self.state_dir, name)
         try:
             fh = open(path, "a+", encoding="utf-8")  # noqa: SIM115 (held until release)
         except OSError as exc:
@@ -82,7 +84,8 @@ class PartitionLock:
         if mode == fcntl.LOCK_EX:
             fh.seek(0)
             fh.truncate()
-            fh.write(f"pid {os.getpid()} on {socket.gethostname()}\n")
+            since = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+            fh.write(f"pid {os.getpid()} on {socket.gethostname()} since {since}\n")
             fh.flush()
         self._files.append(fh)
 
@@ -97,3 +100,70 @@ class PartitionLock:
 
     def __exit__(self, *exc: object) -> None:
         self.release()
+
+
+@dataclass(frozen=True)
+class Holder:
+    """Who holds a partition's lock: what the lock file says, and the pid the kernel names."""
+
+    path: Path
+    pid: int
+    text: str  # "pid P on HOST since TIME", as written by the holder
+    host: str
+    since: str  # ISO 8601 UTC, "" when the file does not say
+
+    @property
+    def partition(self) -> str:
+        return self.path.stem.removeprefix("serve-")
+
+
+_HOLDER = re.compile(r"pid (\d+) on (\S+)(?: since (\S+))?")
+
+
+def _flock_writers(path: Path, locks: str) -> list[int]:
+    """Pids holding an exclusive ``flock`` on ``path``, from the text of ``/proc/locks``."""
+    try:
+        st = path.stat()
+    except OSError:
+        return []
+    key = f"{os.major(st.st_dev):02x}:{os.minor(st.st_dev):02x}:{st.st_ino}"
+    pids = []
+    for line in locks.splitlines():
+        parts = line.split()
+        # "1: FLOCK  ADVISORY  WRITE 4242 fe:00:1507338 0 EOF"; waiters have "->" after "1:".
+        if len(parts) >= 6 and parts[1:4] == ["FLOCK", "ADVISORY", "WRITE"] and parts[5] == key:
+            pids.append(int(parts[4]))
+    return pids
+
+
+def lock_holder(state_dir: Path, partition: str | None, locks: str | None = None) -> Holder | None:
+    """The scheduler managing ``partition`` (None: every partition) on this machine, or None.
+
+    Read without taking any lock (a probe must never make a starting scheduler fail): the
+    kernel's table of ``flock`` locks (``/proc/locks``, or ``locks`` in tests) says whether
+    someone holds the partition's lock, or the all-partitions one, exclusively; the file says
+    who and since when."""
+    if locks is None:
+        try:
+            locks = Path("/proc/locks").read_text()
+        except OSError:
+            locks = ""
+    names = [ALL] if partition is None else [partition, ALL]
+    for name in names:
+        path = lock_path(state_dir, name)
+        pids = _flock_writers(path, locks)
+        if not pids:
+            continue
+        try:
+            text = path.read_text(encoding="utf-8").strip()
+        except OSError:
+            text = ""
+        m = _HOLDER.match(text)
+        return Holder(
+            path=path,
+            pid=pids[0],
+            text=text,
+            host=m.group(2) if m else "",
+            since=(m.group(3) or "") if m else "",
+        )
+    return None

@@ -29,8 +29,11 @@ import numpy as np
 
 from schedlab.errors import InputError, SchedlabError
 from schedlab.model.gpu_models import GPU_MODELS
+from schedlab.model.snapshot import Decision, Preempt
 from schedlab.perf.models import TraceDuration
 from schedlab.policies.api import SERVE
+from schedlab.policies.placement.base import PlacementPolicy
+from schedlab.policies.placement.job_placement import JobPlacementPolicy
 from schedlab.policies.wiring import PolicyChoice, build
 from schedlab.serve.apply import Applier, Outcome
 from schedlab.serve.client import ShadowSlurm, SlurmClient, SlurmError
@@ -39,6 +42,7 @@ from schedlab.serve.live import LiveView, build_view, node_model
 from schedlab.serve.preemption import Guard, PreemptionRules, checkpoints
 from schedlab.serve.reasons import waiting_reason
 from schedlab.serve.slurm_state import JobInfo, NodeInfo, read_jobs, read_nodes
+from schedlab.serve.topology import ServeTopology
 
 Record = dict[str, Any]
 
@@ -59,6 +63,7 @@ class ServeConfig:
     shadow: bool = False  # decide and journal, change nothing in Slurm
     min_runtime: float = 0.0  # seconds a run lasts before it may be preempted
     grace: float = 0.0  # seconds between the SIGTERM to a victim and its requeue
+    topology: str | None = None  # --topology: a topology.conf or a replay spec (None: Slurm's)
 
     @property
     def choice(self) -> PolicyChoice:
@@ -84,10 +89,13 @@ class CycleReport:
     errors: int = 0
     idle: bool = False
     seconds: float = 0.0
+    time: float = 0.0  # when the cycle began (Unix seconds)
 
 
 #: The journal action that carries a stateful policy's state from one cycle (or process) on.
 POLICY_STATE = "policy-state"
+#: Seconds a job this process requeued may still show as running before it is preempted again.
+REQUEUE_SETTLE = 3.0
 #: Record kinds written once while the same condition lasts from cycle to cycle.
 REPEATING = frozenset({"error", "skip", "warning"})
 
@@ -147,6 +155,30 @@ def cluster_spec(nodes: list[NodeInfo]) -> str:
     return "+".join(f"{count}x{key[0]}:{key[1]}" for count, key in runs)  # type: ignore[index]
 
 
+def load_network(
+    config: ServeConfig, client: SlurmClient, placement: PlacementPolicy
+) -> ServeTopology:
+    """The network under the partition: from ``--topology``, else Slurm's tree when the
+    placement places whole jobs on the network (others never see it). A placement that needs
+    a topology is refused when there is none."""
+    if config.topology is not None:
+        network = ServeTopology.from_spec(config.topology)
+    elif isinstance(placement, JobPlacementPolicy):
+        try:
+            network = ServeTopology.from_slurm(client)
+        except SlurmError as exc:
+            raise SlurmError(f"cannot read the switch tree: {exc}") from None
+    else:
+        network = ServeTopology()
+    if getattr(placement, "requires_topology", False) and not network.available:
+        raise InputError(
+            f"placement '{placement.name}' needs the network under the cluster and Slurm "
+            "reports no switch tree: set TopologyPlugin=topology/tree with a topology.conf, "
+            "or give --topology FILE"
+        )
+    return network
+
+
 class Server:
     """Drives Slurm with one schedlab policy; see the module docstring."""
 
@@ -157,6 +189,7 @@ class Server:
         journal: Journal,
         clock: Callable[[], float] = time.time,
         sleep: Callable[[float], None] = time.sleep,
+        network: ServeTopology | None = None,
     ) -> None:
         if not config.interval > 0:
             raise InputError(f"'--interval' must be > 0 seconds (got {config.interval})")
@@ -182,6 +215,8 @@ class Server:
         self._credit = saved_credit(journal.path)  # checkpointing jobs' earlier runs
         self._journaled_starts, self._resumed_at = journaled_starts(journal.path)
         self._protected: dict[int, str] = {}
+        self._network = network  # loaded on first use unless given
+        self._preempting: dict[int, float] = {}  # requeued by this process → when
         self.guard = Guard(
             PreemptionRules(config.min_runtime, config.grace), self._signal, self._protect
         )
@@ -349,7 +384,13 @@ class Server:
         except SlurmError as exc:
             self._write(None, "error", reason=str(exc))
             self.journal.sync()
-            return CycleReport(self.cycle_no, ok=False)
+            return CycleReport(self.cycle_no, ok=False, time=self.now)
+        try:
+            topology = self.network().for_nodes(nodes)
+        except InputError as exc:  # the partition's nodes changed under a fixed topology
+            self._write(None, "error", reason=f"topology: {exc}")
+            self.journal.sync()
+            return CycleReport(self.cycle_no, ok=False, time=self.now)
         view = build_view(jobs, nodes, self.now, credit=self._credit)
         self._observe(view, jobs)
         for job_id, what in view.problems:
@@ -368,6 +409,7 @@ class Server:
                 np.random.default_rng(self.config.seed),
                 jobs=view.snapshot.jobs,
                 perf=TraceDuration(),
+                topology=topology,
             )
             self.policies.import_state(self._policy_state)
             try:
@@ -380,8 +422,11 @@ class Server:
             if state != self._policy_state:
                 self._write(None, POLICY_STATE, policy=self._identity(), state=state)
                 self._policy_state = state
-        decisions = self.guard.filter(view, decisions, self.now)
+        decisions = self._not_again(view, self.guard.filter(view, decisions, self.now))
         outcome = self.applier.apply(view, decisions)
+        self._preempting.update(
+            {r["job"]: self.now for r in outcome.records if r["action"] == "preempt"}
+        )
         records += self.applier.claim(view, outcome.started)
         records += self.applier.show_reasons(self._reasons(view, jobs, outcome))
         for job_id in view.running + view.launching + outcome.started:
@@ -403,6 +448,7 @@ class Server:
             errors=errors,
             idle=view.idle and not outcome.started,
             seconds=time.perf_counter() - t0,
+            time=self.now,
         )
         if (decisions or records or outcome.records) and not (
             self.config.shadow and not self._repeats[1] - self._repeats[0]
@@ -419,6 +465,28 @@ class Server:
             )
         self.journal.sync()
         return report
+
+    def _not_again(self, view: LiveView, decisions: list[Decision]) -> list[Decision]:
+        """Drop a preemption of a job this process already requeued that Slurm still shows
+        running: ``requeuehold`` returns before the job has left (more so on a busy
+        controller), and a fast next cycle would otherwise preempt it a second time. After
+        :data:`REQUEUE_SETTLE` seconds it may be preempted again (the command may have been
+        lost)."""
+        active = set(view.running) | set(view.launching)
+        self._preempting = {
+            j: t
+            for j, t in self._preempting.items()
+            if j in active and self.now - t < REQUEUE_SETTLE
+        }
+        return [
+            d
+            for d in decisions
+            if not (
+                isinstance(d, Preempt)
+                and 0 <= d.job < len(view.infos)
+                and view.infos[d.job].job_id in self._preempting
+            )
+        ]
 
     def _reasons(
         self, view: LiveView, jobs: list[JobInfo], outcome: Outcome
@@ -443,8 +511,15 @@ class Server:
     def _on_signal(self, signum: int, _frame: FrameType | None) -> None:
         self.stop_reason = signal.Signals(signum).name
 
+    def network(self) -> ServeTopology:
+        """The network under the partition, loaded once (see :func:`load_network`)."""
+        if self._network is None:
+            self._network = load_network(self.config, self.client, self.policies.placement)
+        return self._network
+
     def describe_cluster(self) -> list[NodeInfo]:
-        """The partition's nodes, checked once before the first cycle."""
+        """The partition's nodes and the network under them, checked once before the first
+        cycle: a placement that needs a topology is refused when there is none."""
         try:
             nodes = read_nodes(self.client.sinfo(), self.config.partition)
         except SlurmError as exc:
@@ -452,6 +527,7 @@ class Server:
         if not nodes:
             where = f"partition '{self.config.partition}'" if self.config.partition else "Slurm"
             raise InputError(f"{where} has no nodes (check '--partition' and 'sinfo')")
+        self.network().for_nodes(nodes)  # a node under no switch: an error before any cycle
         return nodes
 
     def run(self, report: Callable[[CycleReport], None] | None = None) -> int:
@@ -475,6 +551,7 @@ class Server:
             node_memory_mib=[n.memory_mib for n in nodes],
             cluster=cluster_spec(nodes),
             shadow=cfg.shadow,
+            topology=self.network().source if self.network().available else None,
         )
         previous = {
             sig: signal.signal(sig, self._on_signal) for sig in (signal.SIGTERM, signal.SIGINT)

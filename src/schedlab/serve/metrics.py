@@ -22,6 +22,9 @@ _HELP = {
     "cycle_seconds": ("gauge", "time the last cycle took"),
     "queued_jobs": ("gauge", "jobs waiting for the policy at the last cycle"),
     "running_jobs": ("gauge", "jobs running or launching at the last cycle"),
+    "last_cycle_timestamp_seconds": ("gauge", "when the last cycle began (Unix seconds)"),
+    "last_cycle_decisions": ("gauge", "decisions the policy made in the last cycle"),
+    "last_cycle_started": ("gauge", "jobs the last cycle pinned and released"),
 }
 
 
@@ -36,6 +39,7 @@ class Metrics:
         with self._lock:
             v = self.values
             v["cycles_total"] += 1
+            v["last_cycle_timestamp_seconds"] = report.time
             if not report.ok:
                 v["failed_reads_total"] += 1
                 return
@@ -45,6 +49,8 @@ class Metrics:
             v["cycle_seconds"] = report.seconds
             v["queued_jobs"] = report.queued
             v["running_jobs"] = report.running
+            v["last_cycle_decisions"] = report.decisions
+            v["last_cycle_started"] = report.started
 
     def render(self) -> str:
         with self._lock:
@@ -54,7 +60,7 @@ class Metrics:
                 lines += [
                     f"# HELP {full} {text}",
                     f"# TYPE {full} {kind}",
-                    f"{full} {self.values[name]:g}",
+                    f"{full} {self.values[name]:.15g}",
                 ]
             return "\n".join(lines) + "\n"
 

@@ -8,6 +8,7 @@ its neutral value (no GPUs, no limit, not held) rather than failing the cycle.
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from collections.abc import Iterable, Mapping
@@ -57,8 +58,10 @@ LIMIT_REASON = re.compile(r"^(QOS|Assoc|Partition).*(Limit|Max|Min)|^(QOS|Assoc)
 _GPU_ITEM = re.compile(r"^(?:gres[:/])?gpu(?::([A-Za-z][\w.\-]*))?(?::(\d+))?(?:\(.*\))?$")
 
 
+@functools.lru_cache(maxsize=4096)
 def parse_gpu_tres(text: str | None) -> tuple[int, str]:
-    """GPU count and type (``""`` = any) in a TRES/GRES string; ``(0, "")`` when it has none."""
+    """GPU count and type (``""`` = any) in a TRES/GRES string; ``(0, "")`` when it has none.
+    (Cached: a queue repeats a handful of strings thousands of times every cycle.)"""
     count, kind = 0, ""
     # Commas inside parentheses belong to one item (``gpu:2(IDX:0,3)``).
     for item in split_outside(text or "", "(", ")"):

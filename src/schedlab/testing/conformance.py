@@ -312,6 +312,14 @@ def _check_replay(cls: type, choice: PolicyChoice, seeds: tuple[int, ...]) -> li
 
 
 # -- serve -----------------------------------------------------------------------------------
+#: The fake partition's switch tree (``scontrol show topology``): two leaves of two nodes.
+SERVE_TREE = (
+    "SwitchName=leaf1 Level=0 LinkSpeed=1 Nodes=n[1-2]\n"
+    "SwitchName=leaf2 Level=0 LinkSpeed=1 Nodes=n[3-4]\n"
+    "SwitchName=spine Level=1 LinkSpeed=1 Nodes=n[1-4] Switches=leaf[1-2]\n"
+)
+
+
 def _serve(choice: PolicyChoice, seed: int) -> tuple[FakeSlurm, list[Finding]]:
     """Serve a fake four-node partition until every job is done (or 30 cycles have passed);
     running jobs finish two cycles after they start."""
@@ -320,6 +328,7 @@ def _serve(choice: PolicyChoice, seed: int) -> tuple[FakeSlurm, list[Finding]]:
     gpus = [*rng.choice([1, 1, 2, 4], size=10).tolist(), 32]
     jobs = [fake_job(100 + k, g, 1000.0 + k) for k, g in enumerate(gpus)]
     fake = FakeSlurm(nodes, jobs, start_on_release=True)
+    fake.topology_text = SERVE_TREE  # for network placements (no other policy reads it)
     config = ServeConfig(
         choice.policy, choice.placement, choice.backfill, dict(choice.params), seed=seed
     )

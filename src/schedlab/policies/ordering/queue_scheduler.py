@@ -99,6 +99,7 @@ class QueueScheduler(SchedulingPolicy):
         # snapshot that lists every pending job as new).
         self.stateful = ordering.stateful  # type: ignore[misc]
         self.preemptive = ordering.preemptive
+        self.network_control = ordering.network_control
 
     def describe(self) -> str:
         return f"{self.name} / {self.placement}"
