@@ -135,9 +135,10 @@ def _energy_data_found() -> bool:
     return True
 
 
-def policy_params(names: Sequence[str]) -> list:
+def policy_params(names: Sequence[str], *, networks: bool = False) -> list:
     """``names`` for ``parametrize``: the ones that need the public power tables skip, naming
-    why, where ../shared/data is absent."""
+    why, where ../shared/data is absent; whole-job network placements skip unless the test gives
+    them a network (``networks``)."""
     missing = not _energy_data_found()
     return [
         pytest.param(
@@ -148,9 +149,9 @@ def policy_params(names: Sequence[str]) -> list:
                     reason=f"{n} reads the power tables in ../shared/data, which is not found",
                 ),
                 pytest.mark.skipif(
-                    _needs_topology(n),
-                    reason=f"{n} places whole jobs on a network (--topology): pack has no jobs "
-                    "and the small conformance runs have no network; its own replay tests cover it",
+                    not networks and _needs_topology(n),
+                    reason=f"{n} places whole jobs on a network (--topology), which this test's "
+                    "runs do not have; its own replay tests and the conformance suite cover it",
                 ),
             ],
         )

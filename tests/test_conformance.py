@@ -34,13 +34,13 @@ def _engines(name: str) -> tuple[str, ...] | None:
     return None
 
 
-@pytest.mark.parametrize("name", policy_params(list(EVERY_POLICY)))
+@pytest.mark.parametrize("name", policy_params(list(EVERY_POLICY), networks=True))
 def test_every_registered_policy_meets_the_contract(name: str) -> None:
     assert_conforms(EVERY_POLICY[name], seeds=(0,), params=PARAMS.get(name), engines=_engines(name))
 
 
 @pytest.mark.skipif(not SERVE_HAS_TOPOLOGY, reason="serve takes no --topology yet")
-@pytest.mark.parametrize("name", NEEDS_TOPOLOGY)
+@pytest.mark.parametrize("name", [n for n in NEEDS_TOPOLOGY if SERVE in EVERY_POLICY[n].engines])
 def test_placements_that_need_a_topology_meet_the_contract_in_serve(name: str) -> None:
     assert_conforms(EVERY_POLICY[name], seeds=(0,), engines=(SERVE,))
 

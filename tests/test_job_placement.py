@@ -91,3 +91,25 @@ def test_a_shape_the_placement_cannot_place_even_on_the_empty_network_is_rejecte
     why = "placement 'vclos' cannot place 12 GPUs on this network even when it is empty"
     assert summary["rejected_reasons"] == {why: 1}
     assert why in (out / "jobs.csv").read_text()
+
+
+def test_a_fixed_geometry_is_kept_or_the_job_is_turned_away(tmp_path: Path) -> None:
+    """LastNodeFirst ignores geometry: 8 GPUs from the last node backwards is 4 + 4 on nodes 3
+    and 2, which is what '2 nodes × 4' asks, so that job runs; '4 nodes × 2' it can never give
+    (it always fills whole nodes), so that job is rejected with the shape in the reason."""
+    trace = tmp_path / "jobs.csv"
+    trace.write_text(
+        "job_id,submit_time,num_gpus,duration,gpus_per_node,num_nodes\n"
+        "fits,0,8,100,4,2\nspread,1,8,100,2,4\n"
+    )
+    plugin = f"{__name__}:LastNodeFirst"
+    args = ["replay", "--trace", str(trace), "--policy", "fifo", "--plugin", plugin]
+    args += ["--placement", "test-last-node-first", "--topology", TOPOLOGY]
+    assert main([*args, "--out", str(tmp_path / "out")]) == 0
+    summary = json.loads((tmp_path / "out" / "summary.json").read_text())
+    assert (summary["completed"], summary["rejected"]) == (1, 1)
+    why = (
+        "placement 'test-last-node-first' cannot place 8 GPUs as 4 node(s) × 2 on this network "
+        "even when it is empty"
+    )
+    assert summary["rejected_reasons"] == {why: 1}

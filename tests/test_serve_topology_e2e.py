@@ -8,8 +8,7 @@ node2 and node3, under different switches. A ``-N2 --gres=gpu:8`` job must then 
 node1 + node2, under one switch, as soon as node1 is free: what a placement that keeps a job's
 traffic under one leaf does (a node-only placement starts it at once on node2 + node3).
 
-The placement is a small test plugin reading only ``ctx.topology``; a built-in network placement
-replaces it by changing :data:`PLACEMENT` alone.
+The placement is the built-in ``locality``, which reads the tree as ``ctx.topology``.
 """
 
 from __future__ import annotations
@@ -42,8 +41,9 @@ pytestmark = pytest.mark.slurm
 slurm = e2e.slurm  # the fixtures of the serve end-to-end tests
 clean = e2e.clean
 
-#: The network placement under test (a built-in one: ``("--placement", "locality")``).
-PLACEMENT = ("--plugin", "leaf_placement:SameLeaf", "--placement", "test-same-leaf")
+#: The network placement under test: the built-in ``locality`` (fewest leaves, then hosts). The
+#: test plugin ``leaf_placement:SameLeaf`` does the same with only ``ctx.topology`` in view.
+PLACEMENT = ("--placement", "locality")
 TOPOLOGY_CONF = """\
 # two leaf switches of two nodes under one spine
 SwitchName=leaf1 Nodes=node[1-2]

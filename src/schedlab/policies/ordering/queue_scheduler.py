@@ -112,7 +112,7 @@ class QueueScheduler(SchedulingPolicy):
         self.queue: SortedList = SortedList()
         self.in_queue: dict[int, tuple[float, float, int]] = {}
         self.ordering.reset(ctx)
-        self._never: dict[tuple[int, int], str | None] = {}
+        self._never: dict[tuple[int, int, int, int, bool], str | None] = {}
         self._rejected: set[int] = set()
         self._models: list[int] | None = None  # GPU models of the cluster, for _earliest_end
 
@@ -207,9 +207,14 @@ class QueueScheduler(SchedulingPolicy):
         allowed models): rejected at once with the reason, so they never block the queue."""
         out: list[Decision] = []
         for job in snap.new_pending:
-            shape = (int(self.num_gpus[job]), int(self.jobs.gpu_model_mask[job]))
+            j = self.jobs
+            per_node, nodes = int(j.gpus_per_node[job]), int(j.num_nodes[job])
+            n, mask = int(self.num_gpus[job]), int(j.gpu_model_mask[job])
+            shape = (n, mask, per_node, nodes, bool(j.exclusive[job]))
             if shape not in self._never:
-                self._never[shape] = never_fits(self.ctx.cluster, *shape) or self._never_placed(job)
+                self._never[shape] = never_fits(
+                    self.ctx.cluster, n, mask, per_node=per_node, nodes=max(nodes, 1)
+                ) or self._never_placed(job)
             why = self._never[shape]
             if why is not None:
                 self._rejected.add(job)

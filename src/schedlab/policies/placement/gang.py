@@ -58,7 +58,7 @@ class GangPlacer:
             request = JobRequest(
                 job, num_gpus, cpu_milli, memory_mib, model_mask, per_node, nodes, exclusive
             )
-            return self.whole_job.place_job(request, state)
+            return self.whole_job.place_whole(request, state)
         if per_node > 0 or exclusive:
             return self._place_shaped(
                 num_gpus, cpu_milli, memory_mib, model_mask, state, per_node, nodes, exclusive

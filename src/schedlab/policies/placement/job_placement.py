@@ -67,6 +67,19 @@ class JobPlacementPolicy(PlacementPolicy):
         self.model_bits = node_model_bits(ctx.cluster)
         self._last_plan = None
 
+    def place_whole(self, request: JobRequest, state: ClusterState) -> Allocation | None:
+        """:meth:`place_job`, held to the job's fixed geometry when it has one.
+
+        A job that asks for ``per_node`` GPUs on each of ``nodes`` nodes (Slurm's ``-N2
+        --gres=gpu:8``), or for whole nodes (``exclusive``), gets exactly that or waits: an
+        allocation of another shape would be refused by the cluster (serve) or run a job the
+        user did not ask for (replay).
+        """
+        allocation = self.place_job(request, state)
+        if allocation is None or not (request.per_node > 0 or request.exclusive):
+            return allocation
+        return allocation if fits_geometry(request, allocation, state) else None
+
     def never_places(self, request: JobRequest) -> str | None:
         """Why this policy can never place ``request`` on this cluster, or None.
 
@@ -76,20 +89,33 @@ class JobPlacementPolicy(PlacementPolicy):
         """
         from schedlab.network.plan import NetLedger
 
-        shape = (request.num_gpus, request.model_mask, request.per_node, request.nodes)
+        shape = (
+            request.num_gpus,
+            request.model_mask,
+            request.per_node,
+            request.nodes,
+            request.exclusive,
+        )
         cache = self.__dict__.setdefault("_never_places", {})
         if shape not in cache:
             empty = self.ctx.cluster.new_state()
             empty.net = NetLedger()
             probe = JobRequest(
-                -1, request.num_gpus, 0, 0, request.model_mask, request.per_node, request.nodes
+                -1,
+                request.num_gpus,
+                0,
+                0,
+                request.model_mask,
+                request.per_node,
+                request.nodes,
+                request.exclusive,
             )
-            placed = self.place_job(probe, empty)
+            placed = self.place_whole(probe, empty)
             cache[shape] = (
                 None
                 if placed is not None
-                else f"placement '{self.name}' cannot place {request.num_gpus} GPUs on this "
-                "network even when it is empty"
+                else f"placement '{self.name}' cannot place {request.num_gpus} GPUs"
+                f"{_geometry(request)} on this network even when it is empty"
             )
         return cache[shape]
 
@@ -131,3 +157,26 @@ def lowest_free_gpus(state: ClusterState, node: int, count: int) -> tuple[int, .
     if len(free) < count:
         raise ValueError(f"node {node} has {len(free)} free GPUs, {count} asked")
     return tuple(int(g) for g in free[:count])
+
+
+def _geometry(request: JobRequest) -> str:
+    if request.per_node > 0:
+        return f" as {max(request.nodes, 1)} node(s) × {request.per_node}"
+    return " on whole nodes" if request.exclusive else ""
+
+
+def fits_geometry(request: JobRequest, allocation: Allocation, state: ClusterState) -> bool:
+    """``allocation`` has the shape the job fixed: ``per_node`` GPUs on each of ``nodes``
+    distinct nodes, and for an exclusive job only nodes with every GPU free."""
+    nodes = [node for node, _ in allocation]
+    if len(set(nodes)) != len(nodes):
+        return False
+    if request.per_node > 0:
+        if len(nodes) != max(request.nodes, 1):
+            return False
+        if any(len(gpus) != request.per_node for _, gpus in allocation):
+            return False
+    if request.exclusive:
+        whole = state.gpu_full_count[nodes] == state.cluster.num_gpus[nodes]
+        return bool(whole.all())
+    return True

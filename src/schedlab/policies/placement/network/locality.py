@@ -15,7 +15,7 @@ import numpy as np
 
 from schedlab.model.cluster import ClusterState
 from schedlab.model.snapshot import Allocation
-from schedlab.policies.api import REPLAY, PolicyContext
+from schedlab.policies.api import REPLAY, SERVE, PolicyContext
 from schedlab.policies.placement.job_placement import JobPlacementPolicy, JobRequest
 from schedlab.policies.placement.network.leaves import LeafIndex, by_key
 
@@ -24,7 +24,7 @@ class LocalityPlacement(JobPlacementPolicy):
     """Fewest leaves, then fewest hosts; no reservation."""
 
     name = "locality"
-    engines = frozenset({REPLAY})
+    engines = frozenset({REPLAY, SERVE})
     summary = "fewest leaves, then hosts: vClos's electrical baseline (arXiv 2308.05692)"
 
     def reset(self, ctx: PolicyContext) -> None:
