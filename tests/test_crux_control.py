@@ -286,5 +286,5 @@ def test_bad_control_value_and_missing_topology(tmp_path: Path, capsys) -> None:
 def test_serve_refuses_crux(capsys) -> None:
     assert main(["serve", "slurm", "--policy", "fifo", "--net-control", "crux"]) == 2
     err = capsys.readouterr().err
-    assert err.startswith("schedlab: error: '--net-control crux' sets flow paths and NIC")
+    assert err.startswith("schedlab: error: '--net-control crux' needs control of NICs and")
     assert err.count("\n") == 1

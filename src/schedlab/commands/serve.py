@@ -13,7 +13,6 @@ from pathlib import Path
 from schedlab.commands.common import add_plugin_option, console
 from schedlab.commands.replay import parse_params
 from schedlab.errors import InputError
-from schedlab.experiments.replay_network import NET_CONTROLS
 from schedlab.input_files import check_input_file
 from schedlab.output_dir import check_out_file
 from schedlab.policies.api import SERVE
@@ -162,13 +161,6 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         help="where the one-scheduler-per-partition lock lives (default: "
         "$XDG_STATE_HOME/schedlab, /var/lib/schedlab for root)",
     )
-    slurm.add_argument(
-        "--net-control",
-        choices=NET_CONTROLS,
-        default=None,
-        help="accepted for symmetry with replay: only 'ecmp' (the switches' own hashing) runs "
-        "live; spray and crux need control of paths and NIC priorities that Slurm lacks",
-    )
     add_plugin_option(slurm)
     slurm.set_defaults(run=run_slurm, serve_parser=slurm)
     add_status_parser(targets)
@@ -237,7 +229,8 @@ def refuse_simulator_options(args: argparse.Namespace) -> None:
     only chooses nodes, so serve says so instead of running without them."""
     for option in SIMULATOR_ONLY:
         value = getattr(args, option.removeprefix("--").replace("-", "_"), None)
-        if value is not None:
+        if value is not None and not (option != "--net-sharing" and value == "ecmp"):
+            # ECMP is what a live fabric does by itself: accepted, as in replay.
             raise InputError(
                 f"'{option} {value}' needs control of NICs and switches, which Slurm does not "
                 "give (serve only chooses nodes): it runs in 'schedlab replay' only"
@@ -258,12 +251,6 @@ def config_from_args(args: argparse.Namespace) -> ServeConfig:
         raise InputError(f"'--journal-max-mib' must be > 0 (got {mib})")
     if args.journal_keep < 1:
         raise InputError(f"'--journal-keep' must be ≥ 1 (got {args.journal_keep})")
-    control = getattr(args, "net_control", None)
-    if control not in (None, "ecmp"):
-        raise InputError(
-            f"'--net-control {control}' sets flow paths and NIC priorities, which Slurm cannot "
-            "control: it runs in 'schedlab replay' only"
-        )
     for name in ("min_runtime", "grace"):
         value = getattr(args, name)
         if not 0 <= value < float("inf"):
