@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 
 from conftest import make_cluster, make_ctx, make_target, policy_params
 from schedlab.model.cluster import Cluster
+from schedlab.policies.api import PACK
 from schedlab.policies.placement.base import (
     Placer,
     PodRequest,
@@ -115,7 +116,11 @@ shapes = st.lists(
 )
 
 
-@pytest.mark.parametrize("name", policy_params(list(PLACEMENT_POLICIES)))
+#: The placements that place pods one by one (whole-job network placements have no pods).
+POD_PLACEMENTS = [n for n, c in PLACEMENT_POLICIES.items() if PACK in c.engines]
+
+
+@pytest.mark.parametrize("name", policy_params(POD_PLACEMENTS))
 @settings(max_examples=25, deadline=None)
 @given(pods=shapes, seed=st.integers(0, 3))
 def test_every_policy_respects_rdma_and_app_limits(name, pods, seed):
