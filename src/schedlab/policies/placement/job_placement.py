@@ -65,6 +65,8 @@ class JobPlacementPolicy(PlacementPolicy):
             )
         self.ctx = ctx
         self.model_bits = node_model_bits(ctx.cluster)
+        # Verdicts of never_places hold for this cluster only: serve resets on each cycle's nodes.
+        self._never_places: dict[tuple[int, int, int, int, bool], str | None] = {}
         self._last_plan = None
 
     def place_whole(self, request: JobRequest, state: ClusterState) -> Allocation | None:
@@ -96,7 +98,7 @@ class JobPlacementPolicy(PlacementPolicy):
             request.nodes,
             request.exclusive,
         )
-        cache = self.__dict__.setdefault("_never_places", {})
+        cache = self._never_places
         if shape not in cache:
             empty = self.ctx.cluster.new_state()
             empty.net = NetLedger()
