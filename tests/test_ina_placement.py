@@ -11,59 +11,48 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from schedlab.cli import main
-from schedlab.policies.placement.network.ina import _locality_placement
+from schedlab.policies.placement.network.ina import restricted_leaf_counts
 from test_replay_network import _rows
 
-LEAF_OF = np.array([0, 0, 1, 1])
-LEAF_GPUS = np.array([8, 8])
-BOTH = np.array([0, 1])
+CAPACITY = np.array([8, 8])
 
 
 @pytest.mark.parametrize(
-    ("free", "count", "expected"),
+    ("leaf_free", "need", "allowed", "expected"),
     [
-        # Both leaves empty: the tie goes to leaf 0, and inside it to node 0.
-        ([4, 4, 4, 4], 4, [(0, 4)]),
-        # Leaf 0 has 6 free, leaf 1 8: the fuller leaf that fits; node 0 fits the 4 exactly.
-        ([4, 2, 4, 4], 4, [(0, 4)]),
-        # 6 GPUs in leaf 0 (6 free): no node fits 6, so the fullest node first, then node 0.
-        ([4, 2, 4, 4], 6, [(1, 2), (0, 4)]),
-        # 12 GPUs: one whole empty leaf (leaf 1), the other 4 as a job of its own in leaf 0.
-        ([4, 2, 4, 4], 12, [(2, 4), (3, 4), (0, 4)]),
-        # 12 GPUs and no empty leaf: wait.
-        ([4, 2, 3, 4], 12, None),
-        # 7 GPUs: leaf 0 has 6 free, leaf 1 has 7: leaf 1, hosts by best fit.
-        ([4, 2, 3, 4], 7, [(2, 3), (3, 4)]),
-        # 8 GPUs fit no single leaf now: span leaves, most free first.
-        ([4, 2, 3, 4], 8, [(2, 3), (3, 4), (1, 1)]),
+        # Both leaves allowed: the plain locality rule (the fuller leaf that fits).
+        ([6, 8], 4, [True, True], [(0, 4)]),
+        # Only leaf 1 aggregates: the same job goes there although leaf 0 is fuller.
+        ([6, 8], 4, [False, True], [(1, 4)]),
+        # 8 GPUs on leaf 1 alone when it is empty; a whole leaf is what it needs.
+        ([8, 8], 8, [False, True], [(1, 8)]),
+        # 12 GPUs cannot come from one 8-GPU leaf: no candidate.
+        ([8, 8], 12, [False, True], None),
+        # 12 GPUs over both: one whole empty leaf, the rest where it fits best.
+        ([6, 8], 12, [True, True], [(1, 8), (0, 4)]),
+        # Nothing aggregates anywhere: no candidate, whatever is free.
+        ([8, 8], 2, [False, False], None),
     ],
 )
-def test_locality_rule_by_hand(free, count, expected) -> None:
-    got = _locality_placement(np.array(free), LEAF_OF, LEAF_GPUS, count, BOTH)
+def test_locality_rule_restricted_to_some_leaves(leaf_free, need, allowed, expected) -> None:
+    got = restricted_leaf_counts(need, np.array(leaf_free), CAPACITY, np.array(allowed))
     assert got == expected
-
-
-def test_locality_rule_restricted_to_some_leaves() -> None:
-    free = np.array([4, 4, 4, 4])
-    assert _locality_placement(free, LEAF_OF, LEAF_GPUS, 8, np.array([1])) == [(2, 4), (3, 4)]
-    assert _locality_placement(free, LEAF_OF, LEAF_GPUS, 12, np.array([1])) is None
 
 
 @settings(max_examples=200, deadline=None)
 @given(
-    free=st.lists(st.integers(0, 4), min_size=6, max_size=6),
-    count=st.integers(1, 24),
+    free=st.lists(st.integers(0, 8), min_size=3, max_size=3),
+    allowed=st.lists(st.booleans(), min_size=3, max_size=3),
+    need=st.integers(1, 24),
 )
-def test_locality_never_over_allocates(free, count) -> None:
-    leaf_of = np.array([0, 0, 1, 1, 2, 2])
-    free_a = np.array(free)
-    got = _locality_placement(free_a, leaf_of, np.array([8, 8, 8]), count, np.arange(3))
+def test_restricted_rule_takes_only_allowed_free_gpus(free, allowed, need) -> None:
+    got = restricted_leaf_counts(need, np.array(free), np.array([8, 8, 8]), np.array(allowed))
     if got is None:
         return
-    nodes = [n for n, _ in got]
-    assert len(nodes) == len(set(nodes))
-    assert sum(c for _, c in got) == count
-    assert all(0 < c <= free_a[n] for n, c in got)
+    leaves = [leaf for leaf, _ in got]
+    assert len(leaves) == len(set(leaves))
+    assert sum(c for _, c in got) == need
+    assert all(allowed[leaf] and 0 < c <= free[leaf] for leaf, c in got)
 
 
 # Two leaves of two hosts (4 GPUs, 4 NICs of 100 Gbps each); only L1 aggregates (400 Gbps).
@@ -98,8 +87,7 @@ def test_ina_job_goes_to_the_aggregating_leaf(tmp_path: Path) -> None:
     back (40 ms): T = 100 + 80 + 0.02 ms. On L1 the 4 remote workers aggregate at the ToR: 10 ms
     on each NIC and on agg(L1) (4 × 125 MB at 400 Gbps), each way: T = 100 + 20 + 0.02 ms. ina
     predicts both and takes L1: 1,000 iterations end at 120.02 s."""
-    free = np.array([4, 4, 4, 4])
-    assert _locality_placement(free, LEAF_OF, LEAF_GPUS, 8, BOTH) == [(0, 4), (1, 4)]
+    assert restricted_leaf_counts(8, np.array([8, 8]), CAPACITY, np.array([True, True])) == [(0, 8)]
     row = _run(tmp_path, "ina")
     assert float(row["end_time"]) == pytest.approx(1000 * 0.12002)
     # A ring job is placed by locality alone: L0 (both leaves would give the same time).
