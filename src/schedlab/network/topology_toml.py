@@ -30,6 +30,9 @@ Explicit form (links are bidirectional; ``count`` parallel links)::
     b = "S0"
     gbps = 100
     count = 1                  # optional
+
+Either form may add HiveD's cell chain, ``[[cells]]`` tables of ``name``, ``child`` and
+``count`` (see :mod:`schedlab.network.cells`).
 """
 
 from __future__ import annotations
@@ -41,6 +44,7 @@ import numpy as np
 
 from schedlab.errors import InputError
 from schedlab.model.gpu_models import is_known_model
+from schedlab.network.cells import read_cells
 from schedlab.network.generators import load_toml_table, make_topology
 from schedlab.network.topology import CORE, DEFAULT_INTRA_GBPS, LEAF, SPINE, Topology
 
@@ -73,6 +77,7 @@ def read_topology_toml(path: Path) -> Topology:
             raise InputError(f"field 'params' must be a table in {where}")
         topo = make_topology(str(doc["generator"]), params, where)
         object.__setattr__(topo, "source", where)
+        object.__setattr__(topo, "cells", read_cells(doc, where, topo.host_gpus.tolist()))
         return topo
     model = str(doc.get("model", "GPU"))
     if not is_known_model(model):
@@ -147,4 +152,5 @@ def read_topology_toml(path: Path) -> Topology:
         ina_gbps=np.asarray(ina, dtype=np.float64),
         gpu_model=model,
         source=where,
+        cells=read_cells(doc, where, gpus),
     )
