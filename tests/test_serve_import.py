@@ -199,13 +199,18 @@ def test_the_replay_command_carries_the_live_runs_parameters(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     serve = {**SERVE, "policy": "tiresias", "params": {"thresholds": "60,3600"}}
+    err = import_with(tmp_path, serve, capsys)
+    assert "--policy tiresias --param thresholds=60,3600 --placement bestfit" in err
+
+
+def import_with(tmp_path: Path, serve: dict, capsys: pytest.CaptureFixture[str]) -> str:
+    """``trace import-slurm`` of the hand journal under ``serve`` into ``w.csv``; its stderr."""
     journal = write_journal(tmp_path / "j.jsonl", [serve, *journal_records()[1:]])
     (tmp_path / "runs.txt").write_text(sacct_text())
     out = tmp_path / "w.csv"
     argv = ["trace", "import-slurm", "--journal", str(journal), "--sacct"]
     assert main([*argv, str(tmp_path / "runs.txt"), "--out", str(out)]) == 0
-    err = capsys.readouterr().err
-    assert "--policy tiresias --param thresholds=60,3600 --placement bestfit" in err
+    return capsys.readouterr().err
 
 
 def test_a_job_cancelled_while_running_is_left_out_not_imported_as_completed(

@@ -386,10 +386,21 @@ def add_import_slurm_parser(actions: argparse._SubParsersAction) -> None:
     p.set_defaults(run=run_import_slurm)
 
 
+def topology_file(out: Path) -> Path:
+    """Where import-slurm keeps a live run's switch tree for the replay: beside the workload."""
+    return out.with_name(out.stem + ".topology.toml")
+
+
 def run_import_slurm(args: argparse.Namespace) -> int:
     check_input_file(args.journal, "journal")  # before sacct runs
     check_out_file(args.out)
     result = import_slurm(args.journal, load_sacct(args.sacct), args.timing)
+    topology = shlex.quote(result.topology_spec) if result.topology_spec else ""
+    if result.topology_toml:
+        tree = topology_file(args.out)
+        check_out_file(tree)
+        atomic_write(tree, lambda fh: fh.write(result.topology_toml))
+        topology = shlex.quote(str(tree))
     atomic_write(args.out, lambda fh: result.frame.to_csv(fh, index=False))
     skipped = ", ".join(f"{n} {why}" for why, n in result.left_out.items())
     console.print(
@@ -402,10 +413,13 @@ def run_import_slurm(args: argparse.Namespace) -> int:
         backfill = " --backfill" if result.policy.endswith("+backfill") else ""
         plugins = "".join(f" --plugin {p}" for p in result.plugins)
         params = "".join(f" --param {shlex.quote(f'{k}={v}')}" for k, v in result.params.items())
+        network = f" --topology {topology}" if topology else ""
         console.print(
-            f"replay it: schedlab replay --cluster {result.cluster} --trace {args.out} "
+            f"replay it: schedlab replay --cluster {result.cluster}{network} --trace {args.out} "
             f"--policy {policy}{backfill}{params} --placement {result.placement}{plugins} "
             "--out <folder>",
             soft_wrap=True,
         )
+        if result.topology_toml:
+            console.print(f"wrote {topology_file(args.out)}: the live run's switch tree")
     return 0

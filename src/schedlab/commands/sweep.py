@@ -231,7 +231,9 @@ def split_backfill(name: str) -> tuple[str, bool]:
 
 
 def _run_replay(args: argparse.Namespace) -> int:
-    if args.cluster is None or (args.traces is None and args.synthetic is None):
+    if args.cluster is None and args.topology is None:
+        raise InputError("a replay grid needs --cluster (or --topology) and --traces")
+    if args.traces is None and args.synthetic is None:
         raise InputError("a replay grid needs --cluster and --traces (or --synthetic)")
     seeds = parse_seeds("0" if args.seeds is None else args.seeds)
     workers = check_workers(args.workers)
@@ -257,9 +259,11 @@ def _run_replay(args: argparse.Namespace) -> int:
             for params in cell_params(name, placement):
                 choice = PolicyChoice(name, placement, backfill, params, fields["slot"], plugins)
                 build(REPLAY, choice)
-    cluster = parse_cluster_spec(args.cluster)
+    cluster = parse_cluster_spec(args.cluster) if args.cluster is not None else None
     if fields["topology"] is not None:
-        topology_cluster(fields["topology"], cluster)  # a topology that disagrees fails here
+        # A topology that disagrees fails here; without --cluster its hosts are the cluster.
+        _, cluster = topology_cluster(fields["topology"], cluster)
+    assert cluster is not None
     traces = list(args.traces or [])
     labels = [Path(t).stem for t in traces]
     if args.synthetic is not None:
@@ -273,7 +277,7 @@ def _run_replay(args: argparse.Namespace) -> int:
         for load in loads:
             scale_to_load(jobs, cluster.total_gpus, load, trace)
     config = {
-        "cluster": args.cluster,
+        **({"cluster": args.cluster} if args.cluster is not None else {}),
         "traces": [str(Path(t).resolve()) for t in traces],
         **({"synthetic": args.synthetic} if args.synthetic is not None else {}),
         **({"trace_format": args.trace_format} if args.trace_format else {}),
@@ -298,7 +302,7 @@ def _run_replay(args: argparse.Namespace) -> int:
         )
         for params, load, seed in cells:
             spec = ReplaySpec(
-                args.cluster, trace, name, placement, backfill, seed, args.trace_format,
+                args.cluster or "", trace, name, placement, backfill, seed, args.trace_format,
                 params=params, plugins=plugins, **fields,
             )  # fmt: skip
             synthetic = SyntheticJobs(args.synthetic, load, seed) if kind else None

@@ -21,7 +21,7 @@ from typing import Any
 
 from schedlab.commands.common import MIN_SLOT, check_seconds
 from schedlab.errors import InputError
-from schedlab.experiments.replay_network import REPLAY_ROUTING
+from schedlab.experiments.replay_network import NET_CONTROLS, REPLAY_ROUTING, resolve_net_control
 from schedlab.experiments.replay_run import FALLBACKS
 from schedlab.network.sharing import DEFAULT_RULE, RULES
 from schedlab.perf.models import parse_speed_factors
@@ -67,6 +67,8 @@ SPEC_OPTIONS: tuple[SpecOption, ...] = (
                choices=RULES, convert=lambda v: v or DEFAULT_RULE),
     SpecOption("--net-routing", "with --topology: routing mode (default ecmp)",
                choices=REPLAY_ROUTING, convert=lambda v: v or "ecmp"),
+    SpecOption("--net-control", "with --topology: who decides paths, ecmp, spray or crux "
+               "(see 'replay --help')", choices=NET_CONTROLS, convert=lambda v: v or ""),
 )  # fmt: skip
 
 
@@ -85,9 +87,14 @@ def spec_fields(args: argparse.Namespace) -> tuple[dict[str, Any], dict[str, Any
         fields[o.field] = o.convert(value)
     if raw.get("throughputs_fallback") is not None and not raw.get("throughputs"):
         raise InputError("'--throughputs-fallback' needs '--throughputs'")
-    for net in ("net_sharing", "net_routing"):
+    for net in ("net_sharing", "net_routing", "net_control"):
         if raw.get(net) is not None and raw.get("topology") is None:
             raise InputError(f"'--{net.replace('_', '-')}' needs '--topology'")
+    # The three network options settle each other as in 'schedlab replay'.
+    control, routing, sharing = resolve_net_control(
+        raw.get("net_control"), raw.get("net_routing"), raw.get("net_sharing")
+    )
+    fields.update(net_control=control, net_routing=routing, net_sharing=sharing)
     return fields, {k: v for k, v in raw.items() if v is not None}
 
 

@@ -43,7 +43,7 @@ from schedlab.model.snapshot import (
     Start,
     allocation_size,
 )
-from schedlab.network.plan import NetLedger, NetPlan
+from schedlab.network.plan import NetLedger, NetPlan, ocs_port_limits
 from schedlab.network.replay_state import NetworkModel, NetworkRecord
 from schedlab.perf.models import PerfModel, allocation_rate
 from schedlab.policies.api import REPLAY
@@ -169,7 +169,7 @@ class _Run:
         # point it returns the jobs whose speed changed (see settle_network).
         self.net = engine.network.new_state(j) if engine.network is not None else None
         if self.net is not None:  # links and circuit ports the running jobs hold
-            self.state.net = NetLedger()
+            self.state.net = NetLedger(ocs_port_limits(self.net.topo))
         self.obs, self.now = engine.observer, 0.0
 
     # -- job state changes -----------------------------------------------------------------
@@ -217,6 +217,12 @@ class _Run:
                     f"{self.policy.describe()} reserved links or circuits for job {job}, but the "
                     "run has no network"
                 )
+            for other, _ in plan.moves:
+                if not 0 <= other < len(self.rt.status) or self.rt.status[other] != RUNNING:
+                    raise PolicyError(
+                        f"{self.policy.describe()} moved the circuits of job {other}, which is "
+                        "not running"
+                    )
             why = self.state.net.conflict(job, plan)
             if why is not None:
                 raise PolicyError(
@@ -321,6 +327,8 @@ class _Run:
             if isinstance(d, Start):
                 expect(d.job, PENDING, "started")
                 self.occupy(d.job, d.allocation, d.net)
+                for other, plan in d.net.moves if d.net is not None else ():
+                    self.move_circuits(other, plan, now)
                 self.set_rate(d.job, d.allocation)
                 if self.net is not None:
                     self.start_network(d.job, d.allocation, now, d.net)
@@ -358,6 +366,21 @@ class _Run:
                 f"{self.policy.describe()} reserved for job {job} a plan the network cannot "
                 f"route: {exc}"
             ) from None
+
+    def move_circuits(self, job: int, plan: NetPlan, now: float) -> None:
+        """Running ``job`` keeps its GPUs but is re-wired onto the circuits of ``plan`` (already
+        in the ledger): it makes no progress for the OCS delay; its new speed comes at settle."""
+        assert self.net is not None
+        self.stop_progress(job, now)
+        try:
+            self.net.move(job, plan, now)
+        except InputError as exc:
+            raise PolicyError(
+                f"{self.policy.describe()} moved job {job} onto circuits the network cannot "
+                f"route: {exc}"
+            ) from None
+        self.rt.progress_from[job] += self.circuit_delay(plan)
+        self.schedule_completion(job)
 
     def circuit_delay(self, plan: NetPlan | None) -> float:
         """The OCS reconfiguration delay a start pays when circuits are set up for it."""

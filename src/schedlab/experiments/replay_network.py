@@ -235,6 +235,8 @@ def network_block(
     source = {}
     if net.routing == "source":  # hops where no free reserved path existed
         source["source_shared_hops"] = int(net.extra["shared_hops"])
+    if "circuit_moves" in net.extra:  # running jobs re-wired to make room (ocs-vclos migrate)
+        source["circuit_moves"] = int(net.extra["circuit_moves"])
     if "crux_plans" in net.extra:  # --net-control crux: how often it re-planned and re-routed
         source["control"] = "crux"
         source["crux_plans"] = int(net.extra["crux_plans"])

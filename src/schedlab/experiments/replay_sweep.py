@@ -26,6 +26,7 @@ import pandas as pd
 from schedlab.experiments.live_progress import reporter
 from schedlab.experiments.load_scaling import scale_to_load
 from schedlab.experiments.parallel import run_all
+from schedlab.experiments.replay_network import topology_cluster
 from schedlab.experiments.replay_run import ReplaySpec, run_replay, write_run
 from schedlab.experiments.shipped import local_path
 from schedlab.model.cluster import Cluster
@@ -106,7 +107,10 @@ class ReplayTask:
 
 
 @cache
-def _cluster(spec: str) -> Cluster:
+def _cluster(spec: str, topology: str | None = None) -> Cluster:
+    """The run's cluster: ``--cluster``, else (as in replay) the topology's hosts."""
+    if not spec and topology is not None:
+        return topology_cluster(topology, None)[1]
     return parse_cluster_spec(spec)
 
 
@@ -125,7 +129,7 @@ def _synthetic(
 
 
 def run_task(task: ReplayTask) -> dict[str, object]:
-    cluster = _cluster(task.spec.cluster)
+    cluster = _cluster(task.spec.cluster, task.spec.topology)
     if task.synthetic is not None:
         jobs = task.synthetic.load_jobs(cluster.total_gpus)
     else:

@@ -16,7 +16,12 @@ up; a scheduler records its planned starts in its scratch copy the same way.
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from schedlab.network.topology import Topology
 
 
 @dataclass(frozen=True, slots=True)
@@ -27,11 +32,16 @@ class NetPlan:
     them only (``source`` routing). ``circuits``: OCS circuits set up for the job alone, pairs
     (leaf switch id, spine or leaf switch id); the job is routed over them only. ``private``:
     nothing else crosses the job's fabric links, so it runs at its isolated iteration time.
+    ``moves``: running jobs whose circuits this start re-wires, each with its new plan (its GPUs
+    stay where they are). They change hands with the start's own plan, in one step, so no
+    placement in between ever sees a port counted twice or not at all; each moved job pauses
+    for the OCS reconfiguration delay.
     """
 
     links: frozenset[int] = frozenset()
     circuits: tuple[tuple[int, int], ...] = ()
     private: bool = True
+    moves: tuple[tuple[int, NetPlan], ...] = ()
 
     @property
     def empty(self) -> bool:
@@ -46,37 +56,77 @@ class NetPlan:
         return used
 
 
-class NetLedger:
-    """Links and OCS ports held by jobs: who holds each link, ports in use per switch."""
+def ocs_port_limits(topo: Topology) -> dict[int, int]:
+    """OCS ports per switch of ``topo`` (uplink ports of each leaf, ports of each spine); empty
+    without an OCS."""
+    from schedlab.network.topology import LEAF, SPINE
 
-    def __init__(self) -> None:
+    if topo.ocs is None:
+        return {}
+    limits = {int(s): topo.ocs.leaf_ports for s in (topo.switch_level == LEAF).nonzero()[0]}
+    limits.update({int(s): topo.ocs.spine_ports for s in (topo.switch_level == SPINE).nonzero()[0]})
+    return limits
+
+
+class NetLedger:
+    """Links and OCS ports held by jobs: who holds each link, ports in use per switch.
+
+    ``port_limits``: OCS ports per switch; when given, a plan that would use more ports than a
+    switch has is refused like a link another job holds (empty: ports are not checked here).
+    """
+
+    def __init__(self, port_limits: Mapping[int, int] | None = None) -> None:
         self.plans: dict[int, NetPlan] = {}
         self.link_owner: dict[int, int] = {}
         self.ports_used: Counter[int] = Counter()
+        self.port_limits: Mapping[int, int] = port_limits or {}
 
     def copy(self) -> NetLedger:
-        other = NetLedger()
+        other = NetLedger(self.port_limits)
         other.plans = dict(self.plans)
         other.link_owner = dict(self.link_owner)
         other.ports_used = Counter(self.ports_used)
         return other
 
     def conflict(self, job: int, plan: NetPlan) -> str | None:
-        """Why ``plan`` cannot be held by ``job`` now (a link another job holds), else None.
-        Port counts are checked by the topology when circuits are set, not here."""
+        """Why ``plan`` cannot be held by ``job`` now, else None: a link another job holds, a
+        moved job that holds no plan, or (with ``port_limits``) more ports than a switch has."""
         if job in self.plans:
             return f"job {job} already holds a network plan"
-        for link in plan.links:
+        moved = dict(plan.moves)
+        for other, new in plan.moves:
+            if other == job or other not in self.plans:
+                return f"job {other}'s circuits cannot move: it holds no network plan"
+            if new.moves:
+                return f"job {other}'s new plan moves other jobs"
+        for link in plan.links | frozenset(x for new in moved.values() for x in new.links):
             owner = self.link_owner.get(link)
-            if owner is not None:
+            if owner is not None and owner not in moved:
                 return f"link {link} is reserved by job {owner}"
+        if self.port_limits:
+            used = Counter(self.ports_used)
+            for other, new in moved.items():
+                used.subtract(self.plans[other].ports())
+                used.update(new.ports())
+            used.update(plan.ports())
+            for switch, count in sorted(used.items()):
+                limit = self.port_limits.get(switch, 0)
+                if count > limit:
+                    return f"switch {switch} would use {count} OCS ports of its {limit}"
         return None
 
     def hold(self, job: int, plan: NetPlan) -> None:
-        """Record ``plan`` as ``job``'s; ValueError when a link is already held."""
+        """Record ``plan`` as ``job``'s, and the new plans of the jobs it moves; ValueError when
+        :meth:`conflict` finds a reason not to."""
         why = self.conflict(job, plan)
         if why is not None:
             raise ValueError(why)
+        for other, new in plan.moves:
+            self.release(other)
+            self._hold(other, new)
+        self._hold(job, replace(plan, moves=()) if plan.moves else plan)
+
+    def _hold(self, job: int, plan: NetPlan) -> None:
         self.plans[job] = plan
         for link in plan.links:
             self.link_owner[link] = job

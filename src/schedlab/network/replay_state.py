@@ -127,6 +127,7 @@ class NetworkState:
         )
         self.replan = False
         self.reroutes = 0
+        self.circuit_moves = 0  # running jobs re-wired onto other circuits (OCS repacking)
         self._circuit_cache: dict[tuple[tuple[int, int], ...], Topology] = {}
         # Per job, over all its runs.
         self.hosts = np.zeros(n, dtype=np.int64)
@@ -246,6 +247,13 @@ class NetworkState:
         self.busy_total -= act.gpus
         self.replan = True
 
+    def move(self, job: int, plan: NetPlan, now: float) -> None:
+        """Running ``job`` keeps its allocation but runs over ``plan``'s circuits from ``now``."""
+        allocation = self.active[job].allocation
+        self.stop(job, now)
+        self.start(job, allocation, now, plan)
+        self.circuit_moves += 1
+
     def reconfigure(self, circuits: list[tuple[int, int]], now: float) -> list[int]:
         """Re-wire the OCS to exactly ``circuits`` at ``now``; the jobs that must pause.
 
@@ -344,6 +352,7 @@ class NetworkState:
             footprints=self.footprints,
             extra={
                 **({"shared_hops": self.reservations.shared_hops} if self.reservations else {}),
+                **({"circuit_moves": self.circuit_moves} if self.topo.ocs is not None else {}),
                 **(
                     {"crux_plans": self.crux.plans, "crux_reroutes": self.reroutes}
                     if self.crux is not None

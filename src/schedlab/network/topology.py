@@ -27,6 +27,7 @@ from scipy.sparse.csgraph import shortest_path
 from schedlab.errors import InputError
 from schedlab.model.cluster import Cluster
 from schedlab.model.gpu_models import model_index
+from schedlab.network.cells import CellChain
 
 #: Switch levels.
 LEAF, SPINE, CORE = 1, 2, 3
@@ -77,6 +78,8 @@ class Topology:
     ocs: OcsPorts | None = None
     host_names: tuple[str, ...] | None = None
     source: str = field(default="<memory>")
+    #: HiveD's cell chain from the topology file's ``[[cells]]`` (None: the default chain).
+    cells: CellChain | None = None
 
     def __post_init__(self) -> None:
         h, s = len(self.host_gpus), len(self.switch_names)

@@ -30,10 +30,14 @@ Explicit form (links are bidirectional; ``count`` parallel links)::
     b = "S0"
     gbps = 100
     count = 1                  # optional
+
+Either form may add HiveD's cell chain, ``[[cells]]`` tables of ``name``, ``child`` and
+``count`` (see :mod:`schedlab.network.cells`).
 """
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -41,6 +45,7 @@ import numpy as np
 
 from schedlab.errors import InputError
 from schedlab.model.gpu_models import is_known_model
+from schedlab.network.cells import read_cells
 from schedlab.network.generators import load_toml_table, make_topology
 from schedlab.network.topology import CORE, DEFAULT_INTRA_GBPS, LEAF, SPINE, Topology
 
@@ -73,6 +78,7 @@ def read_topology_toml(path: Path) -> Topology:
             raise InputError(f"field 'params' must be a table in {where}")
         topo = make_topology(str(doc["generator"]), params, where)
         object.__setattr__(topo, "source", where)
+        object.__setattr__(topo, "cells", read_cells(doc, where, topo.host_gpus.tolist()))
         return topo
     model = str(doc.get("model", "GPU"))
     if not is_known_model(model):
@@ -147,4 +153,59 @@ def read_topology_toml(path: Path) -> Topology:
         ina_gbps=np.asarray(ina, dtype=np.float64),
         gpu_model=model,
         source=where,
+        cells=read_cells(doc, where, gpus),
     )
+
+
+def _toml_str(text: str) -> str:
+    return json.dumps(text)  # a JSON string is a TOML basic string
+
+
+def topology_as_toml(topo: Topology) -> str:
+    """``topo`` in the explicit form :func:`read_topology_toml` reads back to the same hosts,
+    switches and links: how a network known only at run time (a Slurm switch tree) is kept so
+    a replay can be given it. Consecutive alike hosts and parallel links are counted, not
+    repeated."""
+    tiers = {level: name for name, level in _LEVELS.items()}
+    ina = topo.ina_gbps if topo.ina_gbps is not None else np.zeros(topo.num_switches)
+    out = [
+        f"# the network of {topo.name}",
+        f"intra_gbps = {float(topo.intra_gbps)!r}",
+        f"model = {_toml_str(topo.gpu_model)}",
+    ]
+    for i, name in enumerate(topo.switch_names):
+        out += ["", "[[switches]]", f"name = {_toml_str(name)}"]
+        out.append(f"tier = {_toml_str(tiers[int(topo.switch_level[i])])}")
+        if ina[i] > 0:
+            out.append(f"ina_gbps = {float(ina[i])!r}")
+    hosts: list[list[object]] = []  # [leaf, gpus, nics, nic_gbps, count]
+    for h in range(topo.num_hosts):
+        key = [
+            topo.switch_names[int(topo.host_leaf[h])],
+            int(topo.host_gpus[h]),
+            int(topo.host_nics[h]),
+            float(topo.host_nic_gbps[h]),
+        ]
+        if hosts and hosts[-1][:4] == key:
+            hosts[-1][4] = int(hosts[-1][4]) + 1  # type: ignore[call-overload]
+        else:
+            hosts.append([*key, 1])
+    for leaf, gpus, nics, rate, count in hosts:
+        out += ["", "[[hosts]]", f"leaf = {_toml_str(str(leaf))}", f"count = {count}"]
+        out += [f"gpus = {gpus}", f"nics = {nics}", f"nic_gbps = {rate!r}"]
+    src, dst, gbps = topo.fabric_src, topo.fabric_dst, topo.fabric_gbps
+    if len(src) % 2 or (src[1::2] != dst[0::2]).any() or (dst[1::2] != src[0::2]).any():
+        raise ValueError(f"topology {topo.name!r}: fabric links are not in both-way pairs")
+    links: list[list[object]] = []  # [a, b, gbps, count]
+    pairs = zip(src[0::2].tolist(), dst[0::2].tolist(), gbps[0::2].tolist(), strict=True)
+    for a, b, rate in pairs:
+        if links and links[-1][:3] == [a, b, rate]:
+            links[-1][3] = int(links[-1][3]) + 1  # type: ignore[call-overload]
+        else:
+            links.append([a, b, rate, 1])
+    for a, b, rate, count in links:
+        out += ["", "[[links]]", f"a = {_toml_str(topo.switch_names[a])}"]  # type: ignore[index]
+        out += [f"b = {_toml_str(topo.switch_names[b])}", f"gbps = {rate!r}"]  # type: ignore[index]
+        if count != 1:
+            out.append(f"count = {count}")
+    return "\n".join(out) + "\n"

@@ -83,6 +83,10 @@ class ImportResult:
     plugins: tuple[str, ...] = ()
     #: The ordering parameters the live run was given (``--param KEY=VALUE``).
     params: dict[str, str] = field(default_factory=dict)
+    #: The live run's network as replay's ``--topology`` takes it ("" : none recorded) ...
+    topology_spec: str = ""
+    #: ... or, for a Slurm switch tree, that network as an explicit topology TOML text.
+    topology_toml: str = ""
 
 
 def _epoch(text: str) -> float:
@@ -289,6 +293,8 @@ def import_slurm(journal: Path, sacct_text: str, timing: str = "slurm") -> Impor
         left_out={k: v for k, v in left_out.items() if v},
         plugins=tuple(str(p) for p in serve.get("plugins") or ()),
         params=_params(serve.get("params")),
+        topology_spec=str(serve.get("topology_spec") or ""),
+        topology_toml=str(serve.get("topology_toml") or ""),
     )
 
 

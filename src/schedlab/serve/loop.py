@@ -552,6 +552,7 @@ class Server:
             cluster=cluster_spec(nodes),
             shadow=cfg.shadow,
             topology=self.network().source if self.network().available else None,
+            **self.network().for_replay(nodes),
         )
         previous = {
             sig: signal.signal(sig, self._on_signal) for sig in (signal.SIGTERM, signal.SIGINT)

@@ -23,6 +23,7 @@ from schedlab.errors import InputError
 from schedlab.input_files import read_text
 from schedlab.network.generators import parse_topology
 from schedlab.network.topology import Topology, check_cluster
+from schedlab.network.topology_toml import topology_as_toml
 from schedlab.serve.client import SlurmClient
 from schedlab.serve.live import build_cluster
 from schedlab.serve.slurm_state import NodeInfo
@@ -51,9 +52,13 @@ def read_tree_file(path: Path) -> SwitchTree:
 class ServeTopology:
     """The partition's network for each cycle (see the module docstring)."""
 
-    def __init__(self, tree: SwitchTree | None = None, fixed: Topology | None = None) -> None:
+    def __init__(
+        self, tree: SwitchTree | None = None, fixed: Topology | None = None, spec: str = ""
+    ) -> None:
         self.tree = tree
         self.fixed = fixed
+        #: ``--topology`` as replay takes it, for a ``fixed`` one (a TOML file: absolute).
+        self.spec = spec
         self._key: tuple[tuple[str, int], ...] | None = None
         self._topology: Topology | None = None
 
@@ -62,7 +67,8 @@ class ServeTopology:
         """From ``--topology``: a topology.conf file or a replay topology spec."""
         if is_topology_conf(spec):
             return cls(tree=read_tree_file(Path(spec)))
-        return cls(fixed=parse_topology(spec))
+        replay_spec = str(Path(spec).resolve()) if spec.endswith(".toml") else spec
+        return cls(fixed=parse_topology(spec), spec=replay_spec)
 
     @classmethod
     def from_slurm(cls, client: SlurmClient) -> ServeTopology:
@@ -78,6 +84,15 @@ class ServeTopology:
         if self.tree is not None:
             return self.tree.source
         return self.fixed.source if self.fixed is not None else "none"
+
+    def for_replay(self, nodes: list[NodeInfo]) -> dict[str, str]:
+        """What the journal keeps so a replay of the run gets its network: the ``--topology``
+        spec replay takes (``topology_spec``), or for a switch tree, which replay cannot read,
+        the tree over ``nodes`` in the explicit TOML form (``topology_toml``); {} without one."""
+        if self.fixed is not None and self.spec:
+            return {"topology_spec": self.spec}
+        topo = self.for_nodes(nodes)
+        return {"topology_toml": topology_as_toml(topo)} if topo is not None else {}
 
     def for_nodes(self, nodes: list[NodeInfo]) -> Topology | None:
         """The topology whose host ``i`` is ``nodes[i]`` (None without one); InputError when the

@@ -16,17 +16,21 @@ release merges buddies simply by freeing GPUs, and the policy keeps no state bet
 * larger jobs: ⌈n/node⌉ node cells (idle nodes) in one rack if one holds them (the rack with the
   fewest idle GPUs that suffice), else over the fewest racks (most idle GPUs first).
 
-The cell chain is fixed by the nodes' GPU counts and the topology's leaves (not configurable).
+A topology file's ``[[cells]]`` (:mod:`schedlab.network.cells`) replaces that chain: the node's
+cell sizes are those of the cells below it, and a level above the node makes racks of that many
+consecutive hosts instead of leaves.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, replace
 
 import numpy as np
 
 from schedlab.model.cluster import GPU_MILLI, ClusterState
 from schedlab.model.snapshot import Allocation
+from schedlab.policies.api import PolicyContext
 from schedlab.policies.placement.job_placement import JobPlacementPolicy, JobRequest
 from schedlab.policies.placement.network.machines import Blocks, machines, to_allocation
 
@@ -56,14 +60,23 @@ class FreeCells:
         return list(zip(self.size.tolist(), self.node.tolist(), self.start.tolist(), strict=True))
 
 
-def free_cells(free_slots: np.ndarray, node_gpus: np.ndarray, rack_free: np.ndarray) -> FreeCells:
+#: Cell sizes of a node of that many GPUs, node first (:func:`cell_sizes` or a topology's chain).
+SizesOf = Callable[[int], tuple[int, ...]]
+
+
+def free_cells(
+    free_slots: np.ndarray,
+    node_gpus: np.ndarray,
+    rack_free: np.ndarray,
+    sizes_of: SizesOf = cell_sizes,
+) -> FreeCells:
     """The free lists of nodes whose free GPU slots are ``free_slots`` (nodes × slots, bool);
     nodes with ``node_gpus`` 0 are left out; ``rack_free`` is per node its rack's free GPUs."""
     parts: list[tuple[np.ndarray, ...]] = []
     for g in np.unique(node_gpus[node_gpus > 0]).tolist():
         nodes = np.flatnonzero(node_gpus == g)
         mask = free_slots[nodes, :g]
-        sizes = cell_sizes(g)
+        sizes = sizes_of(g)
         parent_cells = np.zeros((len(nodes), 1), dtype=bool)  # a rack is never one free cell
         parent_count = rack_free[nodes][:, None].astype(np.int64)
         for s in sizes:
@@ -84,13 +97,15 @@ def free_cells(free_slots: np.ndarray, node_gpus: np.ndarray, rack_free: np.ndar
     return FreeCells(size[order], node[order], start[order], parent[order])
 
 
-def _cell_pick(cells: FreeCells, num_gpus: int, node_gpus: np.ndarray) -> int | None:
+def _cell_pick(
+    cells: FreeCells, num_gpus: int, node_gpus: np.ndarray, sizes_of: SizesOf = cell_sizes
+) -> int | None:
     """Index in ``cells`` of the cell a job of ``num_gpus`` ≤ node size goes into: of the
     smallest size ≥ the level it needs (a bigger one is split, its first sub-cell taken), the
     one whose parent has the fewest free GPUs (ties: node, slot), or None."""
     level = np.zeros(len(node_gpus), dtype=np.int64)
     for g in np.unique(node_gpus).tolist():
-        level[node_gpus == g] = _level(int(g), num_gpus)
+        level[node_gpus == g] = _level(int(g), num_gpus, sizes_of)
     ok = np.flatnonzero(cells.size >= level[cells.node])
     if not len(ok):
         return None
@@ -98,10 +113,10 @@ def _cell_pick(cells: FreeCells, num_gpus: int, node_gpus: np.ndarray) -> int | 
     return int(ok[order[0]])
 
 
-def _level(gpus: int, num_gpus: int) -> int:
+def _level(gpus: int, num_gpus: int, sizes_of: SizesOf = cell_sizes) -> int:
     """The smallest cell of a node of ``gpus`` GPUs that holds ``num_gpus`` (a huge number when
     none does)."""
-    fitting = [s for s in cell_sizes(gpus) if s >= num_gpus] if gpus > 0 else []
+    fitting = [s for s in sizes_of(gpus) if s >= num_gpus] if gpus > 0 else []
     return min(fitting) if fitting else 1 << 62
 
 
@@ -109,8 +124,22 @@ class HiveD(JobPlacementPolicy):
     name = "hived"
     summary = "buddy cells GPU → pair → quad → node → rack, split and merged (HiveD, OSDI '20)"
 
+    def reset(self, ctx: PolicyContext) -> None:
+        super().reset(ctx)
+        chain = ctx.topology.cells if ctx.topology is not None else None
+        self.sizes_of: SizesOf = cell_sizes
+        self.racks: np.ndarray | None = None
+        if chain is not None:
+            inside = chain.node_sizes()
+            self.sizes_of = lambda g: inside if g == inside[0] else cell_sizes(g)
+            if chain.nodes_per_rack:
+                hosts = np.arange(ctx.cluster.size, dtype=np.int64)
+                self.racks = hosts // chain.nodes_per_rack
+
     def place_job(self, request: JobRequest, state: ClusterState) -> Allocation | None:
         m = machines(state, request, self.model_bits)
+        if self.racks is not None:
+            m = replace(m, rack=self.racks)
         n = request.num_gpus
         allowed = m.free > 0
         if not allowed.any():
@@ -123,8 +152,8 @@ class HiveD(JobPlacementPolicy):
         gpus = np.where(allowed, m.size, 0)
         racks = int(m.rack.max()) + 1
         rack_free = np.bincount(m.rack, weights=m.free, minlength=racks)[m.rack]
-        cells = free_cells(slots, gpus, rack_free)
-        pick = _cell_pick(cells, n, gpus)
+        cells = free_cells(slots, gpus, rack_free, self.sizes_of)
+        pick = _cell_pick(cells, n, gpus, self.sizes_of)
         if pick is None:
             return None
         start = int(cells.start[pick])

@@ -8,6 +8,8 @@ goes on.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 
 from schedlab.model.cluster import ClusterState
@@ -18,6 +20,9 @@ from schedlab.policies.placement.job_placement import (
     free_gpus_by_node,
     lowest_free_gpus,
 )
+
+#: Which ``count`` free GPUs of ``node`` a job takes: ``pick(state, node, count)``.
+GpuPicker = Callable[[ClusterState, int, int], tuple[int, ...]]
 
 
 class LeafIndex:
@@ -43,7 +48,12 @@ class LeafIndex:
         return host_free, leaf_free.astype(np.int64)
 
     def fill(
-        self, state: ClusterState, host_free: np.ndarray, leaf: int, count: int
+        self,
+        state: ClusterState,
+        host_free: np.ndarray,
+        leaf: int,
+        count: int,
+        pick: GpuPicker = lowest_free_gpus,
     ) -> list[tuple[int, tuple[int, ...]]]:
         """``count`` GPUs of ``leaf``: best-fit host for the rest, else fullest host first."""
         hosts = self.hosts[leaf].tolist()
@@ -65,15 +75,19 @@ class LeafIndex:
             taken.append((hosts[i], take))
             free[i] = 0
             left -= take
-        return [(node, lowest_free_gpus(state, node, take)) for node, take in taken]
+        return [(node, pick(state, node, take)) for node, take in taken]
 
     def allocation(
-        self, state: ClusterState, host_free: np.ndarray, counts: list[tuple[int, int]]
+        self,
+        state: ClusterState,
+        host_free: np.ndarray,
+        counts: list[tuple[int, int]],
+        pick: GpuPicker = lowest_free_gpus,
     ) -> Allocation:
         """The GPUs of every (leaf, count) pair, leaf by leaf in the order given."""
         out: list[tuple[int, tuple[int, ...]]] = []
         for leaf, count in counts:
-            out += self.fill(state, host_free, leaf, count)
+            out += self.fill(state, host_free, leaf, count, pick)
         return tuple(out)
 
 

@@ -16,10 +16,15 @@ torn down when it stops. First success wins, for r GPUs and gpl GPUs a leaf:
    two k of spines with ≥ r/k free ports each (fewest free first); gpl/k circuits from each leaf
    to each of them.
 
+5. ``migrate=true``, whole leaves only: when step 4 fails but the spines' free ports add up to
+   r, running jobs' circuits are repacked onto other spines to free k of them (see
+   :mod:`~schedlab.policies.placement.network.ocs_repack`); the moved jobs keep their GPUs and
+   pause for the OCS reconfiguration delay, as the new job does.
+
 Circuits take ports in index order. Ports in use are those of running jobs' circuits (the
 cluster state's ledger); the wiring the run starts from is not counted: under this placement
-every fabric path a job uses is a circuit of its own. Repacking running jobs' circuits onto
-fewer spines (``migrate``) is not implemented.
+every fabric path a job uses is a circuit of its own. Inside a host a job's GPUs are taken in
+aligned power-of-two groups (:mod:`~schedlab.policies.placement.network.buddy`).
 """
 
 from __future__ import annotations
@@ -35,7 +40,9 @@ from schedlab.network.plan import NetPlan
 from schedlab.network.topology import SPINE
 from schedlab.policies.api import REPLAY, PolicyContext
 from schedlab.policies.placement.job_placement import JobPlacementPolicy, JobRequest
+from schedlab.policies.placement.network.buddy import buddy_free_gpus
 from schedlab.policies.placement.network.leaves import LeafIndex, by_key
+from schedlab.policies.placement.network.ocs_repack import repack
 
 #: (leaf, GPUs from it) pairs and the circuits (switch, switch) set up for the job.
 Choice = tuple[list[tuple[int, int]], list[tuple[int, int]]]
@@ -50,6 +57,11 @@ class OcsVClosPlacement(JobPlacementPolicy):
     makes_plans = True
     #: It runs only where the topology has an optical circuit switch.
     needs_ocs: ClassVar[bool] = True
+
+    def __init__(self, migrate: bool = False) -> None:
+        if not isinstance(migrate, bool):
+            raise ValueError(f"migrate must be true or false (got {migrate!r})")
+        self.migrate = migrate
 
     def reset(self, ctx: PolicyContext) -> None:
         super().reset(ctx)
@@ -78,11 +90,51 @@ class OcsVClosPlacement(JobPlacementPolicy):
         leaf_ports = self.leaf_ports - np.array([used.get(int(s), 0) for s in self.leaf_switch])
         spine_ports = self.spine_ports - np.array([used.get(int(s), 0) for s in self.spine_switch])
         choice = self.choose(request.num_gpus, leaf_free, leaf_ports, spine_ports)
+        moves: tuple[tuple[int, NetPlan], ...] = ()
+        if choice is None and self.migrate and state.net is not None:
+            found = self.choose_moving(request.num_gpus, leaf_free, leaf_ports, spine_ports, state)
+            if found is None:
+                return None
+            choice, moves = found
         if choice is None:
             return None
         counts, circuits = choice
-        allocation = self.leaves.allocation(state, host_free, counts)
-        return self.planned(request.job, allocation, NetPlan(circuits=tuple(circuits)))
+        allocation = self.leaves.allocation(state, host_free, counts, buddy_free_gpus)
+        plan = NetPlan(circuits=tuple(circuits), moves=moves)
+        return self.planned(request.job, allocation, plan)
+
+    def choose_moving(
+        self,
+        r: int,
+        leaf_free: np.ndarray,
+        leaf_ports: np.ndarray,
+        spine_ports: np.ndarray,
+        state: ClusterState,
+    ) -> tuple[Choice, tuple[tuple[int, NetPlan], ...]] | None:
+        """Step 5: whole leaves over spines freed by moving running jobs' circuits."""
+        gpl = self.gpl
+        if r % gpl:
+            return None
+        leaves = self.empty_leaves(leaf_free, leaf_ports)[: r // gpl]
+        if len(leaves) < r // gpl:
+            return None
+        assert state.net is not None
+        found = repack(r, gpl, self.spine_switch, spine_ports, self.spine_ports, state.net.plans)
+        if found is None:
+            return None
+        targets, moved = found
+        per = gpl // len(targets)
+        circuits = [
+            (int(self.leaf_switch[leaf]), int(self.spine_switch[p]))
+            for leaf in leaves
+            for p in targets
+            for _ in range(per)
+        ]
+        return ([(leaf, gpl) for leaf in leaves], circuits), tuple(moved.items())
+
+    def empty_leaves(self, leaf_free: np.ndarray, leaf_ports: np.ndarray) -> list[int]:
+        """Leaves with every GPU and every uplink port free, by index."""
+        return np.flatnonzero((leaf_free == self.gpl) & (leaf_ports >= self.gpl)).tolist()
 
     def choose(
         self, r: int, leaf_free: np.ndarray, leaf_ports: np.ndarray, spine_ports: np.ndarray
@@ -111,8 +163,7 @@ class OcsVClosPlacement(JobPlacementPolicy):
                     return [(leaf, s) for leaf in chosen], circuits
             s //= 2
         if r % gpl == 0:  # 4. whole leaves over k spines
-            empty = np.flatnonzero((leaf_free == gpl) & (leaf_ports >= gpl))
-            leaves = empty[: r // gpl].tolist()
+            leaves = self.empty_leaves(leaf_free, leaf_ports)[: r // gpl]
             k = 1
             while len(leaves) == r // gpl and k <= len(spine_id) and gpl % k == 0:
                 spines = np.flatnonzero(spine_ports >= r // k)

@@ -14,6 +14,10 @@ First success wins, for r GPUs and gpl GPUs a leaf:
    minimising the chosen leaves' free GPUs, then their indices; ``solver=greedy`` takes spines by
    how many candidate leaves they reach while enough common leaves remain (fast, may miss).
 
+``check_conflict=true`` (default false) skips a choice whose halving-doubling rounds would cross
+one link twice on the job's rails (:mod:`~schedlab.policies.placement.network.hd_conflict`) and
+takes the next step or spine count instead.
+
 Finding m leaves and s spines with every link between them free is a biclique search, hard in
 general; before the MILP, leaves and spines that cannot take part are peeled off (a spine free to
 fewer than m candidate leaves, a leaf free to fewer than s remaining spines), which settles most
@@ -34,6 +38,7 @@ from schedlab.network.plan import NetPlan
 from schedlab.network.topology import LEAF, SPINE
 from schedlab.policies.api import REPLAY, PolicyContext
 from schedlab.policies.placement.job_placement import JobPlacementPolicy, JobRequest
+from schedlab.policies.placement.network.hd_conflict import hd_conflict
 from schedlab.policies.placement.network.leaves import LeafIndex, by_key
 
 SOLVERS = ("milp", "greedy")
@@ -69,6 +74,8 @@ class LeafSpineLinks:
         self.pair = topo.leaf_rank[leaf_end] * len(self.spines) + spine_rank[spine_end]
         self.base = topo.fabric_base
         self.shape = (len(topo.leaves), len(self.spines))
+        #: Parallel links between a leaf and a spine (the fewest any pair has).
+        self.parallel = int(np.bincount(self.pair).min()) // 2 if len(self.pair) else 0
         missing = np.setdiff1d(np.arange(self.shape[0] * self.shape[1]), self.pair)
         if len(missing):
             leaf, spine = divmod(int(missing[0]), self.shape[1])
@@ -100,10 +107,13 @@ class VClosPlacement(JobPlacementPolicy):
     engines = frozenset({REPLAY})
     makes_plans = True
 
-    def __init__(self, solver: str = "milp") -> None:
+    def __init__(self, solver: str = "milp", check_conflict: bool = False) -> None:
         if solver not in SOLVERS:
             raise ValueError(f"solver must be one of {', '.join(SOLVERS)} (got {solver!r})")
+        if not isinstance(check_conflict, bool):
+            raise ValueError(f"check_conflict must be true or false (got {check_conflict!r})")
         self.solver = solver
+        self.check_conflict = check_conflict
 
     def reset(self, ctx: PolicyContext) -> None:
         super().reset(ctx)
@@ -146,7 +156,7 @@ class VClosPlacement(JobPlacementPolicy):
         if r % gpl == 0:
             empty = np.flatnonzero((leaf_free == gpl) & free_pairs.all(axis=1))
             k = r // gpl
-            if len(empty) >= k:
+            if len(empty) >= k and not self.conflicts([gpl] * k, len(every_spine)):
                 chosen = tuple((int(leaf), gpl) for leaf in empty[:k])
                 return chosen, (every_spine if k > 1 else ())
         if r <= gpl:
@@ -157,11 +167,16 @@ class VClosPlacement(JobPlacementPolicy):
         while s >= 1:
             if r % s == 0 and s <= free_pairs.shape[1]:
                 found = self.spine_set(r // s, s, leaf_free, free_pairs)
-                if found is not None:
+                if found is not None and not self.conflicts([s] * (r // s), s):
                     leaves, spines = found
                     return tuple((leaf, s) for leaf in leaves), tuple(spines)
             s //= 2
         return None
+
+    def conflicts(self, counts: list[int], spines: int) -> bool:
+        """With ``check_conflict``: the HD rounds of a job spread as ``counts`` GPUs a leaf over
+        ``spines`` spines would cross a link twice."""
+        return self.check_conflict and hd_conflict(counts, spines, self.fabric.parallel)
 
     def spine_set(
         self, m: int, s: int, leaf_free: np.ndarray, free_pairs: np.ndarray
