@@ -26,6 +26,7 @@ from schedlab.serve.journal import Journal
 from schedlab.serve.lock import PartitionLock, default_state_dir
 from schedlab.serve.loop import CycleReport, ServeConfig, Server, load_network
 from schedlab.serve.metrics import Metrics, serve_metrics
+from schedlab.serve.queue_view import queue_path
 from schedlab.serve.status import as_json, gather, render
 from schedlab.serve.topology import ServeTopology
 
@@ -174,8 +175,10 @@ def add_status_parser(targets: argparse._SubParsersAction) -> None:
             "Report on the scheduler of a partition without changing anything: who holds its "
             "lock and since when, its last cycle (from /metrics, else the journal), the "
             "partition's jobs as serve sorts them and the reasons written on held jobs "
-            "(from squeue), and the journal's size. Give the scheduler's own --config, or "
-            "the options it runs with. Exit status 0 when a scheduler runs, 3 when none does."
+            "(from squeue), the queue in the policy's order with each job's reason and "
+            "estimated start (from the file serve writes each cycle), and the journal's "
+            "size. Give the scheduler's own --config, or the options it runs with. Exit "
+            "status 0 when a scheduler runs, 3 when none does."
         ),
         epilog=(
             "examples:\n"
@@ -282,12 +285,17 @@ def run_slurm(args: argparse.Namespace) -> int:
     # A network placement without a network is refused before anything else happens.
     network = load_network(config, client, build(SERVE, config.choice).placement)
     # The lock comes before the journal is opened: a second instance changes nothing at all.
-    with PartitionLock(args.state_dir or default_state_dir(), config.partition):
-        return _serve(args, config, client, network)
+    state_dir = args.state_dir or default_state_dir()
+    with PartitionLock(state_dir, config.partition):
+        return _serve(args, config, client, network, queue_path(state_dir, config.partition))
 
 
 def _serve(
-    args: argparse.Namespace, config: ServeConfig, client: SlurmClient, network: ServeTopology
+    args: argparse.Namespace,
+    config: ServeConfig,
+    client: SlurmClient,
+    network: ServeTopology,
+    queue_file: Path,
 ) -> int:
     metrics = Metrics()
     endpoint = None
@@ -301,7 +309,7 @@ def _serve(
     limit = args.journal_max_mib
     max_bytes = None if limit is None else max(1, int(limit * 2**20))
     journal = Journal(args.journal, max_bytes=max_bytes, keep=args.journal_keep)
-    server = Server(client, config, journal, network=network)
+    server = Server(client, config, journal, network=network, queue_file=queue_file)
 
     def report(r: CycleReport) -> None:
         metrics.update(r)

@@ -40,6 +40,7 @@ from schedlab.serve.client import ShadowSlurm, SlurmClient, SlurmError
 from schedlab.serve.journal import Journal, read_journal
 from schedlab.serve.live import LiveView, build_view, node_model
 from schedlab.serve.preemption import Guard, PreemptionRules, checkpoints
+from schedlab.serve.queue_view import build_queue, write_queue
 from schedlab.serve.reasons import waiting_reason
 from schedlab.serve.slurm_state import JobInfo, NodeInfo, read_jobs, read_nodes
 from schedlab.serve.topology import ServeTopology
@@ -190,7 +191,10 @@ class Server:
         clock: Callable[[], float] = time.time,
         sleep: Callable[[float], None] = time.sleep,
         network: ServeTopology | None = None,
+        queue_file: Path | None = None,
     ) -> None:
+        """``queue_file``: where each cycle writes the queue in the policy's order, with
+        reasons and estimated starts (:mod:`schedlab.serve.queue_view`); None: nowhere."""
         if not config.interval > 0:
             raise InputError(f"'--interval' must be > 0 seconds (got {config.interval})")
         if config.shadow:
@@ -216,6 +220,7 @@ class Server:
         self._journaled_starts, self._resumed_at = journaled_starts(journal.path)
         self._protected: dict[int, str] = {}
         self._network = network  # loaded on first use unless given
+        self.queue_file = queue_file
         self._preempting: dict[int, float] = {}  # requeued by this process → when
         self.guard = Guard(
             PreemptionRules(config.min_runtime, config.grace), self._signal, self._protect
@@ -428,7 +433,10 @@ class Server:
             {r["job"]: self.now for r in outcome.records if r["action"] == "preempt"}
         )
         records += self.applier.claim(view, outcome.started)
-        records += self.applier.show_reasons(self._reasons(view, jobs, outcome))
+        reasons = self._reasons(view, jobs, outcome)
+        records += self.applier.show_reasons(reasons)
+        if self.queue_file is not None:
+            self._write_queue(view, jobs, reasons, outcome)
         for job_id in view.running + view.launching + outcome.started:
             if job_id not in self._active:
                 info = view.infos[view.index_of(job_id)]
@@ -465,6 +473,44 @@ class Server:
             )
         self.journal.sync()
         return report
+
+    def _write_queue(
+        self,
+        view: LiveView,
+        jobs: list[JobInfo],
+        reasons: list[tuple[JobInfo, str]],
+        outcome: Outcome,
+    ) -> None:
+        """The queue in the policy's order, with reasons and estimated starts, for ``serve
+        status`` (a failure to write it is journaled and the cycle goes on)."""
+        assert self.queue_file is not None
+        policy = self.policies.scheduler
+        ranking = getattr(policy, "ranking", None)
+        # The policy was started on this cycle's snapshot only when something was pending.
+        order = (
+            ranking(view.snapshot) if ranking is not None and view.snapshot.pending_set else None
+        )
+        cfg = self.config
+        header = {
+            "partition": cfg.partition,
+            "policy": cfg.label,
+            "placement": cfg.placement,
+            "cycle": self.cycle_no,
+            "shadow": cfg.shadow,
+        }
+        data = build_queue(
+            view,
+            jobs,
+            order,
+            {info.job_id: why for info, why in reasons},
+            outcome.records,
+            in_order=not (cfg.backfill or getattr(policy, "preemptive", False)),
+            header=header,
+        )
+        try:
+            write_queue(self.queue_file, data)
+        except OSError as exc:
+            self._write(None, "error", attempted="queue", reason=f"{self.queue_file}: {exc}")
 
     def _not_again(self, view: LiveView, decisions: list[Decision]) -> list[Decision]:
         """Drop a preemption of a job this process already requeued that Slurm still shows
