@@ -206,6 +206,12 @@ def test_the_replay_command_carries_the_live_runs_parameters(
     assert main([*argv, str(tmp_path / "runs.txt"), "--out", str(out)]) == 0
     err = capsys.readouterr().err
     assert "--policy tiresias --param thresholds=60,3600 --placement bestfit" in err
+    assert "--min-runtime" not in err  # a journal without one (or from before the field)
+    serve["min_runtime"] = 30.0
+    write_journal(journal, [serve, *journal_records()[1:]])
+    assert main([*argv, str(tmp_path / "runs.txt"), "--out", str(out)]) == 0
+    err = capsys.readouterr().err
+    assert "--param thresholds=60,3600 --min-runtime 30 --placement bestfit" in err
 
 
 def test_a_job_cancelled_while_running_is_left_out_not_imported_as_completed(

@@ -630,13 +630,10 @@ def test_tiresias_with_a_minimum_run_converges_live(
     workload = tmp_path / "workload.csv"
     assert main(["trace", "import-slurm", "--journal", str(journal), "--out", str(workload)]) == 0
     serve_record = next(r for r in read_journal(journal) if r["action"] == "serve")
-    # The simulator has no minimum run time: with lost work (checkpoint=0, as imported) tiresias
-    # at a 60 GPU-second threshold would requeue forever there, so the comparison replays the
-    # jobs as resuming ones (the simulator's long-standing model).
-    frame = pd.read_csv(workload)
-    assert (frame["checkpoint"] == 0).all()
-    frame["checkpoint"] = 1
-    frame.to_csv(workload, index=False)
+    # Lost work (checkpoint=0, as imported) converges in the simulator too: the replay applies
+    # the run's journaled minimum run time, as serve did.
+    assert (pd.read_csv(workload)["checkpoint"] == 0).all()
+    assert serve_record["min_runtime"] == 30
     simulated = replay_starts(workload, serve_record)
     replayed = sum(len(v) - 1 for v in simulated.values())
     print(

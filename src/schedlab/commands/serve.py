@@ -410,6 +410,8 @@ def run_import_slurm(args: argparse.Namespace) -> int:
         backfill = " --backfill" if result.policy.endswith("+backfill") else ""
         plugins = "".join(f" --plugin {p}" for p in result.plugins)
         params = "".join(f" --param {shlex.quote(f'{k}={v}')}" for k, v in result.params.items())
+        if result.min_runtime:
+            params += f" --min-runtime {result.min_runtime:g}"
         console.print(
             f"replay it: schedlab replay --cluster {result.cluster} --trace {args.out} "
             f"--policy {policy}{backfill}{params} --placement {result.placement}{plugins} "

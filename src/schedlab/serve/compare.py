@@ -88,7 +88,8 @@ def replay_starts(
     serve_record: Mapping[str, Any],
     seed: int = 0,
 ) -> dict[str, list[tuple[str, ...]]]:
-    """Replay ``workload`` under the policy the journal names; every job's starts (node names)."""
+    """Replay ``workload`` under the policy (and minimum run) the journal names; every job's
+    starts (node names)."""
     jobs = workload if isinstance(workload, JobTable) else read_jobs(workload).jobs
     label = str(serve_record.get("policy", ""))
     backfill = label.endswith("+backfill")
@@ -104,8 +105,9 @@ def replay_starts(
     assert policies.scheduler is not None
     recorder = RecordingPolicy(policies.scheduler)
     cluster = cluster_from_serve(serve_record)
-    engine = ReplayEngine(
-        cluster, jobs, recorder, policies.placement, TraceDuration(), ReplayConfig(seed=seed)
-    )
+    raw = serve_record.get("min_runtime")
+    min_runtime = float(raw) if isinstance(raw, int | float) and raw > 0 else 0.0
+    config = ReplayConfig(seed=seed, min_runtime=min_runtime)
+    engine = ReplayEngine(cluster, jobs, recorder, policies.placement, TraceDuration(), config)
     engine.run()
     return recorder.starts

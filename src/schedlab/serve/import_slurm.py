@@ -83,6 +83,8 @@ class ImportResult:
     plugins: tuple[str, ...] = ()
     #: The ordering parameters the live run was given (``--param KEY=VALUE``).
     params: dict[str, str] = field(default_factory=dict)
+    #: The live run's ``--min-runtime`` (seconds; 0: none), which its replay applies too.
+    min_runtime: float = 0.0
 
 
 def _epoch(text: str) -> float:
@@ -289,7 +291,13 @@ def import_slurm(journal: Path, sacct_text: str, timing: str = "slurm") -> Impor
         left_out={k: v for k, v in left_out.items() if v},
         plugins=tuple(str(p) for p in serve.get("plugins") or ()),
         params=_params(serve.get("params")),
+        min_runtime=_seconds(serve.get("min_runtime")),
     )
+
+
+def _seconds(raw: object) -> float:
+    """A journaled number of seconds (a journal written before the field existed: 0)."""
+    return float(raw) if isinstance(raw, int | float) and raw > 0 else 0.0
 
 
 def _params(raw: object) -> dict[str, str]:

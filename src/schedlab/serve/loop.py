@@ -598,6 +598,8 @@ class Server:
             cluster=cluster_spec(nodes),
             shadow=cfg.shadow,
             topology=self.network().source if self.network().available else None,
+            min_runtime=cfg.min_runtime,
+            grace=cfg.grace,
         )
         previous = {
             sig: signal.signal(sig, self._on_signal) for sig in (signal.SIGTERM, signal.SIGINT)
