@@ -127,6 +127,25 @@ def journaled_starts(path: Path | None) -> tuple[set[int], float | None]:
     return started, last
 
 
+def open_runs(path: Path | None) -> dict[int, tuple[str, ...]]:
+    """The runs a journal leaves open: jobs with a ``start`` and nothing after it that ends the
+    run (``finish``, ``requeued``, ``preempt``, ``hold``), with their nodes. A restarted
+    scheduler watches them as if it had started them, so one that ended while no scheduler ran
+    gets its ``finish`` when the restart observes it gone."""
+    runs: dict[int, tuple[str, ...]] = {}
+    if path is None or not path.exists():
+        return runs
+    for r in read_journal(path):
+        job = r.get("job")
+        if not job:
+            continue
+        if r["action"] == "start":
+            runs[int(job)] = tuple(r.get("nodes") or ())
+        elif r["action"] in ("finish", "requeued", "preempt", "hold"):
+            runs.pop(int(job), None)
+    return runs
+
+
 def saved_credit(path: Path | None) -> dict[int, tuple[float, float]]:
     """Attained GPU-seconds and seconds run that checkpointing jobs carried through their
     requeues, summed from the journal's ``requeued`` records."""
@@ -218,6 +237,8 @@ class Server:
         self._run_of: dict[int, tuple[float, int]] = {}  # running job → (its start, its GPUs)
         self._credit = saved_credit(journal.path)  # checkpointing jobs' earlier runs
         self._journaled_starts, self._resumed_at = journaled_starts(journal.path)
+        self._active.update(open_runs(journal.path))  # runs a restart takes over
+        self._gap = set(self._active)
         self._protected: dict[int, str] = {}
         self._network = network  # loaded on first use unless given
         self.queue_file = queue_file
@@ -276,6 +297,13 @@ class Server:
                     num_nodes=max(info.node_count, 1) if info.shaped else 0,
                     exclusive=info.exclusive,
                     checkpoint=checkpoints(info),
+                    # An array task queues by its array and task id (the journal's reader
+                    # rebuilds the queue's order from these).
+                    **(
+                        {"array_job": info.array_job_id, "array_task": info.array_task_id}
+                        if info.array_job_id and info.array_task_id is not None
+                        else {}
+                    ),
                 )
         now_active = set(view.running) | set(view.launching)
         self._ran.update(view.running)
@@ -311,10 +339,13 @@ class Server:
                     self._requeued(info, nodes)
             else:
                 state = info.state if info is not None else "GONE"
-                self._write(job_id, "finish", nodes=list(nodes), state=state)
+                # A run taken over from the journal ended while no scheduler watched.
+                gap = {"recovered": True} if job_id in self._gap else {}
+                self._write(job_id, "finish", nodes=list(nodes), state=state, **gap)
             del self._active[job_id]
             self._ran.discard(job_id)
             self._run_of.pop(job_id, None)
+        self._gap.clear()  # from now on this process saw every run it watches
         self._journal_reasons(view)
 
     def _recover_finished(self, jobs: list[JobInfo]) -> None:
@@ -576,13 +607,11 @@ class Server:
         self.network().for_nodes(nodes)  # a node under no switch: an error before any cycle
         return nodes
 
-    def run(self, report: Callable[[CycleReport], None] | None = None) -> int:
-        """Cycle until SIGTERM/SIGINT (or, with ``until_idle``, until nothing is left)."""
-        nodes = self.describe_cluster()
+    def serve_record(self, nodes: list[NodeInfo]) -> Record:
+        """The ``serve`` record a run begins with: the settings and the nodes, all a reader of
+        the journal needs to rebuild what the policy saw."""
         cfg = self.config
-        self._write(
-            None,
-            "serve",
+        return dict(
             policy=cfg.label,
             placement=cfg.placement,
             params=dict(cfg.params),
@@ -601,6 +630,11 @@ class Server:
             min_runtime=cfg.min_runtime,
             grace=cfg.grace,
         )
+
+    def run(self, report: Callable[[CycleReport], None] | None = None) -> int:
+        """Cycle until SIGTERM/SIGINT (or, with ``until_idle``, until nothing is left)."""
+        self._write(None, "serve", **self.serve_record(self.describe_cluster()))
+        cfg = self.config
         previous = {
             sig: signal.signal(sig, self._on_signal) for sig in (signal.SIGTERM, signal.SIGINT)
         }
