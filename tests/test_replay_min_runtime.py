@@ -16,6 +16,7 @@ from schedlab.model.snapshot import Preempt, Start
 from schedlab.perf.models import TraceDuration
 from schedlab.policies.protection import hold_back_preemptions, protected_until
 from schedlab.policies.registry import make_scheduler
+from schedlab.serve.compare import replay_starts
 from schedlab.serve.fake import FakeSlurm, fake_job, fake_node
 from schedlab.serve.journal import Journal, read_journal
 from schedlab.serve.loop import ServeConfig, Server
@@ -211,3 +212,18 @@ def test_serve_and_replay_mean_the_same_minimum(tmp_path: Path) -> None:
     record, i = replay(jobs, "srtf", 30.0)
     assert record.first_start[i["2"]] == preempt["time"] - t0
     assert record.preemptions[i["1"]] == 1
+
+
+def test_a_live_runs_replay_counts_the_starts_carried_out(tmp_path: Path) -> None:
+    """replay_starts on a journal's serve record with min_runtime 30: B's start, which srtf
+    asks for at 10 and the minimum holds back until 30, is one start; A runs twice."""
+    serve = {
+        "policy": "srtf",
+        "placement": "bestfit",
+        "nodes": ["node1"],
+        "node_gpus": [8],
+        "min_runtime": 30,
+    }
+    starts = replay_starts(two_jobs(checkpoint=True), serve)
+    assert starts == {"a": [("node1",), ("node1",)], "b": [("node1",)]}
+    assert replay_starts(two_jobs(checkpoint=True), {**serve, "min_runtime": 0}) == starts
