@@ -7,6 +7,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
+from schedlab.cli import main
 from schedlab.serve.fake import FakeSlurm, fake_job, fake_node
 from schedlab.serve.journal import Journal, read_journal
 from schedlab.serve.loop import ServeConfig, Server
@@ -95,15 +98,24 @@ def test_backfill_decisions_are_re_derived_too(tmp_path: Path) -> None:
     assert result.starts >= 10
 
 
-def test_a_start_on_other_nodes_or_one_left_out_is_caught(tmp_path: Path) -> None:
-    journal = _run(tmp_path)
+def _move_start(journal: Path, job: int) -> tuple[int, dict, dict]:
+    """Rewrite ``job``'s first start in the journal onto another node: (its line, the record as
+    it was, as it is now)."""
     lines = journal.read_text().splitlines()
-    records = [json.loads(line) for line in lines]
     k, first = next(
-        (k, r) for k, r in enumerate(records) if r["action"] == "start" and r["job"] == 2
+        (k, r)
+        for k, r in enumerate(map(json.loads, lines))
+        if r["action"] == "start" and r["job"] == job
     )
     moved = {**first, "nodes": ["node3" if first["nodes"] != ["node3"] else "node1"]}
     journal.write_text("\n".join([*lines[:k], json.dumps(moved), *lines[k + 1 :]]) + "\n")
+    return k, first, moved
+
+
+def test_a_start_on_other_nodes_or_one_left_out_is_caught(tmp_path: Path) -> None:
+    journal = _run(tmp_path)
+    lines = journal.read_text().splitlines()
+    k, first, moved = _move_start(journal, 2)
     wrong = rederive(journal).mismatches[0]  # (later cycles then see another cluster too)
     assert (wrong.process, wrong.cycle, wrong.job) == (1, 1, 2)
     assert wrong.live == moved["nodes"] and wrong.derived == first["nodes"]
@@ -111,3 +123,24 @@ def test_a_start_on_other_nodes_or_one_left_out_is_caught(tmp_path: Path) -> Non
     journal.write_text("\n".join([*lines[:k], *lines[k + 1 :]]) + "\n")
     missing = rederive(journal).mismatches
     assert [(m.job, m.live, m.derived) for m in missing][:1] == [(2, None, first["nodes"])]
+
+
+def test_the_check_command(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """``schedlab serve check``: exit 0 and a count when every start agrees; exit 1 listing the
+    disagreements; a missing journal is one error line (exit 2)."""
+    journal = _run(tmp_path)
+    assert main(["serve", "check", "--journal", str(journal)]) == 0
+    out = capsys.readouterr().out.splitlines()
+    starts = sum(1 for r in read_journal(journal) if r["action"] == "start")
+    assert len(out) == 1 and out[0].startswith(f"{starts} starts in ")
+    assert out[0].endswith("cycles re-derived: all on the same nodes")
+    _, record, moved = _move_start(journal, 2)
+    assert main(["serve", "check", "--journal", str(journal)]) == 1
+    out = capsys.readouterr().out.splitlines()
+    assert out[0] == (
+        f"run 1 cycle 1 job 2: live {moved['nodes'][0]}; policy {','.join(record['nodes'])}"
+    )
+    assert out[-1].endswith(" differ")
+    assert main(["serve", "check", "--journal", str(tmp_path / "none.jsonl")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("schedlab: error: ") and "none.jsonl" in err[0]

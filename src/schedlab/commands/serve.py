@@ -27,6 +27,7 @@ from schedlab.serve.lock import PartitionLock, default_state_dir
 from schedlab.serve.loop import CycleReport, ServeConfig, Server, load_network
 from schedlab.serve.metrics import Metrics, serve_metrics
 from schedlab.serve.queue_view import queue_path
+from schedlab.serve.rederive import rederive
 from schedlab.serve.status import as_json, gather, render
 from schedlab.serve.topology import ServeTopology
 
@@ -165,6 +166,36 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     add_plugin_option(slurm)
     slurm.set_defaults(run=run_slurm, serve_parser=slurm)
     add_status_parser(targets)
+    add_check_parser(targets)
+
+
+def add_check_parser(targets: argparse._SubParsersAction) -> None:
+    check = targets.add_parser(
+        "check",
+        help="re-derive every start a journal records: same policy, same nodes?",
+        description=(
+            "Walk a 'serve slurm' journal and, at every cycle that started jobs, rebuild the "
+            "cluster and queue that cycle saw from the journal alone and ask the same policy "
+            "again: every journaled start must be the policy's, on the same nodes, and a cycle "
+            "that ran to its end must have journaled every start the policy makes. Exit "
+            "status 0 when all agree, 1 when some do not (each is listed)."
+        ),
+        epilog="example:\n  schedlab serve check --journal /var/log/schedlab/serve.jsonl",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    check.add_argument("--journal", type=Path, required=True, help="the scheduler's journal")
+    check.set_defaults(run=run_check)
+
+
+def run_check(args: argparse.Namespace) -> int:
+    result = rederive(args.journal)
+    for m in result.mismatches:
+        live = ",".join(m.live) if m.live is not None else "not started"
+        derived = ",".join(m.derived) if m.derived is not None else "not started"
+        print(f"run {m.process} cycle {m.cycle} job {m.job}: live {live}; policy {derived}")
+    verdict = "all on the same nodes" if result.agree else f"{len(result.mismatches)} differ"
+    print(f"{result.starts} starts in {result.cycles} cycles re-derived: {verdict}")
+    return 0 if result.agree else 1
 
 
 def add_status_parser(targets: argparse._SubParsersAction) -> None:

@@ -225,7 +225,8 @@ class _Replayer:
 
     def derive(self) -> None:
         """The policy's starts at this cycle, from the state the records so far describe."""
-        assert self.serve is not None
+        if self.serve is None:
+            raise InputError("the journal has decisions before any 'serve' record")
         s = self.serve
         label = str(s.get("policy", ""))
         choice = PolicyChoice(
