@@ -42,7 +42,7 @@ from schedlab.serve.live import LiveView, build_view, node_model
 from schedlab.serve.preemption import Guard, PreemptionRules, checkpoints
 from schedlab.serve.queue_view import build_queue, write_queue
 from schedlab.serve.reasons import waiting_reason
-from schedlab.serve.slurm_state import JobInfo, NodeInfo, read_jobs, read_nodes
+from schedlab.serve.slurm_state import JobInfo, NodeInfo, partition_jobs, read_nodes
 from schedlab.serve.topology import ServeTopology
 
 Record = dict[str, Any]
@@ -406,8 +406,11 @@ class Server:
 
     # -- one cycle -------------------------------------------------------------------------
     def read(self) -> tuple[list[JobInfo], list[NodeInfo]]:
+        """The partition's jobs (with other partitions' jobs running on its nodes, which hold
+        GPUs too) and its nodes."""
         part = self.config.partition
-        return read_jobs(self.client.squeue(), part), read_nodes(self.client.sinfo(), part)
+        nodes = read_nodes(self.client.sinfo(), part)
+        return partition_jobs(self.client.squeue(), part, nodes), nodes
 
     def cycle(self) -> CycleReport:
         """Read, decide, apply and journal once."""

@@ -8,6 +8,7 @@ its neutral value (no GPUs, no limit, not held) rather than failing the cycle.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import math
 import re
@@ -320,6 +321,25 @@ def read_jobs(squeue: Mapping[str, Any], partition: str | None = None) -> list[J
     """The partition's jobs (all when ``partition`` is None), by job id."""
     jobs = (parse_job(raw) for raw in squeue.get("jobs") or [])
     return sorted((j for j in jobs if j.in_partition(partition)), key=lambda j: j.job_id)
+
+
+def partition_jobs(
+    squeue: Mapping[str, Any], partition: str | None, nodes: Iterable[NodeInfo]
+) -> list[JobInfo]:
+    """The partition's jobs, and the jobs of other partitions running on its nodes (partitions
+    may share nodes): those hold GPUs the policy must not plan on, and are never this
+    scheduler's to manage, so their ownership marker is dropped (a scheduler of the other
+    partition may have set it). By job id; every job when ``partition`` is None."""
+    if partition is None:
+        return read_jobs(squeue)
+    names = {n.name for n in nodes}
+    out = []
+    for job in read_jobs(squeue):
+        if job.in_partition(partition):
+            out.append(job)
+        elif job.active and names.intersection(job.nodes):
+            out.append(dataclasses.replace(job, admin_comment=""))
+    return out
 
 
 def node_names(nodes: Iterable[NodeInfo]) -> list[str]:
