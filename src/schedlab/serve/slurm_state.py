@@ -255,7 +255,10 @@ def parse_job(raw: Mapping[str, Any]) -> JobInfo:
         node_count=int(_number(raw.get("node_count")) or 1),
         nodes=nodes,
         gpu_idx=idx,
-        required_nodes=tuple(expand_hostlist(_text(raw.get("required_nodes")))),
+        # In natural order, as squeue's text prints a node list (JSON keeps the order given).
+        required_nodes=tuple(
+            sorted(expand_hostlist(_text(raw.get("required_nodes"))), key=_natural)
+        ),
         submit_time=_number(raw.get("submit_time")) or 0.0,
         start_time=_number(raw.get("start_time")) or 0.0,
         end_time=_number(raw.get("end_time")) or 0.0,
