@@ -201,6 +201,9 @@ def test_the_replay_command_carries_the_live_runs_parameters(
     serve = {**SERVE, "policy": "tiresias", "params": {"thresholds": "60,3600"}}
     err = import_with(tmp_path, serve, capsys)
     assert "--policy tiresias --param thresholds=60,3600 --placement bestfit" in err
+    assert "--min-runtime" not in err  # a journal without one (or from before the field)
+    err = import_with(tmp_path, {**serve, "min_runtime": 30.0}, capsys)
+    assert "--param thresholds=60,3600 --min-runtime 30 --placement bestfit" in err
 
 
 def import_with(tmp_path: Path, serve: dict, capsys: pytest.CaptureFixture[str]) -> str:

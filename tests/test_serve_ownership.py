@@ -124,6 +124,31 @@ def test_a_foreign_running_job_occupies_gpus_but_is_never_preempted(tmp_path: Pa
         assert preempted == bool(mark), fake.calls
 
 
+def test_jobs_of_another_partition_on_shared_nodes_hold_their_gpus(tmp_path: Path) -> None:
+    """Partitions gpu and free share node1 and node2. A job of free (even one another
+    scheduler marked as its own) runs 8 GPUs on node1: a scheduler of gpu counts them, so its
+    8-GPU job goes to node2, and never preempts, holds or releases the free job (srtf would
+    preempt a long job of its own for the short one)."""
+    nodes = [fake_node(n) for n in ("node1", "node2")]
+    for node in nodes:
+        node["partitions"] = ["gpu", "free"]
+    other = fake_job(
+        7, 8, T0, state="RUNNING", held=False, nodes="node1", gpu_idx=["gpu:8(IDX:0-7)"]
+    )
+    other.update(partition="free", admin_comment="schedlab:released", time_limit=600)
+    queued = [fake_job(8, 8, T0 + 1, time_limit=5), fake_job(9, 8, T0 + 2, time_limit=1)]
+    fake = FakeSlurm(nodes, [other, *queued])
+    srv = Server(
+        fake, ServeConfig(policy="srtf", partition="gpu"), Journal(tmp_path / "j.jsonl"),
+        clock=lambda: NOW,
+    )  # fmt: skip
+    srv.cycle()
+    touched = {c[1].removeprefix("JobId=") for c in without_reasons(fake.calls)}
+    assert "7" not in touched
+    started = [r for r in read_journal(tmp_path / "j.jsonl") if r["action"] == "start"]
+    assert [(r["job"], r["nodes"]) for r in started] == [(9, ["node2"])]
+
+
 def test_a_released_job_held_again_before_it_ran_is_not_journaled_as_requeued(
     tmp_path: Path,
 ) -> None:

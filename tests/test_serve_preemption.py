@@ -143,3 +143,52 @@ def test_a_victim_slurm_still_shows_running_is_not_preempted_twice(tmp_path: Pat
     srv.cycle()
     assert [c for c in fake.calls if c[0] == "requeuehold"] == [*requeues, ["requeuehold", "1"]]
     assert actions(tmp_path, 1).count("preempt") == 2
+
+
+class StartsAfterRead(FakeSlurm):
+    """Slurm starting a released job between serve's read and its commands: every read shows
+    job 1 released and pinned (launching), and Slurm starts it right after (``starts``) or
+    keeps it pending (``not starts``)."""
+
+    def __init__(self, starts: bool) -> None:
+        launching = fake_job(1, 8, T0, held=False, required="node1", time_limit=60)
+        super().__init__([fake_node("node1")], [launching, fake_job(2, 2, T0 + 1, time_limit=1)])
+        self.starts = starts
+
+    def squeue(self) -> dict:
+        seen = super().squeue()
+        seen = {**seen, "jobs": [dict(j) for j in seen["jobs"]]}
+        if self.starts and self.jobs[1]["job_state"] == "PENDING" and self.jobs[1]["priority"]:
+            self.start(1, T0 + 10)
+        return seen
+
+
+@pytest.mark.parametrize("starts", [True, False])
+def test_a_victim_still_starting_is_stopped_whether_or_not_it_started_meanwhile(
+    tmp_path: Path, starts: bool
+) -> None:
+    """srtf preempts job 1, which Slurm showed released but not started. Held first, so it
+    cannot start after that; then requeued, which stops it if Slurm had started it in the
+    meantime (Slurm's refusal to requeue a still-pending job means the hold already did it).
+    Either way job 1 ends up pending, held and marked queued, and the preemption is journaled
+    as done, saying whether the job had started."""
+    fake = StartsAfterRead(starts)
+    srv = Server(
+        fake, ServeConfig(policy="srtf"), Journal(tmp_path / "j.jsonl"), clock=Clock(T0 + 10)
+    )
+    srv.cycle()
+    assert without_reasons(fake.calls)[:2] == [
+        ["update", "JobId=1", "Priority=0", "AdminComment=schedlab:queued"],
+        ["requeuehold", "1"],
+    ]
+    job = read_jobs(fake.squeue())[0]
+    assert (job.job_id, job.state, job.held, job.admin_comment) == (
+        1,
+        "PENDING",
+        True,
+        "schedlab:queued",
+    )
+    [preempt] = [r for r in read_journal(tmp_path / "j.jsonl") if r["action"] == "preempt"]
+    assert preempt["job"] == 1 and preempt["launching"] is True
+    assert preempt["requeued"] is starts
+    assert not [r for r in read_journal(tmp_path / "j.jsonl") if r["action"] == "error"]

@@ -41,6 +41,7 @@ from schedlab.serve.client import SubprocessSlurm, slurm_reachable
 from schedlab.serve.compare import replay_starts
 from schedlab.serve.import_slurm import RunRecord, parse_sacct, run_sacct
 from schedlab.serve.journal import read_journal
+from schedlab.serve.rederive import rederive
 from schedlab.serve.slurm_state import parse_gpu_tres, read_jobs, read_nodes
 
 pytestmark = pytest.mark.slurm
@@ -630,13 +631,10 @@ def test_tiresias_with_a_minimum_run_converges_live(
     workload = tmp_path / "workload.csv"
     assert main(["trace", "import-slurm", "--journal", str(journal), "--out", str(workload)]) == 0
     serve_record = next(r for r in read_journal(journal) if r["action"] == "serve")
-    # The simulator has no minimum run time: with lost work (checkpoint=0, as imported) tiresias
-    # at a 60 GPU-second threshold would requeue forever there, so the comparison replays the
-    # jobs as resuming ones (the simulator's long-standing model).
-    frame = pd.read_csv(workload)
-    assert (frame["checkpoint"] == 0).all()
-    frame["checkpoint"] = 1
-    frame.to_csv(workload, index=False)
+    # Lost work (checkpoint=0, as imported) converges in the simulator too: the replay applies
+    # the run's journaled minimum run time, as serve did.
+    assert (pd.read_csv(workload)["checkpoint"] == 0).all()
+    assert serve_record["min_runtime"] == 30
     simulated = replay_starts(workload, serve_record)
     replayed = sum(len(v) - 1 for v in simulated.values())
     print(
@@ -652,8 +650,9 @@ def test_two_hundred_mixed_jobs_and_a_sigkill_lose_nothing(
     holds), two arrays of 20 (one throttled to 4 at a time), 10 ``-N2 --gres=gpu:8`` jobs and
     40 jobs that depend on plain ones; serve (fifo) is SIGKILLed mid-run and restarted. Every
     job completes exactly once, on the nodes of its last start (so nothing started that the
-    policy did not choose), no node ever runs more GPUs than it has, and no dependent job
-    starts before the job it waited for ended."""
+    policy did not choose), no node ever runs more GPUs than it has, no dependent job starts
+    before the job it waited for ended, and the journal replays to the same placements: every
+    journaled start is the one fifo makes on the cluster the journal describes at its cycle."""
     ours, _ = clean
     journal = tmp_path / "serve.jsonl"
     plain, parents = [], {}
@@ -693,7 +692,16 @@ def test_two_hundred_mixed_jobs_and_a_sigkill_lose_nothing(
         assert ran[job].start >= ran[parent].end, (job, parent)
     kills = [r["action"] for r in read_journal(journal)].count("serve")
     assert kills == 2
-    print(f"\n200 mixed jobs with a SIGKILL: {wall:.0f} s")
+    # The journal replays to the same placements: each journaled start re-derived from the
+    # cluster the journal describes at its cycle, by the same policy (schedlab.serve.rederive).
+    live = [r for r in read_journal(journal) if r["action"] == "start" and not r.get("recovered")]
+    checked = rederive(journal)
+    assert checked.agree, checked.mismatches[:5]
+    assert checked.starts == len(live) >= 190
+    print(
+        f"\n200 mixed jobs with a SIGKILL: {wall:.0f} s; {checked.starts} starts re-derived "
+        f"in {checked.cycles} cycles, all on the same nodes"
+    )
 
 
 def test_held_jobs_show_why_they_wait_in_squeue(

@@ -322,3 +322,11 @@ def test_a_job_being_requeued_held_is_pending_as_json_says() -> None:
     assert (jobs[2015].state, jobs[2015].held, jobs[2015].restart_count) == ("PENDING", True, 1)
     assert jobs[2016].state == "PENDING"  # marked queued by serve: its requeuehold is under way
     assert jobs[2017].state == "COMPLETING" and jobs[2017].active
+
+
+def test_a_pinned_node_list_reads_in_the_same_order_from_json_and_text() -> None:
+    """serve pins a two-node job in its placement's order (``ReqNodeList=node3,node1``): JSON
+    keeps that order, squeue's text compresses it (``node[1,3]``); both read as node1, node3."""
+    from_json = parse_job({"job_id": 5, "job_state": "PENDING", "required_nodes": "node3,node1"})
+    from_text = jobs_of(row(ReqNodes="node[1,3]"))[1172]
+    assert from_json.required_nodes == from_text.required_nodes == ("node1", "node3")

@@ -90,3 +90,82 @@ def test_status_of_a_running_scheduler_and_of_a_stopped_one(
     assert after.returncode == 3
     assert after.stdout.startswith("partition gpu: no scheduler running")
     assert "(SIGTERM)" in after.stdout
+
+
+def test_status_lists_the_queue_in_each_policy_order_with_estimated_starts(
+    slurm: SubprocessSlurm, clean, tmp_path: Path
+) -> None:
+    """Four 8-GPU jobs of a 2-minute limit fill the cluster (placed by a fifo scheduler); three
+    held jobs of 5, 1 and 3 minutes wait behind them. The fifo scheduler and, beside it, an sjf
+    one in shadow mode (own state folders, so both may run) each write their queue: status
+    lists it in submit order for fifo and shortest first for sjf, every job with its reason and
+    an estimated start no earlier than the first running job's end (start + time limit); each
+    policy's plan keeps strict order (no backfill), and ``--json`` carries what the text shows."""
+    ours, _ = clean
+    fill = [sbatch(ours, "--gres=gpu:8", "-t", "2", "--wrap", "sleep 90") for _ in range(4)]
+    long_job = sbatch(ours, "--gres=gpu:8", "-t", "5", "--wrap", "sleep 1")
+    short_job = sbatch(ours, "--gres=gpu:1", "-t", "1", "--wrap", "sleep 1")
+    mid_job = sbatch(ours, "--gres=gpu:4", "-t", "3", "--wrap", "sleep 1")
+    submitted = [str(long_job), str(short_job), str(mid_job)]
+    runs = {"fifo": (tmp_path / "fifo", ()), "sjf": (tmp_path / "sjf", ("--shadow",))}
+    procs: list[subprocess.Popen] = []
+    shown: dict[str, tuple[str, dict]] = {}
+    try:
+        for policy, (folder, extra) in runs.items():
+            if policy == "sjf":  # once fifo has started the four that fill the cluster
+                wait_until(
+                    lambda: all(e2e.job_field(j, "%T") == "RUNNING" for j in fill),
+                    time.monotonic() + 30,
+                )
+            folder.mkdir()
+            extra = ("--policy", policy, "--partition", "gpu", *extra)
+            argv = serve_argv(folder / "serve.jsonl", *extra, until_idle=False)
+            procs.append(
+                subprocess.Popen(
+                    argv, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+                )
+            )
+        for policy, (folder, _) in runs.items():
+            where = ("--partition", "gpu", "--state-dir", str(folder / "state"))
+
+            def listed(where=where, policy=policy) -> bool:
+                out = status(*where, "--json")
+                queue = (json.loads(out.stdout).get("queue") or {}).get("queue") or []
+                if sorted(e["job"] for e in queue) != sorted(submitted):
+                    return False
+                shown[policy] = (status(*where).stdout, json.loads(out.stdout))
+                return True
+
+            wait_until(listed, time.monotonic() + 30)
+    finally:
+        for proc in procs:
+            proc.send_signal(signal.SIGTERM)
+        errors = [proc.communicate(timeout=30)[1] for proc in procs]
+    assert all(proc.returncode == 0 for proc in procs), errors
+    ends = [
+        time.mktime(time.strptime(e2e.job_field(j, "%S"), "%Y-%m-%dT%H:%M:%S")) + 120 for j in fill
+    ]
+    order = {"fifo": submitted, "sjf": [str(short_job), str(mid_job), str(long_job)]}
+    for policy, (text, data) in shown.items():
+        queue = data["queue"]
+        assert queue["policy"] == policy and queue["order"] == "policy" and queue["in_order"]
+        assert [e["job"] for e in queue["queue"]] == order[policy]
+        starts = [e["estimated_start"] for e in queue["queue"]]
+        assert all(s is not None and s >= min(ends) - 1.0 for s in starts), (starts, ends)
+        assert starts == sorted(starts)
+        for entry in queue["queue"]:
+            gpus = entry["gpus"]
+            assert (
+                entry["reason"] == f"queued: waiting for policy {policy} to place it ({gpus} GPUs)"
+            )
+            assert entry["waits_for"] in ("resources", "priority")
+        # The text shows the same jobs in the same order, each line with its reason.
+        lines = text.splitlines()
+        k = next(i for i, line in enumerate(lines) if line.startswith("queue in the policy's"))
+        rows = lines[k + 2 : k + 5]
+        assert [r.split()[1] for r in rows] == order[policy]
+        assert all(r.endswith(e["reason"]) for r, e in zip(rows, queue["queue"], strict=True))
+    # fifo plans the 8-GPU head first; sjf plans the 1-GPU job at the first end.
+    fifo = {e["job"]: e["estimated_start"] for e in shown["fifo"][1]["queue"]["queue"]}
+    sjf = {e["job"]: e["estimated_start"] for e in shown["sjf"][1]["queue"]["queue"]}
+    assert sjf[str(short_job)] <= fifo[str(short_job)]

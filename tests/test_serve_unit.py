@@ -406,7 +406,8 @@ def test_preempt_resize_and_start_commands(tmp_path: Path) -> None:
     assert fake.calls == [
         ["update", "JobId=1", "AdminComment=schedlab:queued"],
         ["requeuehold", "1"],
-        hold(2),
+        hold(2),  # launching: held, then requeued in case Slurm started it meanwhile
+        ["requeuehold", "2"],
         ["update", "JobId=3", "ReqNodeList=node1,node2", "NumNodes=2"],
         ["release", "3"],
         released(3),

@@ -27,6 +27,7 @@ from schedlab.network.sharing import RULES
 from schedlab.output_dir import staged_dir
 from schedlab.perf.models import parse_speed_factors
 from schedlab.policies.api import REPLAY
+from schedlab.policies.protection import check_min_runtime
 from schedlab.policies.registry import DEFAULT_PLACEMENT, ordering_names, placement_names
 from schedlab.policies.wiring import build
 
@@ -116,6 +117,13 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         "--resize-overhead", type=float, help="seconds a resized job needs to resume (default 0)"
     )
     p.add_argument(
+        "--min-runtime",
+        type=float,
+        metavar="SECONDS",
+        help="a run lasts this long before the policy may preempt it, as 'serve slurm "
+        "--min-runtime' (default 0)",
+    )
+    p.add_argument(
         "--slot",
         type=float,
         help="decide once per round of this many seconds (default: at every event)",
@@ -173,6 +181,7 @@ CONFIG_KEYS: dict[str, type] = {
     "params": list,
     "restart_overhead": float,
     "resize_overhead": float,
+    "min_runtime": float,
     "slot": float,
     "plugin": list,
     "throughputs_fallback": str,
@@ -210,7 +219,7 @@ def spec_from_args(args: argparse.Namespace) -> ReplaySpec:
         raise InputError(
             f"missing {', '.join(missing)} (give it on the command line or in --config)"
         )
-    for name in ("restart_overhead", "resize_overhead"):
+    for name in ("restart_overhead", "resize_overhead", "min_runtime"):
         check_seconds(f"--{name.replace('_', '-')}", pick(name, 0.0))
     slot = pick("slot")
     if slot is not None:
@@ -239,6 +248,7 @@ def spec_from_args(args: argparse.Namespace) -> ReplaySpec:
         params={**parse_params(list(cfg.get("params", []))), **parse_params(args.param)},  # type: ignore[call-overload]
         restart_overhead=pick("restart_overhead", 0.0),
         resize_overhead=pick("resize_overhead", 0.0),
+        min_runtime=pick("min_runtime", 0.0),
         slot=slot,
         plugins=tuple(dict.fromkeys([*cfg.get("plugin", []), *args.plugin])),  # type: ignore[misc]
         throughputs_fallback=fallback,
@@ -248,7 +258,8 @@ def spec_from_args(args: argparse.Namespace) -> ReplaySpec:
         net_control=control,
         energy=energy_spec(args, cfg),
     )
-    build(REPLAY, spec.choice)  # every refusal before any work
+    # every refusal before any work
+    check_min_runtime(spec.policy, build(REPLAY, spec.choice).scheduler, spec.min_runtime)
     return spec
 
 

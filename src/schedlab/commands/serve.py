@@ -26,6 +26,8 @@ from schedlab.serve.journal import Journal
 from schedlab.serve.lock import PartitionLock, default_state_dir
 from schedlab.serve.loop import CycleReport, ServeConfig, Server, load_network
 from schedlab.serve.metrics import Metrics, serve_metrics
+from schedlab.serve.queue_view import queue_path
+from schedlab.serve.rederive import rederive
 from schedlab.serve.status import as_json, gather, render
 from schedlab.serve.topology import ServeTopology
 
@@ -164,6 +166,36 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     add_plugin_option(slurm)
     slurm.set_defaults(run=run_slurm, serve_parser=slurm)
     add_status_parser(targets)
+    add_check_parser(targets)
+
+
+def add_check_parser(targets: argparse._SubParsersAction) -> None:
+    check = targets.add_parser(
+        "check",
+        help="re-derive every start a journal records: same policy, same nodes?",
+        description=(
+            "Walk a 'serve slurm' journal and, at every cycle that started jobs, rebuild the "
+            "cluster and queue that cycle saw from the journal alone and ask the same policy "
+            "again: every journaled start must be the policy's, on the same nodes, and a cycle "
+            "that ran to its end must have journaled every start the policy makes. Exit "
+            "status 0 when all agree, 1 when some do not (each is listed)."
+        ),
+        epilog="example:\n  schedlab serve check --journal /var/log/schedlab/serve.jsonl",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    check.add_argument("--journal", type=Path, required=True, help="the scheduler's journal")
+    check.set_defaults(run=run_check)
+
+
+def run_check(args: argparse.Namespace) -> int:
+    result = rederive(args.journal)
+    for m in result.mismatches:
+        live = ",".join(m.live) if m.live is not None else "not started"
+        derived = ",".join(m.derived) if m.derived is not None else "not started"
+        print(f"run {m.process} cycle {m.cycle} job {m.job}: live {live}; policy {derived}")
+    verdict = "all on the same nodes" if result.agree else f"{len(result.mismatches)} differ"
+    print(f"{result.starts} starts in {result.cycles} cycles re-derived: {verdict}")
+    return 0 if result.agree else 1
 
 
 def add_status_parser(targets: argparse._SubParsersAction) -> None:
@@ -174,8 +206,10 @@ def add_status_parser(targets: argparse._SubParsersAction) -> None:
             "Report on the scheduler of a partition without changing anything: who holds its "
             "lock and since when, its last cycle (from /metrics, else the journal), the "
             "partition's jobs as serve sorts them and the reasons written on held jobs "
-            "(from squeue), and the journal's size. Give the scheduler's own --config, or "
-            "the options it runs with. Exit status 0 when a scheduler runs, 3 when none does."
+            "(from squeue), the queue in the policy's order with each job's reason and "
+            "estimated start (from the file serve writes each cycle), and the journal's "
+            "size. Give the scheduler's own --config, or the options it runs with. Exit "
+            "status 0 when a scheduler runs, 3 when none does."
         ),
         epilog=(
             "examples:\n"
@@ -282,12 +316,17 @@ def run_slurm(args: argparse.Namespace) -> int:
     # A network placement without a network is refused before anything else happens.
     network = load_network(config, client, build(SERVE, config.choice).placement)
     # The lock comes before the journal is opened: a second instance changes nothing at all.
-    with PartitionLock(args.state_dir or default_state_dir(), config.partition):
-        return _serve(args, config, client, network)
+    state_dir = args.state_dir or default_state_dir()
+    with PartitionLock(state_dir, config.partition):
+        return _serve(args, config, client, network, queue_path(state_dir, config.partition))
 
 
 def _serve(
-    args: argparse.Namespace, config: ServeConfig, client: SlurmClient, network: ServeTopology
+    args: argparse.Namespace,
+    config: ServeConfig,
+    client: SlurmClient,
+    network: ServeTopology,
+    queue_file: Path,
 ) -> int:
     metrics = Metrics()
     endpoint = None
@@ -301,7 +340,7 @@ def _serve(
     limit = args.journal_max_mib
     max_bytes = None if limit is None else max(1, int(limit * 2**20))
     journal = Journal(args.journal, max_bytes=max_bytes, keep=args.journal_keep)
-    server = Server(client, config, journal, network=network)
+    server = Server(client, config, journal, network=network, queue_file=queue_file)
 
     def report(r: CycleReport) -> None:
         metrics.update(r)
@@ -414,6 +453,8 @@ def run_import_slurm(args: argparse.Namespace) -> int:
         plugins = "".join(f" --plugin {p}" for p in result.plugins)
         params = "".join(f" --param {shlex.quote(f'{k}={v}')}" for k, v in result.params.items())
         network = f" --topology {topology}" if topology else ""
+        if result.min_runtime:
+            params += f" --min-runtime {result.min_runtime:g}"
         console.print(
             f"replay it: schedlab replay --cluster {result.cluster}{network} --trace {args.out} "
             f"--policy {policy}{backfill}{params} --placement {result.placement}{plugins} "

@@ -48,6 +48,7 @@ from schedlab.experiments.replay_sweep import SyntheticJobs, finished_run, run_g
 from schedlab.experiments.workloads import FileWorkload
 from schedlab.policies.api import PACK, REPLAY
 from schedlab.policies.plugins import load_references
+from schedlab.policies.protection import check_min_runtime
 from schedlab.policies.registry import (
     pack_study_names,
     parameter_names,
@@ -258,7 +259,7 @@ def _run_replay(args: argparse.Namespace) -> int:
         for placement in placements:
             for params in cell_params(name, placement):
                 choice = PolicyChoice(name, placement, backfill, params, fields["slot"], plugins)
-                build(REPLAY, choice)
+                check_min_runtime(name, build(REPLAY, choice).scheduler, fields["min_runtime"])
     cluster = parse_cluster_spec(args.cluster) if args.cluster is not None else None
     if fields["topology"] is not None:
         # A topology that disagrees fails here; without --cluster its hosts are the cluster.

@@ -48,6 +48,7 @@ from schedlab.network.replay_state import NetworkModel, NetworkRecord
 from schedlab.perf.models import PerfModel, allocation_rate
 from schedlab.policies.api import REPLAY
 from schedlab.policies.placement.base import PlacementPolicy
+from schedlab.policies.protection import hold_back_preemptions
 from schedlab.policies.scheduler import SchedulingPolicy
 from schedlab.policies.wiring import Policies, job_pods
 
@@ -71,6 +72,9 @@ class ReplayConfig:
     resize_overhead: float = 0.0
     #: Stop simulating at this time (jobs still active are recorded as unfinished).
     until: float = INF
+    #: Seconds a run lasts before the policy may preempt it, as ``serve slurm --min-runtime``
+    #: (:mod:`schedlab.policies.protection`); 0: no minimum.
+    min_runtime: float = 0.0
 
 
 @dataclass
@@ -155,6 +159,7 @@ class _Run:
         self.gpu_seconds = np.zeros(n)
         self.version = np.zeros(n, dtype=np.int64)
         self.ever_ran = np.zeros(n, dtype=bool)
+        self.run_began = np.zeros(n)  # when each job's current run began (for --min-runtime)
         self.reject_reason: dict[int, str] = {}
         self.pending: dict[int, None] = {}
         self.running: dict[int, None] = {}
@@ -333,6 +338,7 @@ class _Run:
                 if self.net is not None:
                     self.start_network(d.job, d.allocation, now, d.net)
                 rt.run_started[d.job] = now
+                self.run_began[d.job] = now
                 restart = self.cfg.restart_overhead if self.ever_ran[d.job] else 0.0
                 # Circuits set up for the job: it waits for the OCS to re-wire its ports.
                 restart += self.circuit_delay(d.net)
@@ -490,11 +496,22 @@ class _Run:
                     events += 1
             decisions = self.policy.decide(self.snapshot(now, new_pending))
             decision_points += 1
+            protected_until = INF
+            if decisions and cfg.min_runtime > 0:
+                decisions, held = hold_back_preemptions(
+                    decisions,
+                    now,
+                    cfg.min_runtime,
+                    lambda job: float(self.run_began[job]),
+                    lambda job: rt.allocation[job],
+                )
+                # Ask the policy again when the first protection ends.
+                protected_until = min(held.values(), default=INF)
             if decisions:
                 self.apply(decisions, now)
             if self.net is not None:
                 self.settle_network(now)
-            wakeup = self.policy.next_wakeup(self.snapshot(now, []))
+            wakeup = min(self.policy.next_wakeup(self.snapshot(now, [])), protected_until)
             if wakeup <= now:
                 wakeup = INF  # a wake-up in the past would never let time advance
             ts_time.append(now)

@@ -39,6 +39,7 @@ from schedlab.perf.models import (
 )
 from schedlab.perf.scaling import throughput_table
 from schedlab.policies.api import REPLAY
+from schedlab.policies.protection import check_min_runtime
 from schedlab.policies.wiring import PolicyChoice, build
 from schedlab.results import write_config, write_csv, write_json
 from schedlab.traces.cluster_spec import parse_cluster_spec
@@ -61,6 +62,8 @@ class ReplaySpec:
     params: dict[str, str] = field(default_factory=dict)
     restart_overhead: float = 0.0
     resize_overhead: float = 0.0
+    #: Seconds a run lasts before the policy may preempt it (as ``serve slurm --min-runtime``).
+    min_runtime: float = 0.0
     slot: float | None = None
     #: ``module:Class`` plugins to load before the policy is looked up.
     plugins: tuple[str, ...] = ()
@@ -200,8 +203,12 @@ def run_replay(
     check_speed_models(spec, cluster)
     policies = build(REPLAY, spec.choice)
     assert policies.scheduler is not None
+    check_min_runtime(spec.policy, policies.scheduler, spec.min_runtime)
     config = ReplayConfig(
-        seed=spec.seed, restart_overhead=spec.restart_overhead, resize_overhead=spec.resize_overhead
+        seed=spec.seed,
+        restart_overhead=spec.restart_overhead,
+        resize_overhead=spec.resize_overhead,
+        min_runtime=spec.min_runtime,
     )
     meter = None
     if spec.energy.enabled:
@@ -333,6 +340,7 @@ def write_run(out: Path, spec: ReplaySpec, record: ReplayRecord) -> dict[str, ob
         "params": [f"{k}={v}" for k, v in spec.params.items()],
         "restart_overhead": spec.restart_overhead,
         "resize_overhead": spec.resize_overhead,
+        **({"min_runtime": spec.min_runtime} if spec.min_runtime else {}),
         "slot": spec.slot if spec.slot is not None else 0.0,
         "throughputs_fallback": spec.throughputs_fallback or "",
         **({"plugin": list(spec.plugins)} if spec.plugins else {}),

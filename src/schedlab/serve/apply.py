@@ -10,8 +10,11 @@ What each decision becomes (and nothing else is ever changed on a job):
   release and the marker, the next cycle sees a job of schedlab's released by someone else, and
   holds and places it again; Slurm may already have started it, which is then simply counted.)
 * ``Preempt(job)``: ``AdminComment=schedlab:queued``, then ``scontrol requeuehold ID``: it stops,
-  goes back to pending held, and is placed afresh by a later cycle (a job still launching is
-  simply held again).
+  goes back to pending held, and is placed afresh by a later cycle. A victim still launching
+  (released, not started when Slurm was read) may start at any moment, so it is first held
+  (``Priority=0`` and the marker: it can no longer start) and then requeued held, which stops it
+  if Slurm started it in between; Slurm's refusal to requeue a job that is still pending ("Job
+  is pending execution") then means the hold alone did it, and is no error.
 * ``Reject(job, reason)``: ``scontrol update JobId=ID Comment="schedlab: rejected: REASON"``;
   the job stays held, ``squeue -O jobid,comment`` shows why, and later cycles pass it over.
 * Holding (a claim of a ``--hold`` job, a stranded job, one released outside schedlab) is one
@@ -42,6 +45,8 @@ from schedlab.serve.slurm_state import MARK_QUEUED, MARK_RELEASED, REJECT_MARK, 
 REASON_BATCH = 200
 #: Longest ``Comment`` schedlab writes (Slurm keeps long comments, squeue columns do not).
 MAX_COMMENT = 200
+#: Slurm's words (ESLURM_JOB_PENDING) when asked to requeue a job that has not started.
+NOT_STARTED = "pending execution"
 
 Record = dict[str, Any]
 
@@ -86,10 +91,12 @@ def reject_commands(job: JobInfo, reason: str) -> list[list[str]]:
 
 
 def preempt_commands(job: JobInfo) -> list[list[str]]:
+    """Stop ``job`` and give it back to the queue, held (see the module docstring)."""
     if job.active:
         mark = ["update", f"JobId={job.label}", f"AdminComment={MARK_QUEUED}"]
         return [mark, ["requeuehold", job.label]]
-    return [hold_command(job.label)]  # released but not started yet
+    # Launching: the hold keeps it from starting, the requeue stops it if it already has.
+    return [hold_command(job.label), ["requeuehold", job.label]]
 
 
 def check_start(view: LiveView, job: JobInfo, decision: Start) -> str | None:
@@ -143,16 +150,21 @@ class Applier:
         self.sink(record)
         return record
 
-    def _run(self, job: int, action: str, cmds: list[list[str]], **fields: Any) -> Record:
-        """Run ``cmds`` in order; the first failure stops this job only."""
-        for cmd in cmds:
+    def _run(
+        self, job: int, action: str, cmds: list[list[str]], last_may_fail: str = "", **fields: Any
+    ) -> Record:
+        """Run ``cmds`` in order; the first failure stops this job only. ``last_may_fail``:
+        words of Slurm's by which the last command may fail without it being an error."""
+        for k, cmd in enumerate(cmds):
             try:
                 self.client.scontrol(cmd)
             except SlurmError as exc:
+                if last_may_fail and k == len(cmds) - 1 and last_may_fail in str(exc):
+                    return self._record(job, action, **fields, requeued=False)
                 return self._record(
                     job, "error", attempted=action, command=" ".join(cmd), reason=str(exc), **fields
                 )
-        return self._record(job, action, **fields)
+        return self._record(job, action, **fields, **({"requeued": True} if last_may_fail else {}))
 
     def hold_stranded(self, view: LiveView) -> list[Record]:
         """Hold every stranded job so it is placed afresh (whether or not it starts now)."""
@@ -272,8 +284,15 @@ class Applier:
                 nodes = sorted(
                     {str(names[n]) for n, _ in view.snapshot.runtime.allocation[d.job] or ()}
                 )
+                launching = {} if job.active else {"launching": True}
                 rec = self._run(
-                    job.job_id, "preempt", preempt_commands(job), nodes=nodes, gpus=job.num_gpus
+                    job.job_id,
+                    "preempt",
+                    preempt_commands(job),
+                    NOT_STARTED if launching else "",
+                    nodes=nodes,
+                    gpus=job.num_gpus,
+                    **launching,
                 )
             elif isinstance(d, Resize):
                 rec = self._record(

@@ -1,8 +1,8 @@
 """Where the simulator puts each job of a recorded live run, for comparison with where it ran.
 
 The cluster is rebuilt from the journal's ``serve`` record (node names, GPUs, models, CPUs,
-memory), not from a compact spec, so placement scores see the very nodes the live policy saw; the
-policy is wrapped so that every start it decides is noted with the node names it chose.
+memory), not from a compact spec, so placement scores see the very nodes the live policy saw; an
+observer of the engine notes every start it carries out with the node names chosen.
 """
 
 from __future__ import annotations
@@ -18,42 +18,34 @@ from schedlab.errors import InputError
 from schedlab.model.cluster import Cluster
 from schedlab.model.gpu_models import is_known_model, model_index
 from schedlab.model.jobs import JobTable
-from schedlab.model.snapshot import Decision, Snapshot, Start
+from schedlab.model.snapshot import Allocation
 from schedlab.perf.models import TraceDuration
 from schedlab.policies.api import REPLAY
-from schedlab.policies.scheduler import ReplayContext, SchedulingPolicy
 from schedlab.policies.wiring import PolicyChoice, build
 from schedlab.traces.formats import read_jobs
 
 
-class RecordingPolicy(SchedulingPolicy):
-    """Delegates to ``inner`` and notes each job's starts as node-name tuples, in order."""
+class StartRecorder:
+    """An observer of the replay engine noting each job's starts as node-name tuples, in order:
+    the starts the engine carried out (a start a minimum run held back is not one)."""
 
-    summary = "records the starts of another policy"
-
-    def __init__(self, inner: SchedulingPolicy) -> None:
-        self.inner = inner
-        self.name = inner.name  # type: ignore[misc]
+    def __init__(self, job_ids: np.ndarray, names: np.ndarray) -> None:
+        self.job_ids = job_ids
+        self.names = names
         self.starts: dict[str, list[tuple[str, ...]]] = {}
-        self._names: np.ndarray | None = None
 
-    def reset(self, ctx: ReplayContext) -> None:
-        self._names = ctx.cluster.names
-        self.inner.reset(ctx)
+    def placed(self, now: float, job: int, allocation: Allocation) -> None:
+        nodes = tuple(str(self.names[n]) for n, _ in allocation)
+        self.starts.setdefault(str(self.job_ids[job]), []).append(nodes)
 
-    def decide(self, snap: Snapshot) -> list[Decision]:
-        decisions = self.inner.decide(snap)
-        for d in decisions:
-            if isinstance(d, Start):
-                nodes = tuple(str(snap.cluster.names[n]) for n, _ in d.allocation)
-                self.starts.setdefault(str(snap.jobs.job_id[d.job]), []).append(nodes)
-        return decisions
+    def released(self, now: float, job: int, allocation: Allocation) -> None:
+        """Nothing to note: only starts are compared."""
 
-    def next_wakeup(self, snap: Snapshot) -> float:
-        return self.inner.next_wakeup(snap)
+    def tick(self, now: float) -> None:
+        """Nothing to note at a decision point."""
 
-    def describe(self) -> str:
-        return self.inner.describe()
+    def finish(self, end: float) -> None:
+        """Nothing to note at the end."""
 
 
 def cluster_from_serve(record: Mapping[str, Any]) -> Cluster:
@@ -88,7 +80,8 @@ def replay_starts(
     serve_record: Mapping[str, Any],
     seed: int = 0,
 ) -> dict[str, list[tuple[str, ...]]]:
-    """Replay ``workload`` under the policy the journal names; every job's starts (node names)."""
+    """Replay ``workload`` under the policy (and minimum run) the journal names; every job's
+    starts (node names)."""
     jobs = workload if isinstance(workload, JobTable) else read_jobs(workload).jobs
     label = str(serve_record.get("policy", ""))
     backfill = label.endswith("+backfill")
@@ -102,10 +95,14 @@ def replay_starts(
     )
     policies = build(REPLAY, choice)
     assert policies.scheduler is not None
-    recorder = RecordingPolicy(policies.scheduler)
     cluster = cluster_from_serve(serve_record)
+    raw = serve_record.get("min_runtime")
+    min_runtime = float(raw) if isinstance(raw, int | float) and raw > 0 else 0.0
+    config = ReplayConfig(seed=seed, min_runtime=min_runtime)
     engine = ReplayEngine(
-        cluster, jobs, recorder, policies.placement, TraceDuration(), ReplayConfig(seed=seed)
+        cluster, jobs, policies.scheduler, policies.placement, TraceDuration(), config
     )
+    recorder = StartRecorder(engine.jobs.job_id, cluster.names)
+    engine.observer = recorder
     engine.run()
     return recorder.starts

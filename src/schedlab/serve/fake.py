@@ -182,6 +182,11 @@ class FakeSlurm:
             if self.start_on_release:
                 self.start(job_id)
         elif verb == "requeuehold":
+            if job["job_state"] == "PENDING":  # as Slurm answers (ESLURM_JOB_PENDING)
+                raise SlurmError(
+                    f"'scontrol {' '.join(args)}' failed (exit 1): "
+                    f"Job is pending execution for job {job_id}"
+                )
             job.update(
                 job_state="PENDING",
                 priority=0,

@@ -87,6 +87,8 @@ class ImportResult:
     topology_spec: str = ""
     #: ... or, for a Slurm switch tree, that network as an explicit topology TOML text.
     topology_toml: str = ""
+    #: The live run's ``--min-runtime`` (seconds; 0: none), which its replay applies too.
+    min_runtime: float = 0.0
 
 
 def _epoch(text: str) -> float:
@@ -295,7 +297,13 @@ def import_slurm(journal: Path, sacct_text: str, timing: str = "slurm") -> Impor
         params=_params(serve.get("params")),
         topology_spec=str(serve.get("topology_spec") or ""),
         topology_toml=str(serve.get("topology_toml") or ""),
+        min_runtime=_seconds(serve.get("min_runtime")),
     )
+
+
+def _seconds(raw: object) -> float:
+    """A journaled number of seconds (a journal written before the field existed: 0)."""
+    return float(raw) if isinstance(raw, int | float) and raw > 0 else 0.0
 
 
 def _params(raw: object) -> dict[str, str]:

@@ -40,8 +40,9 @@ from schedlab.serve.client import ShadowSlurm, SlurmClient, SlurmError
 from schedlab.serve.journal import Journal, read_journal
 from schedlab.serve.live import LiveView, build_view, node_model
 from schedlab.serve.preemption import Guard, PreemptionRules, checkpoints
+from schedlab.serve.queue_view import build_queue, write_queue
 from schedlab.serve.reasons import waiting_reason
-from schedlab.serve.slurm_state import JobInfo, NodeInfo, read_jobs, read_nodes
+from schedlab.serve.slurm_state import JobInfo, NodeInfo, partition_jobs, read_nodes
 from schedlab.serve.topology import ServeTopology
 
 Record = dict[str, Any]
@@ -126,6 +127,25 @@ def journaled_starts(path: Path | None) -> tuple[set[int], float | None]:
     return started, last
 
 
+def open_runs(path: Path | None) -> dict[int, tuple[str, ...]]:
+    """The runs a journal leaves open: jobs with a ``start`` and nothing after it that ends the
+    run (``finish``, ``requeued``, ``preempt``, ``hold``), with their nodes. A restarted
+    scheduler watches them as if it had started them, so one that ended while no scheduler ran
+    gets its ``finish`` when the restart observes it gone."""
+    runs: dict[int, tuple[str, ...]] = {}
+    if path is None or not path.exists():
+        return runs
+    for r in read_journal(path):
+        job = r.get("job")
+        if not job:
+            continue
+        if r["action"] == "start":
+            runs[int(job)] = tuple(r.get("nodes") or ())
+        elif r["action"] in ("finish", "requeued", "preempt", "hold"):
+            runs.pop(int(job), None)
+    return runs
+
+
 def saved_credit(path: Path | None) -> dict[int, tuple[float, float]]:
     """Attained GPU-seconds and seconds run that checkpointing jobs carried through their
     requeues, summed from the journal's ``requeued`` records."""
@@ -190,7 +210,10 @@ class Server:
         clock: Callable[[], float] = time.time,
         sleep: Callable[[float], None] = time.sleep,
         network: ServeTopology | None = None,
+        queue_file: Path | None = None,
     ) -> None:
+        """``queue_file``: where each cycle writes the queue in the policy's order, with
+        reasons and estimated starts (:mod:`schedlab.serve.queue_view`); None: nowhere."""
         if not config.interval > 0:
             raise InputError(f"'--interval' must be > 0 seconds (got {config.interval})")
         if config.shadow:
@@ -214,8 +237,11 @@ class Server:
         self._run_of: dict[int, tuple[float, int]] = {}  # running job → (its start, its GPUs)
         self._credit = saved_credit(journal.path)  # checkpointing jobs' earlier runs
         self._journaled_starts, self._resumed_at = journaled_starts(journal.path)
+        self._active.update(open_runs(journal.path))  # runs a restart takes over
+        self._gap = set(self._active)
         self._protected: dict[int, str] = {}
         self._network = network  # loaded on first use unless given
+        self.queue_file = queue_file
         self._preempting: dict[int, float] = {}  # requeued by this process → when
         self.guard = Guard(
             PreemptionRules(config.min_runtime, config.grace), self._signal, self._protect
@@ -271,6 +297,13 @@ class Server:
                     num_nodes=max(info.node_count, 1) if info.shaped else 0,
                     exclusive=info.exclusive,
                     checkpoint=checkpoints(info),
+                    # An array task queues by its array and task id (the journal's reader
+                    # rebuilds the queue's order from these).
+                    **(
+                        {"array_job": info.array_job_id, "array_task": info.array_task_id}
+                        if info.array_job_id and info.array_task_id is not None
+                        else {}
+                    ),
                 )
         now_active = set(view.running) | set(view.launching)
         self._ran.update(view.running)
@@ -306,10 +339,13 @@ class Server:
                     self._requeued(info, nodes)
             else:
                 state = info.state if info is not None else "GONE"
-                self._write(job_id, "finish", nodes=list(nodes), state=state)
+                # A run taken over from the journal ended while no scheduler watched.
+                gap = {"recovered": True} if job_id in self._gap else {}
+                self._write(job_id, "finish", nodes=list(nodes), state=state, **gap)
             del self._active[job_id]
             self._ran.discard(job_id)
             self._run_of.pop(job_id, None)
+        self._gap.clear()  # from now on this process saw every run it watches
         self._journal_reasons(view)
 
     def _recover_finished(self, jobs: list[JobInfo]) -> None:
@@ -370,8 +406,11 @@ class Server:
 
     # -- one cycle -------------------------------------------------------------------------
     def read(self) -> tuple[list[JobInfo], list[NodeInfo]]:
+        """The partition's jobs (with other partitions' jobs running on its nodes, which hold
+        GPUs too) and its nodes."""
         part = self.config.partition
-        return read_jobs(self.client.squeue(), part), read_nodes(self.client.sinfo(), part)
+        nodes = read_nodes(self.client.sinfo(), part)
+        return partition_jobs(self.client.squeue(), part, nodes), nodes
 
     def cycle(self) -> CycleReport:
         """Read, decide, apply and journal once."""
@@ -428,7 +467,10 @@ class Server:
             {r["job"]: self.now for r in outcome.records if r["action"] == "preempt"}
         )
         records += self.applier.claim(view, outcome.started)
-        records += self.applier.show_reasons(self._reasons(view, jobs, outcome))
+        reasons = self._reasons(view, jobs, outcome)
+        records += self.applier.show_reasons(reasons)
+        if self.queue_file is not None:
+            self._write_queue(view, jobs, reasons, outcome)
         for job_id in view.running + view.launching + outcome.started:
             if job_id not in self._active:
                 info = view.infos[view.index_of(job_id)]
@@ -465,6 +507,44 @@ class Server:
             )
         self.journal.sync()
         return report
+
+    def _write_queue(
+        self,
+        view: LiveView,
+        jobs: list[JobInfo],
+        reasons: list[tuple[JobInfo, str]],
+        outcome: Outcome,
+    ) -> None:
+        """The queue in the policy's order, with reasons and estimated starts, for ``serve
+        status`` (a failure to write it is journaled and the cycle goes on)."""
+        assert self.queue_file is not None
+        policy = self.policies.scheduler
+        ranking = getattr(policy, "ranking", None)
+        # The policy was started on this cycle's snapshot only when something was pending.
+        order = (
+            ranking(view.snapshot) if ranking is not None and view.snapshot.pending_set else None
+        )
+        cfg = self.config
+        header = {
+            "partition": cfg.partition,
+            "policy": cfg.label,
+            "placement": cfg.placement,
+            "cycle": self.cycle_no,
+            "shadow": cfg.shadow,
+        }
+        data = build_queue(
+            view,
+            jobs,
+            order,
+            {info.job_id: why for info, why in reasons},
+            outcome.records,
+            in_order=not (cfg.backfill or getattr(policy, "preemptive", False)),
+            header=header,
+        )
+        try:
+            write_queue(self.queue_file, data)
+        except OSError as exc:
+            self._write(None, "error", attempted="queue", reason=f"{self.queue_file}: {exc}")
 
     def _not_again(self, view: LiveView, decisions: list[Decision]) -> list[Decision]:
         """Drop a preemption of a job this process already requeued that Slurm still shows
@@ -530,13 +610,11 @@ class Server:
         self.network().for_nodes(nodes)  # a node under no switch: an error before any cycle
         return nodes
 
-    def run(self, report: Callable[[CycleReport], None] | None = None) -> int:
-        """Cycle until SIGTERM/SIGINT (or, with ``until_idle``, until nothing is left)."""
-        nodes = self.describe_cluster()
+    def serve_record(self, nodes: list[NodeInfo]) -> Record:
+        """The ``serve`` record a run begins with: the settings and the nodes, all a reader of
+        the journal needs to rebuild what the policy saw."""
         cfg = self.config
-        self._write(
-            None,
-            "serve",
+        return dict(
             policy=cfg.label,
             placement=cfg.placement,
             params=dict(cfg.params),
@@ -553,7 +631,14 @@ class Server:
             shadow=cfg.shadow,
             topology=self.network().source if self.network().available else None,
             **self.network().for_replay(nodes),
+            min_runtime=cfg.min_runtime,
+            grace=cfg.grace,
         )
+
+    def run(self, report: Callable[[CycleReport], None] | None = None) -> int:
+        """Cycle until SIGTERM/SIGINT (or, with ``until_idle``, until nothing is left)."""
+        self._write(None, "serve", **self.serve_record(self.describe_cluster()))
+        cfg = self.config
         previous = {
             sig: signal.signal(sig, self._on_signal) for sig in (signal.SIGTERM, signal.SIGINT)
         }

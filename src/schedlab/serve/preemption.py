@@ -23,7 +23,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from schedlab.model.snapshot import Decision, Preempt, Start
+from schedlab.model.snapshot import Decision, Preempt
+from schedlab.policies.protection import drop_blocked_starts, gpus_of, protected_until
 from schedlab.serve.live import LiveView
 from schedlab.serve.reasons import user_comment
 from schedlab.serve.slurm_state import JobInfo
@@ -66,29 +67,21 @@ class Guard:
             if why is None:
                 kept.append(d)
                 continue
-            for node, gpus in view.snapshot.runtime.allocation[d.job] or ():
-                blocked.update((node, g) for g in gpus)
+            blocked |= gpus_of(view.snapshot.runtime.allocation[d.job])
             if why:
                 self.record(job.job_id, "protect", why)
         for job_id in list(self.signalled):
             if job_id not in wanted:  # the policy changed its mind, or the job ended
                 del self.signalled[job_id]
-        for d in decisions:
-            if isinstance(d, Preempt):
-                continue
-            if isinstance(d, Start) and any(
-                (node, g) in blocked for node, gpus in d.allocation for g in gpus
-            ):
-                continue
-            kept.append(d)
-        return kept
+        others = [d for d in decisions if not isinstance(d, Preempt)]
+        return kept + drop_blocked_starts(others, blocked)
 
     def _hold_back(self, job: JobInfo, now: float) -> str | None:
         """None: preempt now; otherwise why not yet ("" when already journaled)."""
         if not job.active:
             return None  # launching: holding it again loses nothing
-        ran = now - job.start_time if job.start_time > 0 else 0.0
-        if ran < self.rules.min_runtime:
+        began = job.start_time if job.start_time > 0 else now
+        if protected_until(began, now, self.rules.min_runtime) is not None:
             return f"its run has not lasted the {self.rules.min_runtime:g} s minimum yet"
         if self.rules.grace <= 0:
             return None

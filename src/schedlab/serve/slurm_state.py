@@ -8,6 +8,7 @@ its neutral value (no GPUs, no limit, not held) rather than failing the cycle.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import math
 import re
@@ -254,7 +255,10 @@ def parse_job(raw: Mapping[str, Any]) -> JobInfo:
         node_count=int(_number(raw.get("node_count")) or 1),
         nodes=nodes,
         gpu_idx=idx,
-        required_nodes=tuple(expand_hostlist(_text(raw.get("required_nodes")))),
+        # In natural order, as squeue's text prints a node list (JSON keeps the order given).
+        required_nodes=tuple(
+            sorted(expand_hostlist(_text(raw.get("required_nodes"))), key=_natural)
+        ),
         submit_time=_number(raw.get("submit_time")) or 0.0,
         start_time=_number(raw.get("start_time")) or 0.0,
         end_time=_number(raw.get("end_time")) or 0.0,
@@ -320,6 +324,25 @@ def read_jobs(squeue: Mapping[str, Any], partition: str | None = None) -> list[J
     """The partition's jobs (all when ``partition`` is None), by job id."""
     jobs = (parse_job(raw) for raw in squeue.get("jobs") or [])
     return sorted((j for j in jobs if j.in_partition(partition)), key=lambda j: j.job_id)
+
+
+def partition_jobs(
+    squeue: Mapping[str, Any], partition: str | None, nodes: Iterable[NodeInfo]
+) -> list[JobInfo]:
+    """The partition's jobs, and the jobs of other partitions running on its nodes (partitions
+    may share nodes): those hold GPUs the policy must not plan on, and are never this
+    scheduler's to manage, so their ownership marker is dropped (a scheduler of the other
+    partition may have set it). By job id; every job when ``partition`` is None."""
+    if partition is None:
+        return read_jobs(squeue)
+    names = {n.name for n in nodes}
+    out = []
+    for job in read_jobs(squeue):
+        if job.in_partition(partition):
+            out.append(job)
+        elif job.active and names.intersection(job.nodes):
+            out.append(dataclasses.replace(job, admin_comment=""))
+    return out
 
 
 def node_names(nodes: Iterable[NodeInfo]) -> list[str]:

@@ -11,7 +11,10 @@ Everything comes from what serve already leaves behind, read without changing an
   ``stop`` record after it, and the journal's files and size;
 * Slurm (``squeue``): the partition's jobs sorted as a cycle sorts them (held by schedlab,
   released and pinned, running, not eligible, rejected, …) and the reasons serve wrote into
-  the ``Comment`` of held jobs.
+  the ``Comment`` of held jobs;
+* the queue file serve writes each cycle (``STATE_DIR/serve-PARTITION.queue.json``,
+  :mod:`schedlab.serve.queue_view`): the queued jobs in the policy's order, each with its reason
+  and estimated start.
 
 Each source may be missing (no journal given, no metrics port, Slurm down): the rest is shown.
 """
@@ -28,16 +31,20 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from schedlab.errors import InputError
 from schedlab.serve.classify import classify
 from schedlab.serve.client import SlurmClient, SlurmError
 from schedlab.serve.journal import journal_files
 from schedlab.serve.lock import ALL, Holder, lock_holder, lock_path
+from schedlab.serve.queue_view import queue_path, read_queue
 from schedlab.serve.reasons import REASON_MARK, SEPARATOR
 from schedlab.serve.slurm_state import MARK_QUEUED, MARK_RELEASED, read_jobs
 
 Record = dict[str, Any]
 #: Reasons listed (most frequent first) in the text report; ``--json`` lists every held job.
 TOP_REASONS = 8
+#: Queued jobs listed (from the head of the policy's order) in the text report.
+QUEUE_LINES = 15
 #: The journal lines status parses (found as text first: a journal may hold millions).
 _WANTED = re.compile(r'"action"\s*:\s*"(serve|cycle|stop)"')
 
@@ -58,6 +65,8 @@ class Status:
     reasons: list[tuple[str, list[str]]] = field(default_factory=list)  # reason → job labels
     slurm_error: str | None = None
     journal: Record | None = None  # path, bytes, files
+    queue: Record | None = None  # the scheduler's last queue file
+    queue_error: str | None = None
 
     @property
     def running(self) -> bool:
@@ -187,6 +196,10 @@ def gather(
             "cycles": int(m["cycles_total"]),
             "source": "metrics",
         }
+    try:
+        status.queue = read_queue(queue_path(state_dir, partition))
+    except InputError as exc:
+        status.queue_error = str(exc)
     if client is not None:
         try:
             status.jobs, status.reasons = slurm_jobs(client, partition, now)
@@ -272,6 +285,7 @@ def render(status: Status, now: float) -> list[str]:
                 lines.append(f"  ({len(status.reasons) - TOP_REASONS} more reasons; --json)")
     elif status.slurm_error:
         lines.append(f"jobs: cannot read Slurm ({status.slurm_error})")
+    lines += render_queue(status, now)
     j = status.journal
     if j is not None:
         if j.get("missing"):
@@ -283,6 +297,56 @@ def render(status: Status, now: float) -> list[str]:
                 else ""
             )
             lines.append(f"journal: {j['path']}, {_size(j['bytes'])}{rotated}")
+    return lines
+
+
+def _clock(seconds: float, now: float) -> str:
+    """An estimated start: the UTC time, and how far off it is."""
+    stamp = time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(seconds))
+    ahead = seconds - now
+    if ahead <= 0:
+        return f"{stamp} (now)"
+    if ahead < 3600:
+        return (
+            f"{stamp} (in {ahead / 60:.0f} min)" if ahead >= 60 else f"{stamp} (in {ahead:.0f} s)"
+        )
+    return f"{stamp} (in {ahead / 3600:.1f} h)"
+
+
+def render_queue(status: Status, now: float) -> list[str]:
+    """The queue in the policy's order: position, job, GPUs, estimated start, reason."""
+    if status.queue_error:
+        return [f"queue: {status.queue_error}"]
+    q = status.queue
+    if q is None:
+        return []
+    order = "the policy's order" if q.get("order") == "policy" else "submit order"
+    head = (
+        f"queue in {order} ({q.get('policy')}), as of cycle {q.get('cycle')} at "
+        f"{_when(q.get('time'), now)}"
+    )
+    jobs = q.get("queue") or []
+    if not jobs:
+        return [head + ": empty"]
+    lines = [
+        head + ":",
+        "    #  job           GPUs  estimated start (UTC)             waits for  reason",
+    ]
+    for entry in jobs[:QUEUE_LINES]:
+        start = entry.get("estimated_start")
+        if start is not None:
+            when = _clock(float(start), now)
+        elif entry.get("waits_for") == "resources":
+            when = "never on the nodes up now"
+        else:
+            when = "not estimated"
+        lines.append(
+            f"  {entry.get('position', '?'):>3}  {entry.get('job', '?'):<12}  "
+            f"{entry.get('gpus', '?'):>4}  {when:<32}  {entry.get('waits_for') or '-':<9}  "
+            f"{entry.get('reason', '')}"
+        )
+    if len(jobs) > QUEUE_LINES:
+        lines.append(f"  ({len(jobs) - QUEUE_LINES} more queued; --json)")
     return lines
 
 
@@ -305,4 +369,6 @@ def as_json(status: Status) -> Record:
         "reasons": [{"reason": r, "jobs": jobs} for r, jobs in status.reasons],
         "slurm_error": status.slurm_error,
         "journal": status.journal,
+        "queue": status.queue,
+        "queue_error": status.queue_error,
     }

@@ -177,6 +177,11 @@ class QueueScheduler(SchedulingPolicy):
         # A pending job's work left is as banked: nothing progresses while it waits.
         return snap.now + float(snap.runtime.remaining[job]) / rate if rate > 0 else np.inf
 
+    def ranking(self, snap: Snapshot) -> list[int]:
+        """The pending jobs in the order this scheduler considers them (best first): what an
+        operator's view of the queue shows (``schedlab serve status``)."""
+        return self._ranked(snap, snap.pending()).tolist()
+
     def _ranked(self, snap: Snapshot, idx: np.ndarray) -> np.ndarray:
         keys = self.ordering.keys(snap, idx)
         return idx[np.lexsort((idx, self.submit[idx], keys))]
