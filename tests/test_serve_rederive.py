@@ -26,7 +26,13 @@ class Clock:
         return self.t
 
 
-def _run(tmp_path: Path, policy: str = "fifo", backfill: bool = False) -> Path:
+def _run(
+    tmp_path: Path,
+    policy: str = "fifo",
+    backfill: bool = False,
+    placement: str = "bestfit",
+    topology: str | None = None,
+) -> Path:
     """Three 8-GPU nodes; eleven jobs of 1–8 GPUs (two of them -N2 × 8, three tasks of an
     array) arriving over time; jobs end by hand; the scheduler is replaced by a new process
     (same journal) after cycle 3, while a job ends."""
@@ -41,7 +47,9 @@ def _run(tmp_path: Path, policy: str = "fifo", backfill: bool = False) -> Path:
     fake = FakeSlurm(nodes, jobs, start_on_release=True)
     clock = Clock()
     journal = tmp_path / "serve.jsonl"
-    config = ServeConfig(policy=policy, backfill=backfill, seed=3)
+    config = ServeConfig(
+        policy=policy, backfill=backfill, seed=3, placement=placement, topology=topology
+    )
 
     def server() -> Server:
         srv = Server(fake, config, Journal(journal), clock=clock)
@@ -94,6 +102,32 @@ def test_every_start_of_a_run_with_a_restart_is_re_derived(tmp_path: Path) -> No
 
 def test_backfill_decisions_are_re_derived_too(tmp_path: Path) -> None:
     result = rederive(_run(tmp_path, "sjf", backfill=True))
+    assert result.agree, result.mismatches
+    assert result.starts >= 10
+
+
+@pytest.mark.parametrize(
+    ("placement", "tree"),
+    [("locality", False), ("titan", True), ("hived", True), ("fragments-first", False)],
+)
+def test_network_placements_are_re_derived_on_the_recorded_network(
+    tmp_path: Path, placement: str, tree: bool
+) -> None:
+    """The serve record keeps the network (a replay spec as given, a topology.conf tree as
+    TOML): the re-derivation places on it as the live cycles did."""
+    if tree:
+        conf = tmp_path / "topology.conf"
+        conf.write_text(
+            "SwitchName=leaf1 Nodes=node[1-2]\nSwitchName=leaf2 Nodes=node3\n"
+            "SwitchName=spine Switches=leaf[1-2]\n"
+        )
+        topology = str(conf)
+    else:
+        topology = "leafspine:leaves=3,spines=1,hosts_per_leaf=1,g=8,m=1,nic_gbps=100"
+    journal = _run(tmp_path, placement=placement, topology=topology)
+    serve = next(r for r in read_journal(journal) if r["action"] == "serve")
+    assert ("topology_toml" if tree else "topology_spec") in serve
+    result = rederive(journal)
     assert result.agree, result.mismatches
     assert result.starts >= 10
 

@@ -38,6 +38,7 @@ Either form may add HiveD's cell chain, ``[[cells]]`` tables of ``name``, ``chil
 from __future__ import annotations
 
 import json
+import tomllib
 from pathlib import Path
 from typing import Any
 
@@ -70,8 +71,21 @@ def _count(table: dict[str, Any], key: str, where: str, default: int | None = No
 
 def read_topology_toml(path: Path) -> Topology:
     """Read a topology TOML file (see the module docstring)."""
-    doc = load_toml_table(path)
-    where = str(path)
+    return topology_from_toml(load_toml_table(path), str(path), path.stem)
+
+
+def topology_from_toml_text(text: str, where: str, name: str = "recorded") -> Topology:
+    """A topology from TOML text kept elsewhere (a serve journal keeps a switch tree so);
+    ``where`` names that place in errors."""
+    try:
+        doc = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise InputError(f"bad TOML in {where}: {exc}") from None
+    return topology_from_toml(doc, where, name)
+
+
+def topology_from_toml(doc: dict[str, Any], where: str, name: str) -> Topology:
+    """A topology from a parsed TOML document (see the module docstring)."""
     if "generator" in doc:
         params = doc.get("params", {})
         if not isinstance(params, dict):
@@ -139,7 +153,7 @@ def read_topology_toml(path: Path) -> Topology:
             dst += [b, a]
             cap += [gbps, gbps]
     return Topology(
-        name=path.stem,
+        name=name,
         host_gpus=np.asarray(gpus, dtype=np.int64),
         host_nics=np.asarray(nics, dtype=np.int64),
         host_nic_gbps=np.asarray(rate, dtype=np.float64),

@@ -23,8 +23,9 @@ policy (built for serve from the ``serve`` record, started with the same seed) d
 start the live cycle journaled must be one the policy makes there, on the same nodes; and in a
 cycle that ran to its end (its ``cycle`` record), every start the policy makes must have been
 journaled (as a start, or a ``skip`` / ``error`` saying why Slurm did not get it). Deterministic:
-it reads only the journal. It assumes what the journal cannot say: no other owner's jobs on the
-nodes, every node up, and a placement that does not need the network.
+it reads only the journal. A network placement gets the network the ``serve`` record keeps
+(``topology_spec`` or ``topology_toml``), without link loads, as serve gives it. It assumes what
+the journal cannot say: no other owner's jobs on the nodes and every node up.
 """
 
 from __future__ import annotations
@@ -44,6 +45,7 @@ from schedlab.policies.wiring import PolicyChoice, build
 from schedlab.serve.journal import read_journal
 from schedlab.serve.live import build_view
 from schedlab.serve.slurm_state import MARK_QUEUED, MARK_RELEASED, JobInfo, NodeInfo
+from schedlab.serve.topology import ServeTopology
 
 Record = dict[str, Any]
 #: Records that end a run (the job is queued again unless it finished).
@@ -238,7 +240,8 @@ class _Replayer:
         )
         infos = [_info(j, e.facts, e.run) for j, e in self.jobs.items() if e.run is not None]
         infos += [_info(j, self.jobs[j].facts, None) for j in self.queued]
-        view = build_view(sorted(infos, key=lambda i: i.job_id), _nodes(s), self.time)
+        nodes = _nodes(s)
+        view = build_view(sorted(infos, key=lambda i: i.job_id), nodes, self.time)
         self.derived = {}
         self.result.cycles += 1
         if not view.snapshot.pending_set:
@@ -249,6 +252,7 @@ class _Replayer:
             np.random.default_rng(int(s.get("seed") or 0)),
             jobs=view.snapshot.jobs,
             perf=TraceDuration(),
+            topology=ServeTopology.from_record(s).for_nodes(nodes),
         )
         policies.import_state(self.group_state)
         assert policies.scheduler is not None

@@ -23,7 +23,7 @@ from schedlab.errors import InputError
 from schedlab.input_files import read_text
 from schedlab.network.generators import parse_topology
 from schedlab.network.topology import Topology, check_cluster
-from schedlab.network.topology_toml import topology_as_toml
+from schedlab.network.topology_toml import topology_as_toml, topology_from_toml_text
 from schedlab.serve.client import SlurmClient
 from schedlab.serve.live import build_cluster
 from schedlab.serve.slurm_state import NodeInfo
@@ -69,6 +69,19 @@ class ServeTopology:
             return cls(tree=read_tree_file(Path(spec)))
         replay_spec = str(Path(spec).resolve()) if spec.endswith(".toml") else spec
         return cls(fixed=parse_topology(spec), spec=replay_spec)
+
+    @classmethod
+    def from_record(cls, record: dict[str, object]) -> ServeTopology:
+        """The network a journal's ``serve`` record keeps (see :meth:`for_replay`); none when
+        the run had none."""
+        spec = str(record.get("topology_spec") or "")
+        text = str(record.get("topology_toml") or "")
+        if spec:
+            return cls(fixed=parse_topology(spec), spec=spec)
+        if text:
+            where = "the journal's serve record, field 'topology_toml'"
+            return cls(fixed=topology_from_toml_text(text, where))
+        return cls()
 
     @classmethod
     def from_slurm(cls, client: SlurmClient) -> ServeTopology:
