@@ -84,7 +84,7 @@ def topology_from_toml_text(text: str, where: str, name: str = "recorded") -> To
     return topology_from_toml(doc, where, name)
 
 
-def topology_from_toml(doc: dict[str, Any], where: str, name: str) -> Topology:
+def topology_from_toml(doc: dict[str, Any], where: str, topology_name: str) -> Topology:
     """A topology from a parsed TOML document (see the module docstring)."""
     if "generator" in doc:
         params = doc.get("params", {})
@@ -153,7 +153,7 @@ def topology_from_toml(doc: dict[str, Any], where: str, name: str) -> Topology:
             dst += [b, a]
             cap += [gbps, gbps]
     return Topology(
-        name=name,
+        name=topology_name,
         host_gpus=np.asarray(gpus, dtype=np.int64),
         host_nics=np.asarray(nics, dtype=np.int64),
         host_nic_gbps=np.asarray(rate, dtype=np.float64),
