@@ -140,6 +140,8 @@ def test_the_command_line_and_its_config(tmp_path: Path) -> None:
     [
         (["--policy", "srtf", "--min-runtime", "-5"], "'--min-runtime' must be"),
         (["--policy", "gandiva", "--min-runtime", "30"], "'--min-runtime' applies to the"),
+        (["--policy", "srtf", "--grace", "-1"], "'--grace' must be"),
+        (["--policy", "gandiva", "--grace", "10"], "'--grace' applies to the"),
     ],
 )
 def test_bad_minimums_are_one_line(

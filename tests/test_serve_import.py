@@ -204,6 +204,8 @@ def test_the_replay_command_carries_the_live_runs_parameters(
     assert "--min-runtime" not in err  # a journal without one (or from before the field)
     err = import_with(tmp_path, {**serve, "min_runtime": 30.0}, capsys)
     assert "--param thresholds=60,3600 --min-runtime 30 --placement bestfit" in err
+    err = import_with(tmp_path, {**serve, "min_runtime": 30.0, "grace": 20.0}, capsys)
+    assert "--param thresholds=60,3600 --min-runtime 30 --grace 20 --placement bestfit" in err
 
 
 def import_with(tmp_path: Path, serve: dict, capsys: pytest.CaptureFixture[str]) -> str:

@@ -124,6 +124,13 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         "--min-runtime' (default 0)",
     )
     p.add_argument(
+        "--grace",
+        type=float,
+        metavar="SECONDS",
+        help="a job the policy wants gone runs on this long (its signal to checkpoint) and is "
+        "preempted only if the policy still wants it then, as 'serve slurm --grace' (default 0)",
+    )
+    p.add_argument(
         "--slot",
         type=float,
         help="decide once per round of this many seconds (default: at every event)",
@@ -182,6 +189,7 @@ CONFIG_KEYS: dict[str, type] = {
     "restart_overhead": float,
     "resize_overhead": float,
     "min_runtime": float,
+    "grace": float,
     "slot": float,
     "plugin": list,
     "throughputs_fallback": str,
@@ -219,7 +227,7 @@ def spec_from_args(args: argparse.Namespace) -> ReplaySpec:
         raise InputError(
             f"missing {', '.join(missing)} (give it on the command line or in --config)"
         )
-    for name in ("restart_overhead", "resize_overhead", "min_runtime"):
+    for name in ("restart_overhead", "resize_overhead", "min_runtime", "grace"):
         check_seconds(f"--{name.replace('_', '-')}", pick(name, 0.0))
     slot = pick("slot")
     if slot is not None:
@@ -249,6 +257,7 @@ def spec_from_args(args: argparse.Namespace) -> ReplaySpec:
         restart_overhead=pick("restart_overhead", 0.0),
         resize_overhead=pick("resize_overhead", 0.0),
         min_runtime=pick("min_runtime", 0.0),
+        grace=pick("grace", 0.0),
         slot=slot,
         plugins=tuple(dict.fromkeys([*cfg.get("plugin", []), *args.plugin])),  # type: ignore[misc]
         throughputs_fallback=fallback,
@@ -259,7 +268,9 @@ def spec_from_args(args: argparse.Namespace) -> ReplaySpec:
         energy=energy_spec(args, cfg),
     )
     # every refusal before any work
-    check_min_runtime(spec.policy, build(REPLAY, spec.choice).scheduler, spec.min_runtime)
+    check_min_runtime(
+        spec.policy, build(REPLAY, spec.choice).scheduler, spec.min_runtime, spec.grace
+    )
     return spec
 
 

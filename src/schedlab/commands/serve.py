@@ -455,6 +455,8 @@ def run_import_slurm(args: argparse.Namespace) -> int:
         network = f" --topology {topology}" if topology else ""
         if result.min_runtime:
             params += f" --min-runtime {result.min_runtime:g}"
+        if result.grace:
+            params += f" --grace {result.grace:g}"
         console.print(
             f"replay it: schedlab replay --cluster {result.cluster}{network} --trace {args.out} "
             f"--policy {policy}{backfill}{params} --placement {result.placement}{plugins} "

@@ -259,7 +259,9 @@ def _run_replay(args: argparse.Namespace) -> int:
         for placement in placements:
             for params in cell_params(name, placement):
                 choice = PolicyChoice(name, placement, backfill, params, fields["slot"], plugins)
-                check_min_runtime(name, build(REPLAY, choice).scheduler, fields["min_runtime"])
+                check_min_runtime(
+                    name, build(REPLAY, choice).scheduler, fields["min_runtime"], fields["grace"]
+                )
     cluster = parse_cluster_spec(args.cluster) if args.cluster is not None else None
     if fields["topology"] is not None:
         # A topology that disagrees fails here; without --cluster its hosts are the cluster.

@@ -57,6 +57,8 @@ SPEC_OPTIONS: tuple[SpecOption, ...] = (
                float, 0.0, check=_seconds(0.0)),
     SpecOption("--min-runtime", "seconds a run lasts before it may be preempted (default 0)",
                float, convert=lambda v: v or 0.0, check=_seconds(0.0)),
+    SpecOption("--grace", "seconds a victim runs on after its signal (default 0)",
+               float, convert=lambda v: v or 0.0, check=_seconds(0.0)),
     SpecOption("--slot", "decide once per round of this many seconds (default: every event)",
                float, check=_seconds(MIN_SLOT)),
     SpecOption("--throughputs", "folder of <model>.csv throughput tables, or 'builtin'"),

@@ -75,6 +75,9 @@ class ReplayConfig:
     #: Seconds a run lasts before the policy may preempt it, as ``serve slurm --min-runtime``
     #: (:mod:`schedlab.policies.protection`); 0: no minimum.
     min_runtime: float = 0.0
+    #: Seconds between the first time the policy wants a job gone and its preemption, as
+    #: ``serve slurm --grace`` (Slurm's GraceTime; the job runs on meanwhile); 0: none.
+    grace: float = 0.0
 
 
 @dataclass
@@ -160,6 +163,7 @@ class _Run:
         self.version = np.zeros(n, dtype=np.int64)
         self.ever_ran = np.zeros(n, dtype=bool)
         self.run_began = np.zeros(n)  # when each job's current run began (for --min-runtime)
+        self.signalled: dict[int, float] = {}  # job → when its grace began (for --grace)
         self.reject_reason: dict[int, str] = {}
         self.pending: dict[int, None] = {}
         self.running: dict[int, None] = {}
@@ -497,13 +501,15 @@ class _Run:
             decisions = self.policy.decide(self.snapshot(now, new_pending))
             decision_points += 1
             protected_until = INF
-            if decisions and cfg.min_runtime > 0:
+            if cfg.min_runtime > 0 or cfg.grace > 0:
                 decisions, held = hold_back_preemptions(
                     decisions,
                     now,
                     cfg.min_runtime,
                     lambda job: float(self.run_began[job]),
                     lambda job: rt.allocation[job],
+                    cfg.grace,
+                    self.signalled,
                 )
                 # Ask the policy again when the first protection ends.
                 protected_until = min(held.values(), default=INF)

@@ -64,6 +64,8 @@ class ReplaySpec:
     resize_overhead: float = 0.0
     #: Seconds a run lasts before the policy may preempt it (as ``serve slurm --min-runtime``).
     min_runtime: float = 0.0
+    #: Seconds between a preemption's signal and the preemption (as ``serve slurm --grace``).
+    grace: float = 0.0
     slot: float | None = None
     #: ``module:Class`` plugins to load before the policy is looked up.
     plugins: tuple[str, ...] = ()
@@ -203,12 +205,13 @@ def run_replay(
     check_speed_models(spec, cluster)
     policies = build(REPLAY, spec.choice)
     assert policies.scheduler is not None
-    check_min_runtime(spec.policy, policies.scheduler, spec.min_runtime)
+    check_min_runtime(spec.policy, policies.scheduler, spec.min_runtime, spec.grace)
     config = ReplayConfig(
         seed=spec.seed,
         restart_overhead=spec.restart_overhead,
         resize_overhead=spec.resize_overhead,
         min_runtime=spec.min_runtime,
+        grace=spec.grace,
     )
     meter = None
     if spec.energy.enabled:
@@ -341,6 +344,7 @@ def write_run(out: Path, spec: ReplaySpec, record: ReplayRecord) -> dict[str, ob
         "restart_overhead": spec.restart_overhead,
         "resize_overhead": spec.resize_overhead,
         **({"min_runtime": spec.min_runtime} if spec.min_runtime else {}),
+        **({"grace": spec.grace} if spec.grace else {}),
         "slot": spec.slot if spec.slot is not None else 0.0,
         "throughputs_fallback": spec.throughputs_fallback or "",
         **({"plugin": list(spec.plugins)} if spec.plugins else {}),

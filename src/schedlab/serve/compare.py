@@ -98,7 +98,9 @@ def replay_starts(
     cluster = cluster_from_serve(serve_record)
     raw = serve_record.get("min_runtime")
     min_runtime = float(raw) if isinstance(raw, int | float) and raw > 0 else 0.0
-    config = ReplayConfig(seed=seed, min_runtime=min_runtime)
+    raw = serve_record.get("grace")
+    grace = float(raw) if isinstance(raw, int | float) and raw > 0 else 0.0
+    config = ReplayConfig(seed=seed, min_runtime=min_runtime, grace=grace)
     engine = ReplayEngine(
         cluster, jobs, policies.scheduler, policies.placement, TraceDuration(), config
     )

@@ -89,6 +89,8 @@ class ImportResult:
     topology_toml: str = ""
     #: The live run's ``--min-runtime`` (seconds; 0: none), which its replay applies too.
     min_runtime: float = 0.0
+    #: The live run's ``--grace`` (seconds; 0: none), which its replay applies too.
+    grace: float = 0.0
 
 
 def _epoch(text: str) -> float:
@@ -298,6 +300,7 @@ def import_slurm(journal: Path, sacct_text: str, timing: str = "slurm") -> Impor
         topology_spec=str(serve.get("topology_spec") or ""),
         topology_toml=str(serve.get("topology_toml") or ""),
         min_runtime=_seconds(serve.get("min_runtime")),
+        grace=_seconds(serve.get("grace")),
     )
 
 
