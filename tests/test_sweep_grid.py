@@ -125,7 +125,8 @@ def test_scaling_reaches_the_load_and_keeps_order_and_slack(gaps: list[float], l
         duration=np.full(n, 100.0),
         deadline=submit + 500.0,
     )
-    if not submit[-1] > submit[0]:
+    current = offered_load(jobs, 8)
+    if not (np.isfinite(current) and current > 0):  # no span (or one too small to divide by)
         with pytest.raises(InputError):
             scale_to_load(jobs, 8, load, "t.csv")
         return
