@@ -63,6 +63,9 @@ class _Job:
     t: float
     d: float
     shared: np.ndarray  # the links other jobs may use too (indexed in link_jobs)
+    shared_load: np.ndarray  # ``load`` on ``shared``
+    entry_pos: np.ndarray  # per footprint entry, the position of its link in ``links``
+    phase_starts: np.ndarray  # first footprint entry of every non-empty phase
     speed: float = 1.0  # max-min share v
 
 
@@ -99,6 +102,12 @@ class SharingSolver:
         self.pending: set[Hashable] = set()
         self.last_rounds = 0
         self.total_rounds = 0
+        # Link id → its position among a solve's links (−1: not among them); reset after use.
+        self.link_map = np.full(0, -1, dtype=np.int64)
+
+    def _grow_map(self, size: int) -> None:
+        if size > len(self.link_map):
+            self.link_map = np.full(max(size, 2 * len(self.link_map)), -1, dtype=np.int64)
 
     # -- changes ---------------------------------------------------------------------------------
     def add(self, key: Hashable, fp: Footprint, spec: CommSpec) -> None:
@@ -108,8 +117,25 @@ class SharingSolver:
         links, _, load = fp.link_totals()
         d0 = fp.comm_time(self.alpha)
         t_iso = iteration_time(spec, d0)
-        shared = links if self.private is None else links[~self.private[links]]
-        self.jobs[key] = _Job(fp, spec, links, load, d0, t_iso, t_iso, d0, shared)
+        own = np.ones(len(links), dtype=bool) if self.private is None else ~self.private[links]
+        shared = links[own]
+        ptr = fp.phase_ptr
+        self.jobs[key] = _Job(
+            fp,
+            spec,
+            links,
+            load,
+            d0,
+            t_iso,
+            t_iso,
+            d0,
+            shared,
+            shared_load=load[own],
+            entry_pos=np.searchsorted(links, fp.links).astype(np.int64),
+            phase_starts=ptr[np.flatnonzero(np.diff(ptr) > 0)].astype(np.int64),
+        )
+        if len(links):
+            self._grow_map(int(links[-1]) + 1)
         for link in shared.tolist():
             self.link_jobs.setdefault(link, set()).add(key)
         self.pending |= self.neighbours(key)
@@ -283,25 +309,29 @@ class _Problem:
             others |= solver.link_jobs.get(link, set())
         b_keys = keys + sorted(others - in_a, key=repr)
         b_jobs = [solver.jobs[k] for k in b_keys]
-        # Each job's links are ascending, so the incidence comes out sorted by (job, link).
+        # Each job's links are ascending, so the incidence comes out sorted by (job, link). Link
+        # ids map to their place among ``links`` through the solver's table (−1: not there).
+        local = solver.link_map
+        local[links] = np.arange(len(links))
         b_links = np.concatenate([j.links for j in b_jobs])
         b_load = np.concatenate([j.load for j in b_jobs])
-        b_owner = np.repeat(np.arange(len(b_jobs)), [len(j.links) for j in b_jobs])
-        pos = np.searchsorted(links, b_links)
-        ok = (pos < len(links)) & (links[np.minimum(pos, max(len(links) - 1, 0))] == b_links)
-        ij, il, iw = b_owner[ok].astype(np.int64), pos[ok].astype(np.int64), b_load[ok]
-        inc_key = ij * len(links) + il
+        b_size = np.array([len(j.links) for j in b_jobs], dtype=np.int64)
+        b_owner = np.repeat(np.arange(len(b_jobs)), b_size)
+        pos = local[b_links]
+        ok = pos >= 0
+        ij, il, iw = b_owner[ok].astype(np.int64), pos[ok], b_load[ok]
+        # A's jobs come first and all their links are among ``links``: job i's incidence
+        # entries are its own links, from the sum of the earlier A jobs' link counts on.
+        inc_start = np.concatenate([[0], np.cumsum(b_size[: len(a_jobs)])[:-1]]).astype(np.int64)
         sizes = np.array([len(j.fp.links) for j in a_jobs], dtype=np.int64)
         offsets = np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(np.int64)
-        el = np.searchsorted(links, np.concatenate([j.fp.links for j in a_jobs])).astype(np.int64)
+        el = local[np.concatenate([j.fp.links for j in a_jobs] + [np.zeros(0, np.int64)])]
+        local[links] = -1
         ej = np.repeat(np.arange(len(a_jobs)), sizes).astype(np.int64)
-        starts, pjob = [], []
-        for i, j in enumerate(a_jobs):
-            ptr = j.fp.phase_ptr
-            nonempty = np.flatnonzero(np.diff(ptr) > 0)
-            starts.append(offsets[i] + ptr[nonempty])
-            pjob.append(np.full(len(nonempty), i))
-        e_inc = np.searchsorted(inc_key, ej * len(links) + el)
+        counts = np.array([len(j.phase_starts) for j in a_jobs], dtype=np.int64)
+        starts = np.concatenate([j.phase_starts for j in a_jobs] + [np.zeros(0, np.int64)])
+        e_inc = np.concatenate([j.entry_pos for j in a_jobs] + [np.zeros(0, np.int64)])
+        e_inc = e_inc + inc_start[ej]
         levels = np.array([j.spec.priority for j in b_jobs])
         uniq, level_idx = np.unique(levels, return_inverse=True)
         return cls(
@@ -317,10 +347,10 @@ class _Problem:
             num_levels=len(uniq),
             e_link=el,
             e_sec=np.concatenate([j.fp.seconds for j in a_jobs]),
-            e_inc=e_inc.astype(np.int64),
+            e_inc=e_inc,
             e_job=ej,
-            phase_start=np.concatenate(starts).astype(np.int64),
-            phase_job=np.concatenate(pjob).astype(np.int64),
+            phase_start=starts + np.repeat(offsets, counts),
+            phase_job=np.repeat(np.arange(len(a_jobs)), counts).astype(np.int64),
             steps=np.array([j.fp.steps for j in a_jobs], dtype=np.float64),
             compute=np.array([j.spec.compute for j in a_jobs]),
             overlap=np.array([j.spec.overlap for j in a_jobs]),

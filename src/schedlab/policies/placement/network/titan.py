@@ -30,6 +30,8 @@ import numpy as np
 from schedlab.model.cluster import ClusterState
 from schedlab.model.snapshot import Allocation
 from schedlab.network.collectives import CommSpec
+from schedlab.network.topology import Topology
+from schedlab.policies.api import PolicyContext
 from schedlab.policies.placement.job_placement import JobPlacementPolicy, JobRequest
 from schedlab.policies.placement.network.machines import (
     Blocks,
@@ -80,10 +82,23 @@ class Titan(JobPlacementPolicy):
         "bandwidth check (Titan, ICNP '24)"
     )
 
+    def reset(self, ctx: PolicyContext) -> None:
+        super().reset(ctx)
+        self.routes: dict[tuple[int, int, int], tuple[np.ndarray, np.ndarray]] = {}
+        self._routes_job: int | None = None
+        self._routes_fabric: Topology | None = None
+
     def place_job(self, request: JobRequest, state: ClusterState) -> Allocation | None:
         m = machines(state, request, self.model_bits)
         excluded = np.zeros(len(m.free), dtype=bool)
-        self.routes: dict[tuple[int, int, int], tuple[np.ndarray, np.ndarray]] = {}
+        # A job's ECMP paths depend on the job, its machine pair and NIC and the fabric alone:
+        # they are kept while the same job is tried again (a blocked FIFO head is retried at
+        # every decision point) on the same fabric.
+        net = self.ctx.network
+        fabric = net.topo if net is not None else None
+        if request.job != self._routes_job or fabric is not self._routes_fabric:
+            self._routes_job, self._routes_fabric = request.job, fabric
+            self.routes = {}
         while True:
             blocks = titan_blocks(m, request.num_gpus, excluded)
             if blocks is None:
@@ -108,5 +123,4 @@ class Titan(JobPlacementPolicy):
         routing = net.m.routing
         if routing.mode == "source":  # reserved paths are chosen at the start: judge all paths
             routing = replace(routing, mode="spray")
-        routes = getattr(self, "routes", None)
-        return worst_machine(topo, net.util, routing, job, spec, allocation, routes)
+        return worst_machine(topo, net.util, routing, job, spec, allocation, self.routes)
