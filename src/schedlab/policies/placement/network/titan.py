@@ -23,6 +23,7 @@ earlier at the same decision point do not count yet.
 
 from __future__ import annotations
 
+import bisect
 from dataclasses import replace
 
 import numpy as np
@@ -30,13 +31,13 @@ import numpy as np
 from schedlab.model.cluster import ClusterState
 from schedlab.model.snapshot import Allocation
 from schedlab.network.collectives import CommSpec
-from schedlab.network.topology import Topology
+from schedlab.network.replay_state import NetworkState
+from schedlab.network.topology import TIER_INTRA, Topology
 from schedlab.policies.api import PolicyContext
 from schedlab.policies.placement.job_placement import JobPlacementPolicy, JobRequest
 from schedlab.policies.placement.network.machines import (
     Blocks,
     Machines,
-    best_fit,
     machines,
     to_allocation,
 )
@@ -46,6 +47,15 @@ from schedlab.policies.placement.network.titan_bandwidth import worst_machine
 def titan_blocks(m: Machines, num_gpus: int, excluded: np.ndarray | None = None) -> Blocks | None:
     """Steps 1 and 2: the machines and rank blocks, in rank order, or None if the candidates
     cannot hold the job."""
+    free = titan_candidates(m, num_gpus, excluded)
+    return None if free is None else rank_blocks(free, num_gpus)
+
+
+def titan_candidates(
+    m: Machines, num_gpus: int, excluded: np.ndarray | None = None
+) -> np.ndarray | None:
+    """Step 1: the free GPUs the job may take per machine (0 off the candidates), or None if
+    the candidates cannot hold it."""
     out = np.zeros(len(m.free), dtype=bool) if excluded is None else excluded
     free = np.where(m.busy & ~out, m.free, 0)
     need = num_gpus - int(free.sum())
@@ -58,14 +68,29 @@ def titan_blocks(m: Machines, num_gpus: int, excluded: np.ndarray | None = None)
                 break
         if need > 0:
             return None
+    return free
+
+
+def rank_blocks(free: np.ndarray, num_gpus: int) -> Blocks:
+    """Step 2 on the candidates' ``free`` GPUs (which hold ≥ ``num_gpus``)."""
+    # Best fit by buckets of machines with the same free GPUs, each in index order: the fewest
+    # free GPUs ≥ the block is the first non-empty bucket from the block's size up, and its
+    # first machine the lowest index (the rule of ``best_fit``, without an array scan per block).
+    cand = np.flatnonzero(free > 0)
+    counts = free[cand].tolist()
+    buckets: list[list[int]] = [[] for _ in range(max(counts, default=0) + 1)]
+    for node, count in zip(cand.tolist(), counts, strict=True):
+        buckets[count].append(node)
     blocks: Blocks = []
 
     def place(size: int) -> None:
-        node = best_fit(free, free > 0, size)
-        if node >= 0:
-            blocks.append((node, size))
-            free[node] -= size
-            return
+        for count in range(size, len(buckets)):
+            if buckets[count]:
+                node = buckets[count].pop(0)
+                if count > size:
+                    bisect.insort(buckets[count - size], node)
+                blocks.append((node, size))
+                return
         place(size // 2)  # size ≥ 2 here: the candidates hold ≥ N GPUs, so one rank always fits
         place(size // 2)
 
@@ -84,27 +109,20 @@ class Titan(JobPlacementPolicy):
 
     def reset(self, ctx: PolicyContext) -> None:
         super().reset(ctx)
-        self.routes: dict[tuple[int, int, int], tuple[np.ndarray, np.ndarray]] = {}
-        self._routes_job: int | None = None
-        self._routes_fabric: Topology | None = None
+        self.memo = _Memo()
 
     def place_job(self, request: JobRequest, state: ClusterState) -> Allocation | None:
         m = machines(state, request, self.model_bits)
         excluded = np.zeros(len(m.free), dtype=bool)
-        # A job's ECMP paths depend on the job, its machine pair and NIC and the fabric alone:
-        # they are kept while the same job is tried again (a blocked FIFO head is retried at
-        # every decision point) on the same fabric.
+        slots: dict[int, list[int]] = {}
         net = self.ctx.network
-        fabric = net.topo if net is not None else None
-        if request.job != self._routes_job or fabric is not self._routes_fabric:
-            self._routes_job, self._routes_fabric = request.job, fabric
-            self.routes = {}
+        self.memo.check(request.job, net)
         while True:
             blocks = titan_blocks(m, request.num_gpus, excluded)
             if blocks is None:
                 return None
-            allocation = to_allocation(blocks, state, request)
-            drop = self.violation(request.job, allocation)
+            allocation = to_allocation(blocks, state, request, slots)
+            drop = self._drop(request.job, allocation)
             if drop is None:
                 return allocation
             excluded[drop] = True
@@ -113,9 +131,17 @@ class Titan(JobPlacementPolicy):
         """Step 3: the machine to drop from ``allocation``, or None if its phases fit in the
         capacity the running jobs leave (always so without a live network: a job alone never
         needs more than line rate)."""
+        self.memo.check(job, self.ctx.network)
+        return self._drop(job, allocation)
+
+    def _drop(self, job: int, allocation: Allocation) -> int | None:
+        """:meth:`violation` with the memo already brought up to date for ``job``."""
         net = self.ctx.network
         if net is None or job < 0 or len({node for node, _ in allocation}) < 2:
             return None
+        memo = self.memo
+        if allocation in memo.verdicts:
+            return memo.verdicts[allocation]
         topo, comm = net.topo, net.m.comm
         spec = CommSpec(
             collective=str(comm.collective[job]), gradient_bytes=float(comm.gradient_bytes[job])
@@ -123,4 +149,40 @@ class Titan(JobPlacementPolicy):
         routing = net.m.routing
         if routing.mode == "source":  # reserved paths are chosen at the start: judge all paths
             routing = replace(routing, mode="spray")
-        return worst_machine(topo, net.util, routing, job, spec, allocation, self.routes)
+        drop = worst_machine(topo, net.util, routing, job, spec, allocation, memo.routes)
+        memo.verdicts[allocation] = drop
+        return drop
+
+
+class _Memo:
+    """What Titan keeps about the job it is placing between tries and decision points.
+
+    A job's ECMP paths depend on the job, its machine pair and NIC and the fabric alone; the
+    verdict of the bandwidth test on an allocation depends besides only on the utilisation of
+    the links other jobs can use (host and fabric links). A blocked FIFO head is tried again at
+    every decision point, mostly on the same candidates, and most decision points start or end
+    jobs on one machine, which leave those links as they were: both are kept until the job, the
+    fabric or (for verdicts) that utilisation changes.
+    """
+
+    def __init__(self) -> None:
+        self.job = -1
+        self.fabric: Topology | None = None
+        self.routes: dict[tuple[int, int, int], tuple[np.ndarray, np.ndarray]] = {}
+        self.verdicts: dict[Allocation, int | None] = {}
+        self.shared_links = np.zeros(0, dtype=np.int64)
+        self.util = np.zeros(0)
+
+    def check(self, job: int, net: NetworkState | None) -> None:
+        """Forget what no longer holds for ``job`` on ``net`` as it stands."""
+        fabric = net.topo if net is not None else None
+        if job != self.job or fabric is not self.fabric:
+            self.job, self.fabric = job, fabric
+            self.routes, self.verdicts = {}, {}
+            if fabric is not None:
+                self.shared_links = np.flatnonzero(fabric.link_tier != TIER_INTRA)
+                self.util = np.zeros(0)
+        if net is not None:
+            util = net.util[self.shared_links]
+            if not np.array_equal(util, self.util):
+                self.verdicts, self.util = {}, util
