@@ -288,6 +288,7 @@ class _Problem:
     num_links: int
     level: np.ndarray  # priority level index per B job
     num_levels: int
+    e_users: np.ndarray  # per phase entry of A: the jobs of B on its link (n of the rules)
     e_link: np.ndarray  # phase entries of A: local link, seconds, incidence position
     e_sec: np.ndarray
     e_inc: np.ndarray
@@ -304,9 +305,13 @@ class _Problem:
         a_jobs = [solver.jobs[k] for k in keys]
         links = np.unique(np.concatenate([j.links for j in a_jobs] + [np.zeros(0, np.int64)]))
         in_a = set(keys)
-        others: set[Hashable] = set()
-        for link in np.unique(np.concatenate([j.shared for j in a_jobs])).tolist():
-            others |= solver.link_jobs.get(link, set())
+        users = solver.link_jobs
+        others: set[Hashable] = set().union(
+            *(
+                users.get(link, ())
+                for link in np.unique(np.concatenate([j.shared for j in a_jobs])).tolist()
+            )
+        )
         b_keys = keys + sorted(others - in_a, key=repr)
         b_jobs = [solver.jobs[k] for k in b_keys]
         # Each job's links are ascending, so the incidence comes out sorted by (job, link). Link
@@ -345,6 +350,7 @@ class _Problem:
             num_links=len(links),
             level=level_idx.astype(np.int64),
             num_levels=len(uniq),
+            e_users=np.bincount(il, minlength=len(links))[el],
             e_link=el,
             e_sec=np.concatenate([j.fp.seconds for j in a_jobs]),
             e_inc=e_inc,
@@ -360,8 +366,7 @@ class _Problem:
     def slowdown(self, t_a: np.ndarray) -> np.ndarray:
         """σ of every phase entry of A, given A's current iteration times."""
         if self.rule == "worst-case":
-            n = np.bincount(self.inc_link, minlength=self.num_links)
-            return n[self.e_link].astype(np.float64)
+            return self.e_users.astype(np.float64)
         t = np.concatenate([t_a, self.t_fixed])
         phi = self.inc_load / t[self.inc_job]
         own = phi[self.e_inc]
@@ -376,8 +381,7 @@ class _Problem:
         total = np.bincount(self.inc_link, phi, self.num_links)[self.e_link]
         if self.rule == "interleaved":
             return np.maximum(1.0, total)
-        n = np.bincount(self.inc_link, minlength=self.num_links)[self.e_link]
-        return np.minimum(n, 1.0 + total - own)  # random-phase
+        return np.minimum(self.e_users, 1.0 + total - own)  # random-phase
 
     def apply(self, t_a: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(D, F(T)) of A's jobs."""
