@@ -288,7 +288,8 @@ class _Problem:
     num_links: int
     level: np.ndarray  # priority level index per B job
     num_levels: int
-    e_users: np.ndarray  # per phase entry of A: the jobs of B on its link (n of the rules)
+    a_link: np.ndarray  # A's incidence entries (the first of B's): local link
+    a_users: np.ndarray  # and the jobs of B on that link (n of the rules)
     e_link: np.ndarray  # phase entries of A: local link, seconds, incidence position
     e_sec: np.ndarray
     e_inc: np.ndarray
@@ -303,21 +304,17 @@ class _Problem:
     @classmethod
     def build(cls, solver: SharingSolver, keys: list[Hashable]) -> _Problem:
         a_jobs = [solver.jobs[k] for k in keys]
-        links = np.unique(np.concatenate([j.links for j in a_jobs] + [np.zeros(0, np.int64)]))
-        in_a = set(keys)
-        users = solver.link_jobs
-        others: set[Hashable] = set().union(
-            *(
-                users.get(link, ())
-                for link in np.unique(np.concatenate([j.shared for j in a_jobs])).tolist()
-            )
-        )
-        b_keys = keys + sorted(others - in_a, key=repr)
-        b_jobs = [solver.jobs[k] for k in b_keys]
-        # Each job's links are ascending, so the incidence comes out sorted by (job, link). Link
-        # ids map to their place among ``links`` through the solver's table (−1: not there).
+        # Link ids map to their place among A's links through the solver's table (−1: not
+        # there), which also finds those links, ascending, without sorting.
         local = solver.link_map
+        local[np.concatenate([j.links for j in a_jobs] + [np.zeros(0, np.int64)])] = 0
+        links = np.flatnonzero(local >= 0)
         local[links] = np.arange(len(links))
+        users = solver.link_jobs  # private links have none
+        others: set[Hashable] = set().union(*(users.get(link, ()) for link in links.tolist()))
+        b_keys = keys + sorted(others - set(keys), key=repr)
+        b_jobs = [solver.jobs[k] for k in b_keys]
+        # Each job's links are ascending, so the incidence comes out sorted by (job, link).
         b_links = np.concatenate([j.links for j in b_jobs])
         b_load = np.concatenate([j.load for j in b_jobs])
         b_size = np.array([len(j.links) for j in b_jobs], dtype=np.int64)
@@ -327,7 +324,9 @@ class _Problem:
         ij, il, iw = b_owner[ok].astype(np.int64), pos[ok], b_load[ok]
         # A's jobs come first and all their links are among ``links``: job i's incidence
         # entries are its own links, from the sum of the earlier A jobs' link counts on.
-        inc_start = np.concatenate([[0], np.cumsum(b_size[: len(a_jobs)])[:-1]]).astype(np.int64)
+        a_ends = np.cumsum(b_size[: len(a_jobs)])
+        inc_start = np.concatenate([[0], a_ends[:-1]]).astype(np.int64)
+        a_link = il[: int(a_ends[-1]) if len(a_ends) else 0]
         sizes = np.array([len(j.fp.links) for j in a_jobs], dtype=np.int64)
         offsets = np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(np.int64)
         el = local[np.concatenate([j.fp.links for j in a_jobs] + [np.zeros(0, np.int64)])]
@@ -350,7 +349,8 @@ class _Problem:
             num_links=len(links),
             level=level_idx.astype(np.int64),
             num_levels=len(uniq),
-            e_users=np.bincount(il, minlength=len(links))[el],
+            a_link=a_link,
+            a_users=np.bincount(il, minlength=len(links))[a_link],
             e_link=el,
             e_sec=np.concatenate([j.fp.seconds for j in a_jobs]),
             e_inc=e_inc,
@@ -366,11 +366,11 @@ class _Problem:
     def slowdown(self, t_a: np.ndarray) -> np.ndarray:
         """σ of every phase entry of A, given A's current iteration times."""
         if self.rule == "worst-case":
-            return self.e_users.astype(np.float64)
+            return self.a_users[self.e_inc].astype(np.float64)
         t = np.concatenate([t_a, self.t_fixed])
         phi = self.inc_load / t[self.inc_job]
-        own = phi[self.e_inc]
         if self.rule == "priority":
+            own = phi[self.e_inc]
             lv = self.level[self.inc_job]
             by_level = np.zeros((self.num_levels, self.num_links))
             np.add.at(by_level, (lv, self.inc_link), phi)
@@ -378,10 +378,13 @@ class _Problem:
             q = self.level[self.e_job]
             same = by_level[q, self.e_link] - own
             return (1.0 + same) / np.maximum(PRIORITY_EPS, 1.0 - above[q, self.e_link])
-        total = np.bincount(self.inc_link, phi, self.num_links)[self.e_link]
+        # σ per incidence entry of A (one per job and link), then per phase entry: a job's
+        # phases repeat its links.
+        total = np.bincount(self.inc_link, phi, self.num_links)[self.a_link]
         if self.rule == "interleaved":
-            return np.maximum(1.0, total)
-        return np.minimum(self.e_users, 1.0 + total - own)  # random-phase
+            return np.maximum(1.0, total)[self.e_inc]
+        own = phi[: len(self.a_link)]
+        return np.minimum(self.a_users, 1.0 + total - own)[self.e_inc]  # random-phase
 
     def apply(self, t_a: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(D, F(T)) of A's jobs."""
