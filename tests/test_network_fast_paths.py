@@ -13,6 +13,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from schedlab.model.gpu_models import ANY_MODEL_MASK
+from schedlab.network import sharing
 from schedlab.network import topology as topology_module
 from schedlab.network.collectives import CommSpec
 from schedlab.network.footprint import footprint
@@ -116,6 +117,33 @@ def test_solver_incidence_points_each_entry_at_its_own_job_and_link(
     key = p.inc_job * p.num_links + p.inc_link
     assert (np.diff(key) > 0).all()
     assert (solver.link_map == -1).all()  # the map is left clean for the next solve
+
+
+@given(
+    jobs=st.lists(
+        st.lists(st.integers(0, 15), min_size=2, max_size=4, unique=True), min_size=2, max_size=8
+    ),
+    changed=st.integers(0, 7),
+)
+def test_the_jobs_beside_a_solve_are_found_alike_by_scan_and_by_link_users(
+    jobs: list[list[int]], changed: int
+) -> None:
+    topo = leafspine(leaves=4, spines=2, hosts_per_leaf=4, g=2, m=1, nic_gbps=100.0)
+    solver = SharingSolver("random-phase", private=topo.link_tier == 0)
+    for key, hosts in enumerate(jobs):
+        placement = tuple((h, (0, 1)) for h in hosts)
+        solver.add(key, footprint(CommSpec("hd", 1e8), placement, topo, Routing()), CommSpec())
+    keys = [changed % len(jobs)]
+    links = solver.jobs[keys[0]].links
+    solver.link_map[links] = np.arange(len(links))
+    want = sorted(
+        k for k, j in solver.jobs.items() if k not in keys and np.isin(j.shared, links).any()
+    )
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(sharing, "SCAN_RATIO", 0)  # through the links' users
+        assert sorted(sharing._others_on(solver, keys, links)) == want
+        patch.setattr(sharing, "SCAN_RATIO", 10**9)  # by scanning every job
+        assert sorted(sharing._others_on(solver, keys, links)) == want
 
 
 # -- Titan --------------------------------------------------------------------------------------

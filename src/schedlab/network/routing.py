@@ -239,9 +239,10 @@ class Routing:
     ) -> list[tuple[int, float]]:
         out: list[tuple[int, float]] = []
         x = a
+        prefix = mix(self.seed, job, src, dst, channel)  # mix(…, x) folds x into it
         while x != b:
             hops = topo.next_hops(x, b)
-            link = int(hops[mix(self.seed, job, src, dst, channel, x) % len(hops)])
+            link = int(hops[splitmix64(prefix ^ (x & _MASK)) % len(hops)])
             out.append((link, 1.0))
             x = topo.link_far_end(link)
         return out

@@ -37,6 +37,9 @@ DEFAULT_ALPHA = 10e-6
 #: Floor of the bandwidth share left to a lower priority level.
 PRIORITY_EPS = 0.05
 PROPAGATE = ("affected", "component")
+#: A solve whose links number more than 1/SCAN_RATIO of all jobs' shared links finds the jobs
+#: beside it by scanning every job rather than through each link's users.
+SCAN_RATIO = 8
 
 
 def check_rule(rule: str) -> str:
@@ -63,7 +66,6 @@ class _Job:
     t: float
     d: float
     shared: np.ndarray  # the links other jobs may use too (indexed in link_jobs)
-    shared_load: np.ndarray  # ``load`` on ``shared``
     entry_pos: np.ndarray  # per footprint entry, the position of its link in ``links``
     phase_starts: np.ndarray  # first footprint entry of every non-empty phase
     speed: float = 1.0  # max-min share v
@@ -104,6 +106,7 @@ class SharingSolver:
         self.total_rounds = 0
         # Link id → its position among a solve's links (−1: not among them); reset after use.
         self.link_map = np.full(0, -1, dtype=np.int64)
+        self.shared_entries = 0  # Σ over jobs of their shared links
 
     def _grow_map(self, size: int) -> None:
         if size > len(self.link_map):
@@ -130,7 +133,6 @@ class SharingSolver:
             t_iso,
             d0,
             shared,
-            shared_load=load[own],
             entry_pos=np.searchsorted(links, fp.links).astype(np.int64),
             phase_starts=ptr[np.flatnonzero(np.diff(ptr) > 0)].astype(np.int64),
         )
@@ -138,12 +140,14 @@ class SharingSolver:
             self._grow_map(int(links[-1]) + 1)
         for link in shared.tolist():
             self.link_jobs.setdefault(link, set()).add(key)
+        self.shared_entries += len(shared)
         self.pending |= self.neighbours(key)
 
     def remove(self, key: Hashable) -> None:
         """Stop job ``key``; its neighbours are re-solved at the next :meth:`solve`."""
         job = self.jobs.pop(key)
         self.pending.discard(key)
+        self.shared_entries -= len(job.shared)
         for link in job.shared.tolist():
             users = self.link_jobs[link]
             users.discard(key)
@@ -274,6 +278,23 @@ class SharingSolver:
         return 1
 
 
+def _others_on(solver: SharingSolver, keys: list[Hashable], links: np.ndarray) -> list[Hashable]:
+    """The solver's jobs outside ``keys`` with a shared link among ``links`` (marked in the
+    solver's link map): from the links' users when they are few, else by one scan of every
+    job's shared links (a solve that touches much of the network)."""
+    in_a = set(keys)
+    if len(links) * SCAN_RATIO < solver.shared_entries:
+        users = solver.link_jobs  # private links have none
+        return list(set().union(*(users.get(link, ()) for link in links.tolist())) - in_a)
+    rest = [k for k in solver.jobs if k not in in_a]
+    if not rest:
+        return []
+    shared = [solver.jobs[k].shared for k in rest]
+    owner = np.repeat(np.arange(len(rest)), [len(s) for s in shared])
+    hit = solver.link_map[np.concatenate(shared)] >= 0
+    return [rest[i] for i in np.unique(owner[hit]).tolist()]
+
+
 @dataclass
 class _Problem:
     """Flat arrays for one fixed-point solve over jobs A (iterated) and their neighbours B."""
@@ -310,9 +331,7 @@ class _Problem:
         local[np.concatenate([j.links for j in a_jobs] + [np.zeros(0, np.int64)])] = 0
         links = np.flatnonzero(local >= 0)
         local[links] = np.arange(len(links))
-        users = solver.link_jobs  # private links have none
-        others: set[Hashable] = set().union(*(users.get(link, ()) for link in links.tolist()))
-        b_keys = keys + sorted(others - set(keys), key=repr)
+        b_keys = keys + sorted(_others_on(solver, keys, links), key=repr)
         b_jobs = [solver.jobs[k] for k in b_keys]
         # Each job's links are ascending, so the incidence comes out sorted by (job, link).
         b_links = np.concatenate([j.links for j in b_jobs])

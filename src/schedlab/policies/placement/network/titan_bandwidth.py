@@ -24,6 +24,8 @@ from schedlab.network.topology import TIER_INTRA, Topology
 
 #: Relative slack on the test (rounding in the utilisation sums).
 SLACK = 1e-9
+#: Up to this many new flow aggregates are routed one by one rather than as arrays.
+FEW_PATHS = 8
 
 
 @lru_cache(maxsize=512)
@@ -115,7 +117,14 @@ def _fabric_paths(
     (src, dst, NIC) keys ``routes`` does not hold yet (and adding them to it)."""
     keys = list(zip(src.tolist(), dst.tolist(), nic.tolist(), strict=True))
     missing = sorted({k for k in keys if k not in routes})
-    if missing:
+    if len(missing) <= FEW_PATHS:  # one at a time costs less than the array set-up
+        for key in missing:
+            hops = routing.fabric_shares(topo, job, *key)
+            routes[key] = (
+                np.array([link for link, _ in hops], dtype=np.int64),
+                np.array([share for _, share in hops], dtype=np.float64),
+            )
+    else:
         ms, md, mn = (np.array(c, dtype=np.int64) for c in zip(*missing, strict=True))
         at, link, share = routing.many(topo, job, ms, md, mn)
         order = np.argsort(at, kind="stable")
