@@ -91,20 +91,27 @@ def test_ecmp_without_the_table_routes_alike(monkeypatch: pytest.MonkeyPatch) ->
 
 
 # -- the sharing solver's incidence -------------------------------------------------------------
-@given(
-    jobs=st.lists(
-        st.lists(st.integers(0, 15), min_size=2, max_size=6, unique=True), min_size=1, max_size=6
-    ),
-    changed=st.integers(0, 5),
+#: Jobs as the hosts they span (two GPUs on each) of a 4-leaf, 16-host leaf-spine.
+JOB_HOSTS = st.lists(
+    st.lists(st.integers(0, 15), min_size=2, max_size=6, unique=True), min_size=1, max_size=8
 )
-def test_solver_incidence_points_each_entry_at_its_own_job_and_link(
-    jobs: list[list[int]], changed: int
-) -> None:
+
+
+def _solver_of(jobs: list[list[int]]) -> SharingSolver:
+    """A random-phase solver (intra-host links private) with one HD job per host list."""
     topo = leafspine(leaves=4, spines=2, hosts_per_leaf=4, g=2, m=1, nic_gbps=100.0)
     solver = SharingSolver("random-phase", private=topo.link_tier == 0)
     for key, hosts in enumerate(jobs):
         placement = tuple((h, (0, 1)) for h in hosts)
         solver.add(key, footprint(CommSpec("hd", 1e8), placement, topo, Routing()), CommSpec())
+    return solver
+
+
+@given(jobs=JOB_HOSTS, changed=st.integers(0, 7))
+def test_solver_incidence_points_each_entry_at_its_own_job_and_link(
+    jobs: list[list[int]], changed: int
+) -> None:
+    solver = _solver_of(jobs)
     keys = sorted(solver.neighbours(changed % len(jobs)), key=repr)
     p = _Problem.build(solver, keys)
     links = np.unique(np.concatenate([solver.jobs[k].links for k in keys]))
@@ -119,20 +126,11 @@ def test_solver_incidence_points_each_entry_at_its_own_job_and_link(
     assert (solver.link_map == -1).all()  # the map is left clean for the next solve
 
 
-@given(
-    jobs=st.lists(
-        st.lists(st.integers(0, 15), min_size=2, max_size=4, unique=True), min_size=2, max_size=8
-    ),
-    changed=st.integers(0, 7),
-)
+@given(jobs=JOB_HOSTS, changed=st.integers(0, 7))
 def test_the_jobs_beside_a_solve_are_found_alike_by_scan_and_by_link_users(
     jobs: list[list[int]], changed: int
 ) -> None:
-    topo = leafspine(leaves=4, spines=2, hosts_per_leaf=4, g=2, m=1, nic_gbps=100.0)
-    solver = SharingSolver("random-phase", private=topo.link_tier == 0)
-    for key, hosts in enumerate(jobs):
-        placement = tuple((h, (0, 1)) for h in hosts)
-        solver.add(key, footprint(CommSpec("hd", 1e8), placement, topo, Routing()), CommSpec())
+    solver = _solver_of(jobs)
     keys = [changed % len(jobs)]
     links = solver.jobs[keys[0]].links
     solver.link_map[links] = np.arange(len(links))
