@@ -25,6 +25,7 @@ from schedlab.policies.api import REPLAY, PolicyContext
 from schedlab.policies.placement.job_placement import JobPlacementPolicy, JobRequest
 from schedlab.policies.placement.network.machines import Blocks, Machines, best_fit
 from schedlab.policies.placement.network.titan import titan_blocks, titan_candidates
+from schedlab.policies.placement.network.titan_bandwidth import bandwidth_test
 from schedlab.policies.registry import make_placement
 from test_titan_placements import _live_network, _state
 
@@ -182,9 +183,9 @@ def test_bucketed_best_fit_gives_the_blocks_of_the_array_best_fit(
 
 
 def test_titan_forgets_its_verdicts_when_the_links_it_judged_change() -> None:
-    """A blocked job is tried again on the same policy: its verdicts hold while only intra-host
-    links change; once the loaded links are released they no longer hold, and the job gets the
-    placement of the quiet network."""
+    """A blocked job is tried again on the same policy: its verdicts hold while the links they
+    read keep their utilisation (an intra-host link is never read); once the loaded links are
+    released they no longer hold, and the job gets the placement of the quiet network."""
     topo = leafspine(leaves=1, spines=1, hosts_per_leaf=4, g=4, m=1, nic_gbps=100.0)
     state = _state(topo, [0, 3, 2, 1])  # no idle machine to fall back on
     net = _live_network(topo, ((1, (0,)), (3, (0,))))  # loads M2's and M4's NICs
@@ -198,7 +199,22 @@ def test_titan_forgets_its_verdicts_when_the_links_it_judged_change() -> None:
     kept = dict(policy.memo.verdicts)
     net.util[topo.intra(0, 0)] += 0.5  # as a job inside one machine would
     assert kept and policy.place_job(request, state) is None
-    assert policy.memo.verdicts == kept
+    assert all(policy.memo.verdicts[a] is v for a, v in kept.items())  # none judged again
     net.stop(0, 2.0)
     net.settle(2.0)
     assert policy.place_job(request, state) == ((2, (2, 3)), (1, (1, 2)))
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_the_bandwidth_verdict_depends_only_on_the_links_it_read(seed: int) -> None:
+    topo = leafspine(leaves=2, spines=2, hosts_per_leaf=4, g=4, m=1, nic_gbps=100.0)
+    rng = np.random.default_rng(seed)
+    util = rng.uniform(0.0, 0.9, topo.num_links)
+    hosts = rng.choice(topo.num_hosts, 4, replace=False).tolist()
+    allocation = tuple((h, (0, 1)) for h in hosts)
+    spec = CommSpec("hd", 1e9)
+    drop, read = bandwidth_test(topo, util, Routing(), 5, spec, allocation)
+    assert len(read) and (topo.link_tier[read] != 0).all()
+    other = rng.uniform(0.0, 0.9, topo.num_links)
+    other[read] = util[read]
+    assert bandwidth_test(topo, other, Routing(), 5, spec, allocation)[0] == drop

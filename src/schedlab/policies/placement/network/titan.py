@@ -32,7 +32,7 @@ from schedlab.model.cluster import ClusterState
 from schedlab.model.snapshot import Allocation
 from schedlab.network.collectives import CommSpec
 from schedlab.network.replay_state import NetworkState
-from schedlab.network.topology import TIER_INTRA, Topology
+from schedlab.network.topology import Topology
 from schedlab.policies.api import PolicyContext
 from schedlab.policies.placement.job_placement import JobPlacementPolicy, JobRequest
 from schedlab.policies.placement.network.machines import (
@@ -41,7 +41,10 @@ from schedlab.policies.placement.network.machines import (
     machines,
     to_allocation,
 )
-from schedlab.policies.placement.network.titan_bandwidth import worst_machine
+from schedlab.policies.placement.network.titan_bandwidth import bandwidth_test
+
+#: Verdicts kept for one job at most (a job blocked for long tries many allocations).
+MAX_VERDICTS = 100_000
 
 
 def titan_blocks(m: Machines, num_gpus: int, excluded: np.ndarray | None = None) -> Blocks | None:
@@ -140,8 +143,9 @@ class Titan(JobPlacementPolicy):
         if net is None or job < 0 or len({node for node, _ in allocation}) < 2:
             return None
         memo = self.memo
-        if allocation in memo.verdicts:
-            return memo.verdicts[allocation]
+        kept = memo.verdicts.get(allocation)
+        if kept is not None and np.array_equal(net.util[kept[1]], kept[2]):
+            return kept[0]
         topo, comm = net.topo, net.m.comm
         spec = CommSpec(
             collective=str(comm.collective[job]), gradient_bytes=float(comm.gradient_bytes[job])
@@ -149,8 +153,10 @@ class Titan(JobPlacementPolicy):
         routing = net.m.routing
         if routing.mode == "source":  # reserved paths are chosen at the start: judge all paths
             routing = replace(routing, mode="spray")
-        drop = worst_machine(topo, net.util, routing, job, spec, allocation, memo.routes)
-        memo.verdicts[allocation] = drop
+        drop, read = bandwidth_test(topo, net.util, routing, job, spec, allocation, memo.routes)
+        if len(memo.verdicts) >= MAX_VERDICTS:
+            memo.verdicts.clear()
+        memo.verdicts[allocation] = (drop, read, net.util[read])
         return drop
 
 
@@ -159,30 +165,22 @@ class _Memo:
 
     A job's ECMP paths depend on the job, its machine pair and NIC and the fabric alone; the
     verdict of the bandwidth test on an allocation depends besides only on the utilisation of
-    the links other jobs can use (host and fabric links). A blocked FIFO head is tried again at
-    every decision point, mostly on the same candidates, and most decision points start or end
-    jobs on one machine, which leave those links as they were: both are kept until the job, the
-    fabric or (for verdicts) that utilisation changes.
+    the links it read. A blocked FIFO head is tried again at every decision point, mostly on the
+    same candidates, and most decision points change few of those links: paths are kept until
+    the job or the fabric changes, a verdict with the utilisation it read (and used only while
+    that is unchanged).
     """
 
     def __init__(self) -> None:
         self.job = -1
         self.fabric: Topology | None = None
         self.routes: dict[tuple[int, int, int], tuple[np.ndarray, np.ndarray]] = {}
-        self.verdicts: dict[Allocation, int | None] = {}
-        self.shared_links = np.zeros(0, dtype=np.int64)
-        self.util = np.zeros(0)
+        #: allocation → (machine to drop or None, links read, their utilisation then)
+        self.verdicts: dict[Allocation, tuple[int | None, np.ndarray, np.ndarray]] = {}
 
     def check(self, job: int, net: NetworkState | None) -> None:
-        """Forget what no longer holds for ``job`` on ``net`` as it stands."""
+        """Forget what does not hold for ``job`` on ``net``'s fabric."""
         fabric = net.topo if net is not None else None
         if job != self.job or fabric is not self.fabric:
             self.job, self.fabric = job, fabric
             self.routes, self.verdicts = {}, {}
-            if fabric is not None:
-                self.shared_links = np.flatnonzero(fabric.link_tier != TIER_INTRA)
-                self.util = np.zeros(0)
-        if net is not None:
-            util = net.util[self.shared_links]
-            if not np.array_equal(util, self.util):
-                self.verdicts, self.util = {}, util

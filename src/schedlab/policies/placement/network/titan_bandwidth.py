@@ -49,12 +49,27 @@ def worst_machine(
 
     ``routes`` caches the job's fabric path per (source machine, destination machine, NIC)
     between calls: a placement tests several candidates that share most machine pairs."""
+    return bandwidth_test(topo, util, routing, job, spec, allocation, routes)[0]
+
+
+def bandwidth_test(
+    topo: Topology,
+    util: np.ndarray,
+    routing: Routing,
+    job: int,
+    spec: CommSpec,
+    allocation: Allocation,
+    routes: dict[tuple[int, int, int], tuple[np.ndarray, np.ndarray]] | None = None,
+) -> tuple[int | None, np.ndarray]:
+    """:func:`worst_machine`, and the links whose utilisation it read: the verdict holds as
+    long as theirs does (intra-host links are never judged, so never read)."""
+    none = np.zeros(0, dtype=np.int64)
     host, gpu = ranks_of(allocation, topo)
     if len(np.unique(host)) < 2:
-        return None
+        return None, none
     tr = unit_transfers(spec.collective, len(host), channels_of(host, topo))
     if not len(tr.src) or spec.gradient_bytes <= 0:
-        return None
+        return None, none
     sh, dh, sg, dg = host[tr.src], host[tr.dst], gpu[tr.src], gpu[tr.dst]
     nbytes = tr.nbytes * spec.gradient_bytes
     nics, gpus = topo.host_nics, topo.host_gpus
@@ -91,17 +106,17 @@ def worst_machine(
     np.maximum.at(tau, k_ph, demand / cap)
     residual = cap * np.clip(1.0 - util[k_link], 0.0, 1.0)
     need = demand / tau[k_ph]
-    ratio = np.where(
-        topo.link_tier[k_link] == TIER_INTRA, 0.0, need / np.maximum(residual, 1e-12 * cap)
-    )
+    judged = topo.link_tier[k_link] != TIER_INTRA
+    read = np.unique(k_link[judged])
+    ratio = np.where(judged, need / np.maximum(residual, 1e-12 * cap), 0.0)
     if not len(ratio) or ratio.max() <= 1.0 + SLACK:
-        return None
+        return None, read
     score = np.zeros(count)
     np.maximum.at(score, e_agg, ratio[k_inv[: len(e_agg)]])
     worst = int(np.argmax(score))
     a, b = int(a_sh[worst]), int(a_dh[worst])
     ranks = np.bincount(host, minlength=max(a, b) + 1)
-    return max((a, b), key=lambda x: (-int(ranks[x]), x))
+    return max((a, b), key=lambda x: (-int(ranks[x]), x)), read
 
 
 def _fabric_paths(
