@@ -34,24 +34,6 @@ def unit_transfers(collective: str, n: int, channels: int) -> Transfers:
     return transfers(CommSpec(collective, 1.0), n, channels)
 
 
-def worst_machine(
-    topo: Topology,
-    util: np.ndarray,
-    routing: Routing,
-    job: int,
-    spec: CommSpec,
-    allocation: Allocation,
-    routes: dict[tuple[int, int, int], tuple[np.ndarray, np.ndarray]] | None = None,
-) -> int | None:
-    """None if ``allocation`` passes the test on links loaded to ``util``; otherwise, of the
-    machine pair whose aggregate meets the most overloaded link (demand / residual), the machine
-    holding fewer of the job's ranks (ties: the higher index).
-
-    ``routes`` caches the job's fabric path per (source machine, destination machine, NIC)
-    between calls: a placement tests several candidates that share most machine pairs."""
-    return bandwidth_test(topo, util, routing, job, spec, allocation, routes)[0]
-
-
 def bandwidth_test(
     topo: Topology,
     util: np.ndarray,
@@ -61,8 +43,16 @@ def bandwidth_test(
     allocation: Allocation,
     routes: dict[tuple[int, int, int], tuple[np.ndarray, np.ndarray]] | None = None,
 ) -> tuple[int | None, np.ndarray]:
-    """:func:`worst_machine`, and the links whose utilisation it read: the verdict holds as
-    long as theirs does (intra-host links are never judged, so never read)."""
+    """The machine to drop, and the links whose utilisation the verdict read.
+
+    The machine is None if ``allocation`` passes the test on links loaded to ``util``;
+    otherwise, of the machine pair whose aggregate meets the most overloaded link (demand /
+    residual), the machine holding fewer of the job's ranks (ties: the higher index). The
+    verdict holds as long as the links read keep their utilisation (intra-host links are never
+    judged, so never read).
+
+    ``routes`` caches the job's fabric path per (source machine, destination machine, NIC)
+    between calls: a placement tests several candidates that share most machine pairs."""
     none = np.zeros(0, dtype=np.int64)
     host, gpu = ranks_of(allocation, topo)
     if len(np.unique(host)) < 2:
