@@ -205,6 +205,22 @@ def test_titan_forgets_its_verdicts_when_the_links_it_judged_change() -> None:
     assert policy.place_job(request, state) == ((2, (2, 3)), (1, (1, 2)))
 
 
+def test_titan_answers_a_repeated_call_alike_and_a_changed_cluster_anew() -> None:
+    topo = leafspine(leaves=1, spines=1, hosts_per_leaf=4, g=4, m=1, nic_gbps=100.0)
+    state = _state(topo, [0, 3, 2, 1])
+    net = _live_network(topo, ((1, (0,)), (3, (0,))))
+    policy = make_placement("titan", REPLAY)
+    assert isinstance(policy, JobPlacementPolicy)
+    policy.reset(
+        PolicyContext(state.cluster, None, np.random.default_rng(0), topology=topo, network=net)
+    )
+    request = JobRequest(1, 4, 0, 0, ANY_MODEL_MASK)
+    assert policy.place_job(request, state) is None
+    assert policy.place_job(request, state) is None
+    state.set_gpu_free(0, [1000] * 4)  # the job on M1 ended: an idle machine to fall back on
+    assert policy.place_job(request, state) == ((0, (0, 1, 2, 3)),)
+
+
 @pytest.mark.parametrize("seed", range(5))
 def test_the_bandwidth_verdict_depends_only_on_the_links_it_read(seed: int) -> None:
     topo = leafspine(leaves=2, spines=2, hosts_per_leaf=4, g=4, m=1, nic_gbps=100.0)
