@@ -25,7 +25,11 @@ def main() -> None:
     rows = run_all(measure, [ItpRun(p, jobs) for p, _ in RUNS], args.workers)
     wall = time.perf_counter() - t0
     for row in rows:
-        print(f"{row['placement']:>16}: {row['wall_s']:7.1f} s in its worker")
+        print(
+            f"{row['placement']:>16}: {row['wall_s']:7.1f} s wall, {row['cpu_s']:7.1f} s CPU "
+            "in its worker"
+        )
+    print(f"CPU of the replays: {sum(row['cpu_s'] for row in rows):.1f} s")
     print(
         f"{len(jobs)} jobs × {len(rows)} placements: {wall:.1f} s wall "
         f"({time.process_time() - c0:.1f} s CPU here), peak memory "

@@ -44,6 +44,7 @@ def test_one_placement_on_the_first_jobs_measures_what_the_table_needs() -> None
     assert row["completed"] == 200
     assert 0 < row["machines_used"] <= 512
     assert 0 <= row["machine_frag_rate"] < 1
+    assert row["cpu_s"] > 0  # the replay's own CPU time, reported
     # bestfit-machine splits a job only when no machine holds it: only jobs above 8 GPUs
     multi = int((jobs.num_gpus > 8).sum())
     assert row["multi_machine_jobs"] == multi

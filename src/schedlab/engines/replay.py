@@ -173,6 +173,7 @@ class _Run:
         # Cluster efficiency: each running job contributes its rate over its rate on one GPU of
         # the same model (= its GPU count under linear scaling, less where scaling flattens).
         self.speedup = np.zeros(n)
+        self.alloc_rate = np.zeros(n)  # each job's rate on its allocation, before the network
         self.speedup_sum = 0.0
         # The network (if any) is told of every allocation taken and given up; at each decision
         # point it returns the jobs whose speed changed (see settle_network).
@@ -212,6 +213,7 @@ class _Run:
         """The job's rate on ``allocation``, and its share of the cluster's efficiency."""
         rate = self.rate_on(job, allocation)
         self.rt.rate[job] = rate
+        self.alloc_rate[job] = rate
         model = int(self.cluster.model[allocation[0][0]]) if allocation else -1
         one = self.e.perf.rate(self.jobs, job, 1, model)
         speedup = rate / one if one > 0 else 0.0
@@ -431,7 +433,7 @@ class _Run:
             if rt.status[job] != RUNNING:
                 continue
             self.stop_progress(job, now)
-            rt.rate[job] = self.rate_on(job, rt.allocation[job]) * factor
+            rt.rate[job] = self.alloc_rate[job] * factor
             self.schedule_completion(job)
 
     def snapshot(self, now: float, new_pending: list[int]) -> Snapshot:

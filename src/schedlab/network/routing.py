@@ -160,12 +160,16 @@ class Routing:
                 )
             ]
             return _triples(rows)
+        ecmp = self.mode in ("ecmp", "policy")
+        # Every leaf pair reachable (as Topology.reachable judges): nothing to check pair by pair.
+        if ecmp and (topo.hop_distance[a[far], b[far]] < 1e9).all():
+            return self._ecmp_many(topo, job, src[far], dst[far], channel[far], far, b[far])
         codes, inv = unique_small(a[far] * topo.num_switches + b[far], topo.num_switches**2)
         pairs = np.stack(np.divmod(codes, topo.num_switches), axis=1)
         for x, y in pairs.tolist():
             if not topo.reachable(x, y):
                 self.between(topo, job, -1, -1, 0, x, y)  # raises the no-path error
-        if self.mode in ("ecmp", "policy"):
+        if ecmp:
             return self._ecmp_many(topo, job, src[far], dst[far], channel[far], far, b[far])
         rows = []
         for k, (x, y) in enumerate(pairs.tolist()):
@@ -192,25 +196,35 @@ class Routing:
         index: np.ndarray,
         target: np.ndarray,
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """Hop-by-hop ECMP for many aggregates: one hop of all of them per round."""
+        """Hop-by-hop ECMP for many aggregates: one hop of all of them per round.
+
+        The hash of a hop folds the switch into the aggregate's hash of (seed, job, src, dst,
+        channel), which is the same at every hop and so computed once."""
         x = topo.host_leaf[src].copy()
         alive = np.arange(len(x))
         out_i, out_l = [], []
+        prefix = mix_array(self.seed, job, src, dst, channel)
         while len(alive):
             key = x[alive] * topo.num_switches + target[alive]
-            uniq, inv = unique_small(key, topo.num_switches**2)
-            hops = [
-                topo.next_hops(int(k // topo.num_switches), int(k % topo.num_switches))
-                for k in uniq.tolist()
-            ]
-            width = max(len(h) for h in hops)
-            table = np.zeros((len(hops), width), dtype=np.int64)
-            for r, h in enumerate(hops):
-                table[r, : len(h)] = h
-            lens = np.array([len(h) for h in hops], dtype=np.uint64)
-            h = mix_array(self.seed, job, src[alive], dst[alive], channel[alive], x[alive])
-            pick = (h % lens[inv]).astype(np.int64)
-            link = table[inv, pick]
+            h = splitmix64_array(prefix[alive] ^ x[alive].astype(np.uint64))
+            rows = topo.next_hop_rows(key)
+            if rows is not None:
+                count, table = rows
+                pick = (h % count.astype(np.uint64)).astype(np.int64)
+                link = table[np.arange(len(key)), pick]
+            else:
+                uniq, inv = unique_small(key, topo.num_switches**2)
+                hops = [
+                    topo.next_hops(int(k // topo.num_switches), int(k % topo.num_switches))
+                    for k in uniq.tolist()
+                ]
+                width = max(len(h) for h in hops)
+                table = np.zeros((len(hops), width), dtype=np.int64)
+                for r, hop in enumerate(hops):
+                    table[r, : len(hop)] = hop
+                lens = np.array([len(hop) for hop in hops], dtype=np.uint64)
+                pick = (h % lens[inv]).astype(np.int64)
+                link = table[inv, pick]
             out_i.append(index[alive])
             out_l.append(link)
             x[alive] = topo.fabric_dst[link - topo.fabric_base]
@@ -225,9 +239,10 @@ class Routing:
     ) -> list[tuple[int, float]]:
         out: list[tuple[int, float]] = []
         x = a
+        prefix = mix(self.seed, job, src, dst, channel)  # mix(…, x) folds x into it
         while x != b:
             hops = topo.next_hops(x, b)
-            link = int(hops[mix(self.seed, job, src, dst, channel, x) % len(hops)])
+            link = int(hops[splitmix64(prefix ^ (x & _MASK)) % len(hops)])
             out.append((link, 1.0))
             x = topo.link_far_end(link)
         return out

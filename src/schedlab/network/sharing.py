@@ -40,6 +40,9 @@ DEFAULT_ALPHA = 10e-6
 #: Floor of the bandwidth share left to a lower priority level.
 PRIORITY_EPS = 0.05
 PROPAGATE = ("affected", "component")
+#: A solve whose links number more than 1/SCAN_RATIO of all jobs' shared links finds the jobs
+#: beside it by scanning every job rather than through each link's users.
+SCAN_RATIO = 8
 
 
 def check_rule(rule: str) -> str:
@@ -66,6 +69,8 @@ class _Job:
     t: float
     d: float
     shared: np.ndarray  # the links other jobs may use too (indexed in link_jobs)
+    entry_pos: np.ndarray  # per footprint entry, the position of its link in ``links``
+    phase_starts: np.ndarray  # first footprint entry of every non-empty phase
     speed: float = 1.0  # max-min share v
 
 
@@ -102,6 +107,13 @@ class SharingSolver:
         self.pending: set[Hashable] = set()
         self.last_rounds = 0
         self.total_rounds = 0
+        # Link id → its position among a solve's links (−1: not among them); reset after use.
+        self.link_map = np.full(0, -1, dtype=np.int64)
+        self.shared_entries = 0  # Σ over jobs of their shared links
+
+    def _grow_map(self, size: int) -> None:
+        if size > len(self.link_map):
+            self.link_map = np.full(max(size, 2 * len(self.link_map)), -1, dtype=np.int64)
 
     # -- changes ---------------------------------------------------------------------------------
     def add(self, key: Hashable, fp: Footprint, spec: CommSpec) -> None:
@@ -111,16 +123,34 @@ class SharingSolver:
         links, _, load = fp.link_totals()
         d0 = fp.comm_time(self.alpha)
         t_iso = iteration_time(spec, d0)
-        shared = links if self.private is None else links[~self.private[links]]
-        self.jobs[key] = _Job(fp, spec, links, load, d0, t_iso, t_iso, d0, shared)
+        own = np.ones(len(links), dtype=bool) if self.private is None else ~self.private[links]
+        shared = links[own]
+        ptr = fp.phase_ptr
+        self.jobs[key] = _Job(
+            fp,
+            spec,
+            links,
+            load,
+            d0,
+            t_iso,
+            t_iso,
+            d0,
+            shared,
+            entry_pos=np.searchsorted(links, fp.links).astype(np.int64),
+            phase_starts=ptr[np.flatnonzero(np.diff(ptr) > 0)].astype(np.int64),
+        )
+        if len(links):
+            self._grow_map(int(links[-1]) + 1)
         for link in shared.tolist():
             self.link_jobs.setdefault(link, set()).add(key)
+        self.shared_entries += len(shared)
         self.pending |= self.neighbours(key)
 
     def remove(self, key: Hashable) -> None:
         """Stop job ``key``; its neighbours are re-solved at the next :meth:`solve`."""
         job = self.jobs.pop(key)
         self.pending.discard(key)
+        self.shared_entries -= len(job.shared)
         for link in job.shared.tolist():
             users = self.link_jobs[link]
             users.discard(key)
@@ -255,6 +285,23 @@ class SharingSolver:
         return 1
 
 
+def _others_on(solver: SharingSolver, keys: list[Hashable], links: np.ndarray) -> list[Hashable]:
+    """The solver's jobs outside ``keys`` with a shared link among ``links`` (marked in the
+    solver's link map): from the links' users when they are few, else by one scan of every
+    job's shared links (a solve that touches much of the network)."""
+    in_a = set(keys)
+    if len(links) * SCAN_RATIO < solver.shared_entries:
+        users = solver.link_jobs  # private links have none
+        return list(set().union(*(users.get(link, ()) for link in links.tolist())) - in_a)
+    rest = [k for k in solver.jobs if k not in in_a]
+    if not rest:
+        return []
+    shared = [solver.jobs[k].shared for k in rest]
+    owner = np.repeat(np.arange(len(rest)), [len(s) for s in shared])
+    hit = solver.link_map[np.concatenate(shared)] >= 0
+    return [rest[i] for i in np.unique(owner[hit]).tolist()]
+
+
 @dataclass
 class _Problem:
     """Flat arrays for one fixed-point solve over jobs A (iterated) and their neighbours B."""
@@ -269,6 +316,8 @@ class _Problem:
     num_links: int
     level: np.ndarray  # priority level index per B job
     num_levels: int
+    a_link: np.ndarray  # A's incidence entries (the first of B's): local link
+    a_users: np.ndarray  # and the jobs of B on that link (n of the rules)
     e_link: np.ndarray  # phase entries of A: local link, seconds, incidence position
     e_sec: np.ndarray
     e_inc: np.ndarray
@@ -283,32 +332,36 @@ class _Problem:
     @classmethod
     def build(cls, solver: SharingSolver, keys: list[Hashable]) -> _Problem:
         a_jobs = [solver.jobs[k] for k in keys]
-        links = np.unique(np.concatenate([j.links for j in a_jobs] + [np.zeros(0, np.int64)]))
-        in_a = set(keys)
-        others: set[Hashable] = set()
-        for link in np.unique(np.concatenate([j.shared for j in a_jobs])).tolist():
-            others |= solver.link_jobs.get(link, set())
-        b_keys = keys + sorted(others - in_a, key=repr)
+        # Link ids map to their place among A's links through the solver's table (−1: not
+        # there), which also finds those links, ascending, without sorting.
+        local = solver.link_map
+        local[np.concatenate([j.links for j in a_jobs] + [np.zeros(0, np.int64)])] = 0
+        links = np.flatnonzero(local >= 0)
+        local[links] = np.arange(len(links))
+        b_keys = keys + sorted(_others_on(solver, keys, links), key=repr)
         b_jobs = [solver.jobs[k] for k in b_keys]
         # Each job's links are ascending, so the incidence comes out sorted by (job, link).
         b_links = np.concatenate([j.links for j in b_jobs])
         b_load = np.concatenate([j.load for j in b_jobs])
-        b_owner = np.repeat(np.arange(len(b_jobs)), [len(j.links) for j in b_jobs])
-        pos = np.searchsorted(links, b_links)
-        ok = (pos < len(links)) & (links[np.minimum(pos, max(len(links) - 1, 0))] == b_links)
-        ij, il, iw = b_owner[ok].astype(np.int64), pos[ok].astype(np.int64), b_load[ok]
-        inc_key = ij * len(links) + il
+        b_size = np.array([len(j.links) for j in b_jobs], dtype=np.int64)
+        b_owner = np.repeat(np.arange(len(b_jobs)), b_size)
+        pos = local[b_links]
+        ok = pos >= 0
+        ij, il, iw = b_owner[ok].astype(np.int64), pos[ok], b_load[ok]
+        # A's jobs come first and all their links are among ``links``: job i's incidence
+        # entries are its own links, from the sum of the earlier A jobs' link counts on.
+        a_ends = np.cumsum(b_size[: len(a_jobs)])
+        inc_start = np.concatenate([[0], a_ends[:-1]]).astype(np.int64)
+        a_link = il[: int(a_ends[-1]) if len(a_ends) else 0]
         sizes = np.array([len(j.fp.links) for j in a_jobs], dtype=np.int64)
         offsets = np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(np.int64)
-        el = np.searchsorted(links, np.concatenate([j.fp.links for j in a_jobs])).astype(np.int64)
+        el = local[np.concatenate([j.fp.links for j in a_jobs] + [np.zeros(0, np.int64)])]
+        local[links] = -1
         ej = np.repeat(np.arange(len(a_jobs)), sizes).astype(np.int64)
-        starts, pjob = [], []
-        for i, j in enumerate(a_jobs):
-            ptr = j.fp.phase_ptr
-            nonempty = np.flatnonzero(np.diff(ptr) > 0)
-            starts.append(offsets[i] + ptr[nonempty])
-            pjob.append(np.full(len(nonempty), i))
-        e_inc = np.searchsorted(inc_key, ej * len(links) + el)
+        counts = np.array([len(j.phase_starts) for j in a_jobs], dtype=np.int64)
+        starts = np.concatenate([j.phase_starts for j in a_jobs] + [np.zeros(0, np.int64)])
+        e_inc = np.concatenate([j.entry_pos for j in a_jobs] + [np.zeros(0, np.int64)])
+        e_inc = e_inc + inc_start[ej]
         levels = np.array([j.spec.priority for j in b_jobs])
         uniq, level_idx = np.unique(levels, return_inverse=True)
         return cls(
@@ -322,12 +375,14 @@ class _Problem:
             num_links=len(links),
             level=level_idx.astype(np.int64),
             num_levels=len(uniq),
+            a_link=a_link,
+            a_users=np.bincount(il, minlength=len(links))[a_link],
             e_link=el,
             e_sec=np.concatenate([j.fp.seconds for j in a_jobs]),
-            e_inc=e_inc.astype(np.int64),
+            e_inc=e_inc,
             e_job=ej,
-            phase_start=np.concatenate(starts).astype(np.int64),
-            phase_job=np.concatenate(pjob).astype(np.int64),
+            phase_start=starts + np.repeat(offsets, counts),
+            phase_job=np.repeat(np.arange(len(a_jobs)), counts).astype(np.int64),
             steps=np.array([j.fp.steps for j in a_jobs], dtype=np.float64),
             compute=np.array([j.spec.compute for j in a_jobs]),
             overlap=np.array([j.spec.overlap for j in a_jobs]),
@@ -337,12 +392,11 @@ class _Problem:
     def slowdown(self, t_a: np.ndarray) -> np.ndarray:
         """σ of every phase entry of A, given A's current iteration times."""
         if self.rule == "worst-case":
-            n = np.bincount(self.inc_link, minlength=self.num_links)
-            return n[self.e_link].astype(np.float64)
+            return self.a_users[self.e_inc].astype(np.float64)
         t = np.concatenate([t_a, self.t_fixed])
         phi = self.inc_load / t[self.inc_job]
-        own = phi[self.e_inc]
         if self.rule == "priority":
+            own = phi[self.e_inc]
             lv = self.level[self.inc_job]
             by_level = np.zeros((self.num_levels, self.num_links))
             np.add.at(by_level, (lv, self.inc_link), phi)
@@ -350,11 +404,13 @@ class _Problem:
             q = self.level[self.e_job]
             same = by_level[q, self.e_link] - own
             return (1.0 + same) / np.maximum(PRIORITY_EPS, 1.0 - above[q, self.e_link])
-        total = np.bincount(self.inc_link, phi, self.num_links)[self.e_link]
+        # σ per incidence entry of A (one per job and link), then per phase entry: a job's
+        # phases repeat its links.
+        total = np.bincount(self.inc_link, phi, self.num_links)[self.a_link]
         if self.rule == "interleaved":
-            return np.maximum(1.0, total)
-        n = np.bincount(self.inc_link, minlength=self.num_links)[self.e_link]
-        return np.minimum(n, 1.0 + total - own)  # random-phase
+            return np.maximum(1.0, total)[self.e_inc]
+        own = phi[: len(self.a_link)]
+        return np.minimum(self.a_users, 1.0 + total - own)[self.e_inc]  # random-phase
 
     def apply(self, t_a: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(D, F(T)) of A's jobs."""

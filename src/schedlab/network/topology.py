@@ -39,6 +39,8 @@ TIER_INTRA, TIER_HOST, TIER_LEAF_SPINE, TIER_SPINE_CORE, TIER_LEAF_LEAF, TIER_AG
 
 #: Default intra-host bandwidth per GPU, Gbps (as in RapidNetSim).
 DEFAULT_INTRA_GBPS = 1000.0
+#: Largest dense next-hop table kept per topology (entries of S² × the widest out-degree; 32 MB).
+HOP_TABLE_ENTRIES = 1 << 22
 
 
 @dataclass(frozen=True)
@@ -266,6 +268,36 @@ class Topology:
         hops = out[far == dist[switch, target] - 1]
         self._next_hop_cache[key] = hops
         return hops
+
+    @cached_property
+    def _hop_table(self) -> tuple[np.ndarray, np.ndarray] | None:
+        """(count, links) per code ``switch · S + target``: how many next hops, and the
+        :meth:`next_hops` links padded to the widest switch (count −1: not filled in yet).
+        None when such a table would be too large to keep (it is S² × the largest out-degree)."""
+        s = self.num_switches
+        width = max((len(out) for out in self._out_links), default=0)
+        if not width or s * s * width > HOP_TABLE_ENTRIES:
+            return None
+        return np.full(s * s, -1, dtype=np.int64), np.zeros((s * s, width), dtype=np.int64)
+
+    def next_hop_rows(self, codes: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
+        """:meth:`next_hops` of many (switch, target) pairs at once, by code ``switch · S +
+        target``: (number of next hops, links padded to a fixed width) per code, rows of a table
+        filled the first time a pair is asked for. None when the topology is too large for the
+        table (ask :meth:`next_hops` pair by pair then)."""
+        table = self._hop_table
+        if table is None:
+            return None
+        count, links = table
+        got = count[codes]
+        if (got < 0).any():
+            s = self.num_switches
+            for code in np.unique(codes[got < 0]).tolist():
+                hops = self.next_hops(code // s, code % s)
+                count[code] = len(hops)
+                links[code, : len(hops)] = hops
+            got = count[codes]
+        return got, links[codes]
 
     def link_far_end(self, link: int) -> int:
         """Destination switch of a fabric link id."""

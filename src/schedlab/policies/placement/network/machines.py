@@ -121,22 +121,31 @@ def consolidate_blocks(m: Machines, num_gpus: int) -> Blocks | None:
     return blocks if left == 0 else None
 
 
-def to_allocation(blocks: Blocks, state: ClusterState, request: JobRequest) -> Allocation:
+def to_allocation(
+    blocks: Blocks,
+    state: ClusterState,
+    request: JobRequest,
+    free_slots: dict[int, list[int]] | None = None,
+) -> Allocation:
     """The allocation of ``blocks``: on each machine its lowest-index free GPUs, in block order.
 
     A machine given two separate blocks appears twice (rank order is what the collective sees).
     The engine charges a job's CPU and memory request once per allocation entry, so a job that
     asks for CPU or memory gets its entries merged per machine instead (at the first one's
-    place).
+    place). ``free_slots`` keeps each machine's free GPUs between calls on the same ``state``
+    (a placement that tries several candidates).
     """
+    slots_of = {} if free_slots is None else free_slots
     pools: dict[int, list[int]] = {}
     entries: list[tuple[int, list[int]]] = []
     merge = request.cpu_milli > 0 or request.memory_mib > 0
     first: dict[int, int] = {}
     for node, count in blocks:
         if node not in pools:
-            slots = state.gpu_exists[node] & (state.gpu_free[node] >= GPU_MILLI)
-            pools[node] = np.flatnonzero(slots).tolist()
+            if node not in slots_of:
+                slots = state.gpu_exists[node] & (state.gpu_free[node] >= GPU_MILLI)
+                slots_of[node] = np.flatnonzero(slots).tolist()
+            pools[node] = slots_of[node]
         pool = pools[node]
         if len(pool) < count:
             raise ValueError(f"machine {node} has {len(pool)} free GPUs, {count} asked")

@@ -24,6 +24,8 @@ from schedlab.network.topology import TIER_INTRA, Topology
 
 #: Relative slack on the test (rounding in the utilisation sums).
 SLACK = 1e-9
+#: Up to this many new flow aggregates are routed one by one rather than as arrays.
+FEW_PATHS = 8
 
 
 @lru_cache(maxsize=512)
@@ -32,7 +34,7 @@ def unit_transfers(collective: str, n: int, channels: int) -> Transfers:
     return transfers(CommSpec(collective, 1.0), n, channels)
 
 
-def worst_machine(
+def bandwidth_test(
     topo: Topology,
     util: np.ndarray,
     routing: Routing,
@@ -40,19 +42,24 @@ def worst_machine(
     spec: CommSpec,
     allocation: Allocation,
     routes: dict[tuple[int, int, int], tuple[np.ndarray, np.ndarray]] | None = None,
-) -> int | None:
-    """None if ``allocation`` passes the test on links loaded to ``util``; otherwise, of the
-    machine pair whose aggregate meets the most overloaded link (demand / residual), the machine
-    holding fewer of the job's ranks (ties: the higher index).
+) -> tuple[int | None, np.ndarray]:
+    """The machine to drop, and the links whose utilisation the verdict read.
+
+    The machine is None if ``allocation`` passes the test on links loaded to ``util``;
+    otherwise, of the machine pair whose aggregate meets the most overloaded link (demand /
+    residual), the machine holding fewer of the job's ranks (ties: the higher index). The
+    verdict holds as long as the links read keep their utilisation (intra-host links are never
+    judged, so never read).
 
     ``routes`` caches the job's fabric path per (source machine, destination machine, NIC)
     between calls: a placement tests several candidates that share most machine pairs."""
+    none = np.zeros(0, dtype=np.int64)
     host, gpu = ranks_of(allocation, topo)
     if len(np.unique(host)) < 2:
-        return None
+        return None, none
     tr = unit_transfers(spec.collective, len(host), channels_of(host, topo))
     if not len(tr.src) or spec.gradient_bytes <= 0:
-        return None
+        return None, none
     sh, dh, sg, dg = host[tr.src], host[tr.dst], gpu[tr.src], gpu[tr.dst]
     nbytes = tr.nbytes * spec.gradient_bytes
     nics, gpus = topo.host_nics, topo.host_gpus
@@ -89,17 +96,17 @@ def worst_machine(
     np.maximum.at(tau, k_ph, demand / cap)
     residual = cap * np.clip(1.0 - util[k_link], 0.0, 1.0)
     need = demand / tau[k_ph]
-    ratio = np.where(
-        topo.link_tier[k_link] == TIER_INTRA, 0.0, need / np.maximum(residual, 1e-12 * cap)
-    )
+    judged = topo.link_tier[k_link] != TIER_INTRA
+    read = np.unique(k_link[judged])
+    ratio = np.where(judged, need / np.maximum(residual, 1e-12 * cap), 0.0)
     if not len(ratio) or ratio.max() <= 1.0 + SLACK:
-        return None
+        return None, read
     score = np.zeros(count)
     np.maximum.at(score, e_agg, ratio[k_inv[: len(e_agg)]])
     worst = int(np.argmax(score))
     a, b = int(a_sh[worst]), int(a_dh[worst])
     ranks = np.bincount(host, minlength=max(a, b) + 1)
-    return max((a, b), key=lambda x: (-int(ranks[x]), x))
+    return max((a, b), key=lambda x: (-int(ranks[x]), x)), read
 
 
 def _fabric_paths(
@@ -115,7 +122,14 @@ def _fabric_paths(
     (src, dst, NIC) keys ``routes`` does not hold yet (and adding them to it)."""
     keys = list(zip(src.tolist(), dst.tolist(), nic.tolist(), strict=True))
     missing = sorted({k for k in keys if k not in routes})
-    if missing:
+    if len(missing) <= FEW_PATHS:  # one at a time costs less than the array set-up
+        for key in missing:
+            hops = routing.fabric_shares(topo, job, *key)
+            routes[key] = (
+                np.array([link for link, _ in hops], dtype=np.int64),
+                np.array([share for _, share in hops], dtype=np.float64),
+            )
+    else:
         ms, md, mn = (np.array(c, dtype=np.int64) for c in zip(*missing, strict=True))
         at, link, share = routing.many(topo, job, ms, md, mn)
         order = np.argsort(at, kind="stable")
