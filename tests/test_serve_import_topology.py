@@ -10,8 +10,11 @@ import numpy as np
 import pytest
 
 from schedlab.cli import main
+from schedlab.errors import InputError
+from schedlab.model.jobs import JobTable
 from schedlab.network.generators import parse_topology
 from schedlab.network.topology_toml import read_topology_toml, topology_as_toml
+from schedlab.serve.compare import replay_starts
 from schedlab.serve.fake import FakeSlurm, fake_node
 from schedlab.serve.journal import Journal, read_journal
 from schedlab.serve.loop import ServeConfig, Server
@@ -121,3 +124,29 @@ def test_import_slurm_without_a_network_prints_no_topology(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     assert "--topology" not in _import(tmp_path, SERVE, capsys)
+
+
+@pytest.mark.parametrize("kept", ["spec", "tree"])
+def test_a_live_runs_replay_places_on_the_network_it_kept(kept: str) -> None:
+    """replay_starts of a locality run: A (8 GPUs) takes node1 (the tie goes to leaf1); B (16)
+    fits only leaf2 whole, so it takes node3 and node4 — on the network the serve record kept,
+    as a spec or as Slurm's tree. Without a kept network, locality cannot run at all."""
+    serve = {
+        "policy": "fifo",
+        "placement": "locality",
+        "nodes": NODES,
+        "node_gpus": [8] * 4,
+    }
+    if kept == "spec":
+        serve["topology_spec"] = SPEC
+    else:
+        tree = parse_topology_conf(TREE, "'scontrol show topology'", live=True)
+        assert tree is not None
+        serve["topology_toml"] = topology_as_toml(tree.topology(NODES, [8] * 4))
+    jobs = JobTable.from_columns(
+        job_id=["a", "b"], submit_time=[0.0, 1.0], num_gpus=[8, 16], duration=[100.0, 50.0]
+    )
+    assert replay_starts(jobs, serve) == {"a": [("node1",)], "b": [("node3", "node4")]}
+    bare = {k: v for k, v in serve.items() if not k.startswith("topology")}
+    with pytest.raises(InputError, match="topology"):
+        replay_starts(jobs, bare)

@@ -45,6 +45,7 @@ from schedlab.model.snapshot import (
 )
 from schedlab.network.plan import NetLedger, NetPlan, ocs_port_limits
 from schedlab.network.replay_state import NetworkModel, NetworkRecord
+from schedlab.network.topology import Topology
 from schedlab.perf.models import PerfModel, allocation_rate
 from schedlab.policies.api import REPLAY
 from schedlab.policies.placement.base import PlacementPolicy
@@ -119,6 +120,7 @@ class ReplayEngine:
         config: ReplayConfig = ReplayConfig(),
         network: NetworkModel | None = None,
         observer: Any = None,
+        topology: Topology | None = None,
     ) -> None:
         # ``observer`` (e.g. the energy meter) hears placed(now, job, allocation),
         # released(now, job, allocation), tick(now) at each decision point and finish(end).
@@ -126,6 +128,9 @@ class ReplayEngine:
         self.cluster = cluster
         #: Optional rate model of the network (see :mod:`schedlab.network.replay_state`).
         self.network = network
+        #: The switches under the cluster when no rate model runs: network placements see them,
+        #: and no link loads, as in serve (the replay of a live run).
+        self.topology = topology
         self.jobs = jobs.sorted_by_submit()
         self.policy = policy
         self.perf = perf
@@ -468,7 +473,7 @@ class _Run:
             rng,
             jobs=j,
             perf=e.perf,
-            topology=net.topo if net is not None else None,
+            topology=net.topo if net is not None else e.topology,
             network=net,
         )
         ts_time, ts_queue, ts_running, ts_busy = array("d"), array("q"), array("q"), array("q")

@@ -22,6 +22,8 @@ from schedlab.model.snapshot import Allocation
 from schedlab.perf.models import TraceDuration
 from schedlab.policies.api import REPLAY
 from schedlab.policies.wiring import PolicyChoice, build
+from schedlab.serve.rederive import nodes_from_record
+from schedlab.serve.topology import ServeTopology
 from schedlab.traces.formats import read_jobs
 
 
@@ -101,8 +103,19 @@ def replay_starts(
     raw = serve_record.get("grace")
     grace = float(raw) if isinstance(raw, int | float) and raw > 0 else 0.0
     config = ReplayConfig(seed=seed, min_runtime=min_runtime, grace=grace)
+    # A network placement sees the switches the journal kept, without link loads, as serve
+    # gave them to it.
+    topology = ServeTopology.from_record(dict(serve_record)).for_nodes(
+        nodes_from_record(dict(serve_record))
+    )
     engine = ReplayEngine(
-        cluster, jobs, policies.scheduler, policies.placement, TraceDuration(), config
+        cluster,
+        jobs,
+        policies.scheduler,
+        policies.placement,
+        TraceDuration(),
+        config,
+        topology=topology,
     )
     recorder = StartRecorder(engine.jobs.job_id, cluster.names)
     engine.observer = recorder

@@ -84,7 +84,9 @@ class _Job:
     run: Record | None = None  # the ``start`` record of the open run
 
 
-def _nodes(serve: Record) -> list[NodeInfo]:
+def nodes_from_record(serve: Record) -> list[NodeInfo]:
+    """The nodes a journal's ``serve`` record describes (all up, as the journal cannot say
+    otherwise)."""
     try:
         names = [str(n) for n in serve["nodes"]]
         gpus = [int(g) for g in serve["node_gpus"]]
@@ -240,7 +242,7 @@ class _Replayer:
         )
         infos = [_info(j, e.facts, e.run) for j, e in self.jobs.items() if e.run is not None]
         infos += [_info(j, self.jobs[j].facts, None) for j in self.queued]
-        nodes = _nodes(s)
+        nodes = nodes_from_record(s)
         view = build_view(sorted(infos, key=lambda i: i.job_id), nodes, self.time)
         self.derived = {}
         self.result.cycles += 1
