@@ -21,7 +21,7 @@ from schedlab.serve.fake import FakeSlurm, fake_job, fake_node
 from schedlab.serve.journal import Journal, read_journal
 from schedlab.serve.loop import ServeConfig, Server
 from schedlab.traces.cluster_spec import parse_cluster_spec
-from test_replay_min_runtime import _trace, two_jobs
+from test_replay_min_runtime import _trace, srtf_cli_run, two_jobs
 
 
 def replay(jobs: JobTable, grace: float, min_runtime: float = 0.0):
@@ -89,12 +89,7 @@ def test_the_rule_forgets_a_signal_the_policy_stops_asking_for() -> None:
 def test_the_command_line_the_config_and_the_sweep(tmp_path: Path) -> None:
     """srtf on one GPU: short (20 s, at 10) waits for long's 15 s grace: 25 → 45; long
     resumes at 45 with 75 s left: ends 120. config.toml repeats the run; the sweep passes it."""
-    out = tmp_path / "o"
-    argv = ["replay", "--cluster", "1x1:V100", "--trace", str(_trace(tmp_path))]
-    assert main([*argv, "--policy", "srtf", "--grace", "15", "--out", str(out)]) == 0
-    lines = (out / "jobs.csv").read_text().splitlines()
-    header = lines[0].split(",")
-    rows = {r.split(",")[0]: dict(zip(header, r.split(","), strict=True)) for r in lines[1:]}
+    out, rows = srtf_cli_run(tmp_path, "--grace", "15")
     assert (float(rows["short"]["start_time"]), float(rows["short"]["end_time"])) == (25, 45)
     assert float(rows["long"]["end_time"]) == 120
     assert tomllib.loads((out / "config.toml").read_text())["grace"] == 15.0

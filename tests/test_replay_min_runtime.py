@@ -117,15 +117,21 @@ def _trace(tmp_path: Path) -> Path:
     return trace
 
 
+def srtf_cli_run(tmp_path: Path, *extra: str) -> tuple[Path, dict[str, dict[str, str]]]:
+    """``schedlab replay`` of :func:`_trace` on one GPU under srtf with ``extra`` options:
+    its output folder and its jobs.csv rows by job id."""
+    out = tmp_path / "o"
+    argv = ["replay", "--cluster", "1x1:V100", "--trace", str(_trace(tmp_path))]
+    assert main([*argv, "--policy", "srtf", *extra, "--out", str(out)]) == 0
+    jobs = (out / "jobs.csv").read_text().splitlines()
+    header = jobs[0].split(",")
+    return out, {r.split(",")[0]: dict(zip(header, r.split(","), strict=True)) for r in jobs[1:]}
+
+
 def test_the_command_line_and_its_config(tmp_path: Path) -> None:
     """srtf on one GPU: short (20 s, at 10) waits for long's 30 s minimum: 30 → 50; long
     resumes at 50 with 70 s left: ends 120. config.toml repeats the run."""
-    out = tmp_path / "o"
-    argv = ["replay", "--cluster", "1x1:V100", "--trace", str(_trace(tmp_path))]
-    assert main([*argv, "--policy", "srtf", "--min-runtime", "30", "--out", str(out)]) == 0
-    jobs = (out / "jobs.csv").read_text().splitlines()
-    header = jobs[0].split(",")
-    rows = {r.split(",")[0]: dict(zip(header, r.split(","), strict=True)) for r in jobs[1:]}
+    out, rows = srtf_cli_run(tmp_path, "--min-runtime", "30")
     assert (float(rows["short"]["start_time"]), float(rows["short"]["end_time"])) == (30, 50)
     assert float(rows["long"]["end_time"]) == 120
     config = tomllib.loads((out / "config.toml").read_text())

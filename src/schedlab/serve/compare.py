@@ -21,8 +21,9 @@ from schedlab.model.jobs import JobTable
 from schedlab.model.snapshot import Allocation
 from schedlab.perf.models import TraceDuration
 from schedlab.policies.api import REPLAY
-from schedlab.policies.wiring import PolicyChoice, build
+from schedlab.policies.wiring import build
 from schedlab.serve.rederive import nodes_from_record
+from schedlab.serve.serve_record import journaled_seconds, policy_choice
 from schedlab.serve.topology import ServeTopology
 from schedlab.traces.formats import read_jobs
 
@@ -85,24 +86,14 @@ def replay_starts(
     """Replay ``workload`` under the policy (and minimum run) the journal names; every job's
     starts (node names)."""
     jobs = workload if isinstance(workload, JobTable) else read_jobs(workload).jobs
-    label = str(serve_record.get("policy", ""))
-    backfill = label.endswith("+backfill")
-    params = {str(k): str(v) for k, v in dict(serve_record.get("params") or {}).items()}
-    choice = PolicyChoice(
-        label.removesuffix("+backfill"),
-        str(serve_record.get("placement", "bestfit")),
-        backfill,
-        params,
-        plugins=tuple(str(p) for p in serve_record.get("plugins") or ()),
-    )
-    policies = build(REPLAY, choice)
+    policies = build(REPLAY, policy_choice(serve_record))
     assert policies.scheduler is not None
     cluster = cluster_from_serve(serve_record)
-    raw = serve_record.get("min_runtime")
-    min_runtime = float(raw) if isinstance(raw, int | float) and raw > 0 else 0.0
-    raw = serve_record.get("grace")
-    grace = float(raw) if isinstance(raw, int | float) and raw > 0 else 0.0
-    config = ReplayConfig(seed=seed, min_runtime=min_runtime, grace=grace)
+    config = ReplayConfig(
+        seed=seed,
+        min_runtime=journaled_seconds(serve_record.get("min_runtime")),
+        grace=journaled_seconds(serve_record.get("grace")),
+    )
     # A network placement sees the switches the journal kept, without link loads, as serve
     # gave them to it.
     topology = ServeTopology.from_record(dict(serve_record)).for_nodes(

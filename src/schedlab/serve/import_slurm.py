@@ -33,6 +33,7 @@ from schedlab.model.gpu_models import is_known_model
 from schedlab.serve.client import SlurmError
 from schedlab.serve.hostlist import expand_hostlist
 from schedlab.serve.journal import read_journal
+from schedlab.serve.serve_record import journaled_seconds
 
 TIMINGS = ("slurm", "observed")
 SACCT_FIELDS = "JobID,State,Start,End,NodeList,Submit"
@@ -299,14 +300,9 @@ def import_slurm(journal: Path, sacct_text: str, timing: str = "slurm") -> Impor
         params=_params(serve.get("params")),
         topology_spec=str(serve.get("topology_spec") or ""),
         topology_toml=str(serve.get("topology_toml") or ""),
-        min_runtime=_seconds(serve.get("min_runtime")),
-        grace=_seconds(serve.get("grace")),
+        min_runtime=journaled_seconds(serve.get("min_runtime")),
+        grace=journaled_seconds(serve.get("grace")),
     )
-
-
-def _seconds(raw: object) -> float:
-    """A journaled number of seconds (a journal written before the field existed: 0)."""
-    return float(raw) if isinstance(raw, int | float) and raw > 0 else 0.0
 
 
 def _params(raw: object) -> dict[str, str]:

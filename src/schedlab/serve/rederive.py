@@ -41,9 +41,10 @@ from schedlab.errors import InputError
 from schedlab.model.snapshot import Start
 from schedlab.perf.models import TraceDuration
 from schedlab.policies.api import SERVE
-from schedlab.policies.wiring import PolicyChoice, build
+from schedlab.policies.wiring import build
 from schedlab.serve.journal import read_journal
 from schedlab.serve.live import build_view
+from schedlab.serve.serve_record import policy_choice
 from schedlab.serve.slurm_state import MARK_QUEUED, MARK_RELEASED, JobInfo, NodeInfo
 from schedlab.serve.topology import ServeTopology
 
@@ -232,14 +233,6 @@ class _Replayer:
         if self.serve is None:
             raise InputError("the journal has decisions before any 'serve' record")
         s = self.serve
-        label = str(s.get("policy", ""))
-        choice = PolicyChoice(
-            label.removesuffix("+backfill"),
-            str(s.get("placement", "bestfit")),
-            label.endswith("+backfill"),
-            {str(k): str(v) for k, v in dict(s.get("params") or {}).items()},
-            plugins=tuple(str(p) for p in s.get("plugins") or ()),
-        )
         infos = [_info(j, e.facts, e.run) for j, e in self.jobs.items() if e.run is not None]
         infos += [_info(j, self.jobs[j].facts, None) for j in self.queued]
         nodes = nodes_from_record(s)
@@ -248,7 +241,7 @@ class _Replayer:
         self.result.cycles += 1
         if not view.snapshot.pending_set:
             return
-        policies = build(SERVE, choice)
+        policies = build(SERVE, policy_choice(s))
         policies.start(
             view.cluster,
             np.random.default_rng(int(s.get("seed") or 0)),
