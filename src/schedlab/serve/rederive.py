@@ -160,6 +160,7 @@ class _Replayer:
         self.jobs: dict[int, _Job] = {}
         self.queued: dict[int, None] = {}
         self.serve: Record | None = None
+        self.network: ServeTopology | None = None  # the serve record's, read on first use
         self.process = 0
         self.state: Record = {}  # the policy's, as journaled
         self.group: tuple[int, int] | None = None
@@ -182,6 +183,7 @@ class _Replayer:
         if action == "serve":
             self.close_group(complete=False)
             self.serve, self.process = r, self.process + 1
+            self.network = None
             # A new process journals every queued job again (``arrive``) in its first cycle.
             self.queued.clear()
             return
@@ -242,12 +244,14 @@ class _Replayer:
         if not view.snapshot.pending_set:
             return
         policies = build(SERVE, policy_choice(s))
+        if self.network is None:  # one topology per serve record, not one per cycle
+            self.network = ServeTopology.from_record(s)
         policies.start(
             view.cluster,
             np.random.default_rng(int(s.get("seed") or 0)),
             jobs=view.snapshot.jobs,
             perf=TraceDuration(),
-            topology=ServeTopology.from_record(s).for_nodes(nodes),
+            topology=self.network.for_nodes(nodes),
         )
         policies.import_state(self.group_state)
         assert policies.scheduler is not None
