@@ -167,9 +167,14 @@ class _Run:
         self.first_start = np.full(n, np.nan)
         self.end_time = np.full(n, np.nan)
         self.gpu_seconds = np.zeros(n)
-        self.version = np.zeros(n, dtype=np.int64)
-        self.ever_ran = np.zeros(n, dtype=bool)
-        self.run_began = np.zeros(n)  # when each job's current run began (for --min-runtime)
+        # Engine-private per-job values live in Python lists: the hot loop reads and writes them
+        # one job at a time, where a numpy scalar access costs several times a list's.
+        self.version = [0] * n
+        self.ever_ran = [False] * n
+        self.run_began = [0.0] * n  # when each job's current run began (for --min-runtime)
+        self.cpu_milli = j.cpu_milli.tolist()
+        self.memory_mib = j.memory_mib.tolist()
+        self.node_model = engine.cluster.model.tolist()
         self.signalled: dict[int, float] = {}  # job → when its grace began (for --grace)
         self.reject_reason: dict[int, str] = {}
         self.pending: dict[int, None] = {}
@@ -179,8 +184,8 @@ class _Run:
         self.free_gpus = engine.cluster.total_gpus
         # Cluster efficiency: each running job contributes its rate over its rate on one GPU of
         # the same model (= its GPU count under linear scaling, less where scaling flattens).
-        self.speedup = np.zeros(n)
-        self.alloc_rate = np.zeros(n)  # each job's rate on its allocation, before the network
+        self.speedup = [0.0] * n
+        self.alloc_rate = [0.0] * n  # each job's rate on its allocation, before the network
         self.speedup_sum = 0.0
         # The network (if any) is told of every allocation taken and given up; at each decision
         # point it returns the jobs whose speed changed (see settle_network).
@@ -195,27 +200,32 @@ class _Run:
     def stop_progress(self, job: int, now: float) -> None:
         """Bank the progress and GPU time of a running job up to ``now``."""
         rt = self.rt
-        progressed = max(0.0, now - rt.progress_from[job]) * rt.rate[job]
-        rt.remaining[job] = max(0.0, rt.remaining[job] - progressed)
-        held = now - rt.run_started[job]
-        rt.attained[job] += rt.alloc_n[job] * held
-        rt.executed[job] += held
-        self.gpu_seconds[job] += rt.alloc_n[job] * held
+        start = rt.progress_from.item(job)
+        progressed = max(0.0, now - start) * rt.rate.item(job)
+        rt.remaining[job] = max(0.0, rt.remaining.item(job) - progressed)
+        held = now - rt.run_started.item(job)
+        gpu_time = rt.alloc_n.item(job) * held
+        rt.attained[job] = rt.attained.item(job) + gpu_time
+        rt.executed[job] = rt.executed.item(job) + held
+        self.gpu_seconds[job] = self.gpu_seconds.item(job) + gpu_time
         rt.run_started[job] = now
-        rt.progress_from[job] = max(now, rt.progress_from[job])
+        rt.progress_from[job] = max(now, start)
 
     def schedule_completion(self, job: int) -> None:
         """(Re)issue the job's completion event; older ones become stale."""
-        self.version[job] += 1
+        version = self.version[job] + 1
+        self.version[job] = version
         rt = self.rt
-        if rt.status[job] != RUNNING or rt.rate[job] <= 0:
+        rate = rt.rate.item(job)
+        if rt.status.item(job) != RUNNING or rate <= 0:
             return  # a job that makes no progress here never completes here
-        finish = rt.progress_from[job] + rt.remaining[job] / rt.rate[job]
+        finish = rt.progress_from.item(job) + rt.remaining.item(job) / rate
         self.seq += 1
-        heapq.heappush(self.heap, (finish, self.seq, job, int(self.version[job])))
+        heapq.heappush(self.heap, (finish, self.seq, job, version))
 
     def rate_on(self, job: int, allocation: Allocation) -> float:
-        models = (int(self.cluster.model[node]) for node, _ in allocation)
+        model = self.node_model
+        models = [model[node] for node, _ in allocation]
         return allocation_rate(self.e.perf, self.jobs, job, allocation_size(allocation), models)
 
     def set_rate(self, job: int, allocation: Allocation) -> None:
@@ -223,14 +233,14 @@ class _Run:
         rate = self.rate_on(job, allocation)
         self.rt.rate[job] = rate
         self.alloc_rate[job] = rate
-        model = int(self.cluster.model[allocation[0][0]]) if allocation else -1
+        model = self.node_model[allocation[0][0]] if allocation else -1
         one = self.e.perf.rate(self.jobs, job, 1, model)
         speedup = rate / one if one > 0 else 0.0
         self.speedup_sum += speedup - self.speedup[job]
         self.speedup[job] = speedup
 
     def occupy(self, job: int, allocation: Allocation, plan: NetPlan | None = None) -> None:
-        c, m = int(self.jobs.cpu_milli[job]), int(self.jobs.memory_mib[job])
+        c, m = self.cpu_milli[job], self.memory_mib[job]
         if plan is not None:
             if self.state.net is None:
                 raise PolicyError(
@@ -266,7 +276,7 @@ class _Run:
 
     def vacate(self, job: int) -> None:
         rt = self.rt
-        c, m = int(self.jobs.cpu_milli[job]), int(self.jobs.memory_mib[job])
+        c, m = self.cpu_milli[job], self.memory_mib[job]
         if self.obs is not None and rt.allocation[job]:
             self.obs.released(self.now, job, rt.allocation[job])
         for node, gpus in rt.allocation[job] or ():

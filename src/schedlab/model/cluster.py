@@ -124,6 +124,8 @@ class ClusterState:
         rdma_free: np.ndarray | None = None,
         app_counts: dict[int, np.ndarray] | None = None,
     ) -> None:
+        # copy() sets every attribute itself (without recomputing the aggregates): an attribute
+        # added here must be added there too.
         self.cluster = cluster
         self.cpu_free = cpu_free
         self.mem_free = mem_free
@@ -166,18 +168,21 @@ class ClusterState:
 
     def copy(self) -> ClusterState:
         """An independent copy a policy may allocate on while it plans."""
-        other = ClusterState(
-            self.cluster,
-            self.cpu_free.copy(),
-            self.mem_free.copy(),
-            self.gpu_free.copy(),
-            self.gpu_exists,
-            self.class_counts.copy(),
-            None if self.rdma_free is None else self.rdma_free.copy(),
-            {app: counts.copy() for app, counts in self.app_counts.items()},
-        )
+        other = ClusterState.__new__(ClusterState)
+        other.cluster = self.cluster
+        other.cpu_free = self.cpu_free.copy()
+        other.mem_free = self.mem_free.copy()
+        other.gpu_free = self.gpu_free.copy()
+        other.gpu_exists = self.gpu_exists
+        other.class_counts = self.class_counts.copy()
+        other.rdma_free = None if self.rdma_free is None else self.rdma_free.copy()
+        other.app_counts = {app: counts.copy() for app, counts in self.app_counts.items()}
         other.version = self.version.copy()
+        other.changes = 0
         other.net = self.net.copy() if self.net is not None else None
+        # The aggregates are kept in step with every change: copied, not recomputed.
+        other.gpu_free_sum = self.gpu_free_sum.copy()
+        other.gpu_full_count = self.gpu_full_count.copy()
         return other
 
     def set_gpu_free(self, node: int, shares: np.ndarray | list[int]) -> None:
@@ -215,13 +220,14 @@ class ClusterState:
         if not 0 <= node < self.cluster.size:
             raise ValueError(f"no node {node} (the cluster has {self.cluster.size})")
         slots = [int(g) for g in gpus]
-        width = self.gpu_free.shape[1]
-        exists = self.gpu_exists
-        for g in slots:
-            if not 0 <= g < width or not exists[node, g]:
-                raise ValueError(f"node {node} has no GPU slot among {slots}")
-        if len(set(slots)) != len(slots):
-            raise ValueError(f"GPU chosen twice on node {node}: {slots}")
+        if slots:
+            exists = self.gpu_exists[node].tolist()
+            width = len(exists)
+            for g in slots:
+                if not 0 <= g < width or not exists[g]:
+                    raise ValueError(f"node {node} has no GPU slot among {slots}")
+            if len(slots) > 1 and len(set(slots)) != len(slots):
+                raise ValueError(f"GPU chosen twice on node {node}: {slots}")
         return slots
 
     def allocate(
@@ -247,21 +253,28 @@ class ClusterState:
         slots = self._check_slots(node, gpus)
         if len(slots) != (num_gpu if gpu_milli > 0 else 0):
             raise ValueError(f"pod asks for {num_gpu} GPU(s) but {len(slots)} were chosen")
-        if self.cpu_free[node] < cpu_milli or self.mem_free[node] < memory_mib:
+        if self.cpu_free.item(node) < cpu_milli or self.mem_free.item(node) < memory_mib:
             raise ValueError(f"node {node} lacks CPU or memory for the pod")
         row = self.gpu_free[node]
+        shares = row.tolist()
         for g in slots:
-            if row[g] < gpu_milli:
+            if shares[g] < gpu_milli:
                 raise ValueError(f"GPU share on node {node} would go below zero")
         if rdma or app >= 0:
             self._take_extras(node, rdma, app, app_limit)
-        self.cpu_free[node] -= cpu_milli
-        self.mem_free[node] -= memory_mib
-        for g in slots:
-            if row[g] == GPU_MILLI and gpu_milli > 0:
-                self.gpu_full_count[node] -= 1
-            row[g] -= gpu_milli
-        self.gpu_free_sum[node] -= gpu_milli * len(slots)
+        if cpu_milli:
+            self.cpu_free[node] -= cpu_milli
+        if memory_mib:
+            self.mem_free[node] -= memory_mib
+        if gpu_milli > 0:
+            full = 0
+            for g in slots:
+                if shares[g] == GPU_MILLI:
+                    full += 1
+                row[g] = shares[g] - gpu_milli
+            if full:
+                self.gpu_full_count[node] -= full
+            self.gpu_free_sum[node] -= gpu_milli * len(slots)
         self.class_counts[node, pod_class(num_gpu, gpu_milli)] += 1
         self.version[node] += 1
         self.changes += 1
@@ -285,23 +298,31 @@ class ClusterState:
         cls = pod_class(num_gpu, gpu_milli)
         if self.class_counts[node, cls] == 0:
             raise ValueError(f"node {node} holds no pod of class {POD_CLASSES[cls]!r} to release")
-        if self.cpu_free[node] + cpu_milli > c.cpu_milli[node]:
+        if self.cpu_free.item(node) + cpu_milli > c.cpu_milli.item(node):
             raise ValueError(f"node {node} CPU would exceed capacity")
-        if self.mem_free[node] + memory_mib > c.memory_mib[node]:
+        if self.mem_free.item(node) + memory_mib > c.memory_mib.item(node):
             raise ValueError(f"node {node} memory would exceed capacity")
         row = self.gpu_free[node]
+        shares = row.tolist()
         for g in slots:
-            if row[g] + gpu_milli > GPU_MILLI:
+            if shares[g] + gpu_milli > GPU_MILLI:
                 raise ValueError(f"GPU share on node {node} would exceed capacity")
         if rdma or app >= 0:
             self._give_extras(node, rdma, app)
-        self.cpu_free[node] += cpu_milli
-        self.mem_free[node] += memory_mib
-        for g in slots:
-            row[g] += gpu_milli
-            if row[g] == GPU_MILLI and gpu_milli > 0:
-                self.gpu_full_count[node] += 1
-        self.gpu_free_sum[node] += gpu_milli * len(slots)
+        if cpu_milli:
+            self.cpu_free[node] += cpu_milli
+        if memory_mib:
+            self.mem_free[node] += memory_mib
+        if gpu_milli > 0:
+            full = 0
+            for g in slots:
+                share = shares[g] + gpu_milli
+                row[g] = share
+                if share == GPU_MILLI:
+                    full += 1
+            if full:
+                self.gpu_full_count[node] += full
+            self.gpu_free_sum[node] += gpu_milli * len(slots)
         self.class_counts[node, cls] -= 1
         self.version[node] += 1
         self.changes += 1

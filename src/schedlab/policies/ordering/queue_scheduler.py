@@ -109,6 +109,17 @@ class QueueScheduler(SchedulingPolicy):
         self.jobs = ctx.jobs
         self.num_gpus = ctx.jobs.num_gpus
         self.submit = ctx.jobs.submit_time
+        # The per-job values the queue walk reads one job at a time, as Python lists (a numpy
+        # scalar read costs several times a list's).
+        j = ctx.jobs
+        self._gpus = j.num_gpus.tolist()
+        self._submit = j.submit_time.tolist()
+        self._cpu = j.cpu_milli.tolist()
+        self._mem = j.memory_mib.tolist()
+        self._mask = j.gpu_model_mask.tolist()
+        self._per_node = j.gpus_per_node.tolist()
+        self._nodes = j.num_nodes.tolist()
+        self._exclusive = j.exclusive.tolist()
         self.queue: SortedList = SortedList()
         self.in_queue: dict[int, tuple[float, float, int]] = {}
         self.ordering.reset(ctx)
@@ -135,16 +146,15 @@ class QueueScheduler(SchedulingPolicy):
 
     # -- helpers ---------------------------------------------------------------------------
     def _place(self, job: int, state: ClusterState) -> Allocation | None:
-        j = self.jobs
         return self.ctx.placer.place(
-            int(j.num_gpus[job]),
-            int(j.cpu_milli[job]),
-            int(j.memory_mib[job]),
-            int(j.gpu_model_mask[job]),
+            self._gpus[job],
+            self._cpu[job],
+            self._mem[job],
+            self._mask[job],
             state,
-            per_node=int(j.gpus_per_node[job]),
-            nodes=int(j.num_nodes[job]),
-            exclusive=bool(j.exclusive[job]),
+            per_node=self._per_node[job],
+            nodes=self._nodes[job],
+            exclusive=self._exclusive[job],
             job=job,
         )
 
@@ -161,7 +171,7 @@ class QueueScheduler(SchedulingPolicy):
         if self._models is None:
             cluster = self.ctx.cluster
             self._models = sorted(set(cluster.model[cluster.num_gpus > 0].tolist()))
-        n = int(self.num_gpus[job])
+        n = self._gpus[job]
         rate = max((self.ctx.perf.rate(self.jobs, job, n, m) for m in self._models), default=0.0)
         return self._end_at(snap, job, rate)
 
@@ -212,10 +222,9 @@ class QueueScheduler(SchedulingPolicy):
         allowed models): rejected at once with the reason, so they never block the queue."""
         out: list[Decision] = []
         for job in snap.new_pending:
-            j = self.jobs
-            per_node, nodes = int(j.gpus_per_node[job]), int(j.num_nodes[job])
-            n, mask = int(self.num_gpus[job]), int(j.gpu_model_mask[job])
-            shape = (n, mask, per_node, nodes, bool(j.exclusive[job]))
+            per_node, nodes = self._per_node[job], self._nodes[job]
+            n, mask = self._gpus[job], self._mask[job]
+            shape = (n, mask, per_node, nodes, self._exclusive[job])
             if shape not in self._never:
                 self._never[shape] = never_fits(
                     self.ctx.cluster, n, mask, per_node=per_node, nodes=max(nodes, 1)
@@ -248,7 +257,7 @@ class QueueScheduler(SchedulingPolicy):
     def _decide_queue(self, snap: Snapshot) -> list[Decision]:
         if self.ordering.static:
             self._sync_static(snap)
-            if not self.queue or (snap.free_gpus == 0 and self.num_gpus[self.queue[0][2]] > 0):
+            if not self.queue or (snap.free_gpus == 0 and self._gpus[self.queue[0][2]] > 0):
                 return []
             order = (item[2] for item in self.queue)
         else:
@@ -271,23 +280,15 @@ class QueueScheduler(SchedulingPolicy):
                     return snap.state
                 scratch = copy_state(snap.state)
                 for _, j, a in started:
-                    cpu, mem = int(self.jobs.cpu_milli[j]), int(self.jobs.memory_mib[j])
-                    take(scratch, a, cpu, mem, j, plans.get(j))
+                    take(scratch, a, self._cpu[j], self._mem[j], j, plans.get(j))
             return scratch
 
         for job in order:
-            n = int(self.num_gpus[job])
+            n = self._gpus[job]
             alloc, plan = self._place_planned(job, planning_state()) if n <= free else (None, None)
             if alloc is not None:
                 if scratch is not None:
-                    take(
-                        scratch,
-                        alloc,
-                        int(self.jobs.cpu_milli[job]),
-                        int(self.jobs.memory_mib[job]),
-                        job,
-                        plan,
-                    )
+                    take(scratch, alloc, self._cpu[job], self._mem[job], job, plan)
                 if plan is not None:
                     plans[job] = plan
                 decisions.append(Start(job, alloc, plan))
@@ -309,16 +310,14 @@ class QueueScheduler(SchedulingPolicy):
         """Add jobs that became pending since the last call to the sorted queue."""
         if not snap.new_pending:
             return
-        fresh = [
-            j
-            for j in snap.new_pending
-            if j not in self.in_queue and snap.runtime.status[j] == PENDING
-        ]
+        status = snap.runtime.status.item
+        fresh = [j for j in snap.new_pending if j not in self.in_queue and status(j) == PENDING]
         if not fresh:
             return
         idx = np.asarray(fresh, dtype=np.int64)
+        submit = self._submit
         for j, k in zip(fresh, self.ordering.keys(snap, idx).tolist(), strict=True):
-            item = (k, float(self.submit[j]), j)
+            item = (k, submit[j], j)
             self.queue.add(item)
             self.in_queue[j] = item
 
@@ -339,7 +338,7 @@ class QueueScheduler(SchedulingPolicy):
         head that is blocked by where the free GPUs are (fragmentation, GPU models), and then
         nothing could backfill. The state is None when the head never fits (reservation inf).
         """
-        need = int(self.num_gpus[head])
+        need = self._gpus[head]
         running = snap.running()
         ends = [
             (end, job, snap.runtime.allocation[job])
@@ -350,7 +349,7 @@ class QueueScheduler(SchedulingPolicy):
         future = copy_state(scratch)
         avail = free
         for end, job, alloc in ends:
-            cpu, mem = int(self.jobs.cpu_milli[job]), int(self.jobs.memory_mib[job])
+            cpu, mem = self._cpu[job], self._mem[job]
             give_back(future, alloc, cpu, mem, job)
             avail += allocation_size(alloc)
             if avail >= need and (at := self._place(head, future)) is not None:
@@ -381,13 +380,13 @@ class QueueScheduler(SchedulingPolicy):
         for job in rest:
             if free == 0:
                 break
-            n = int(self.num_gpus[job])
+            n = self._gpus[job]
             if n > free or (n > extra and self._earliest_end(snap, job) > shadow):
                 continue  # no room now, or certain to hold GPUs the head needs at its time
             alloc, plan = self._place_planned(job, scratch)
             if alloc is None:
                 continue
-            cpu, mem = int(self.jobs.cpu_milli[job]), int(self.jobs.memory_mib[job])
+            cpu, mem = self._cpu[job], self._mem[job]
             if future is not None and self._end_on(snap, job, alloc) > shadow:
                 if n > extra:
                     continue
@@ -445,7 +444,7 @@ class QueueScheduler(SchedulingPolicy):
         """The fewest lowest-ranked victims whose GPUs, with the free ones, make room for
         ``job`` on a single node of an allowed model (empty if no node can)."""
         cluster = state.cluster
-        mask = int(self.jobs.gpu_model_mask[job])
+        mask = self._mask[job]
         gain: dict[int, list[int]] = {}
         room = state.gpu_full_count
         for v in victims:  # lowest-ranked first
@@ -470,7 +469,7 @@ class QueueScheduler(SchedulingPolicy):
             return []
         if not victims and snap.free_gpus < int(self.num_gpus[to_start].min()):
             return []
-        jobs, runtime = self.jobs, snap.runtime
+        runtime = snap.runtime
         scratch = copy_state(snap.state)
         free = snap.free_gpus
         starts: list[Decision] = []
@@ -480,15 +479,14 @@ class QueueScheduler(SchedulingPolicy):
         def release(v: int) -> None:
             nonlocal free
             victims.remove(v)
-            cpu, mem = int(jobs.cpu_milli[v]), int(jobs.memory_mib[v])
-            plan = give_back(scratch, runtime.allocation[v], cpu, mem, v)
+            plan = give_back(scratch, runtime.allocation[v], self._cpu[v], self._mem[v], v)
             if plan is not None:
                 freed_plans[v] = plan
             free += int(runtime.alloc_n[v])
             freed.append(v)
 
         for job in to_start.tolist():
-            need = int(self.num_gpus[job])
+            need = self._gpus[job]
             alloc, plan = self._place_planned(job, scratch) if free >= need else (None, None)
             if alloc is None and victims and need <= self.ctx.placer.max_per_node:
                 # Free the lowest-ranked victims on one node where that makes room.
@@ -501,7 +499,7 @@ class QueueScheduler(SchedulingPolicy):
                 if free >= need:
                     alloc, plan = self._place_planned(job, scratch)
             if alloc is not None:
-                take(scratch, alloc, int(jobs.cpu_milli[job]), int(jobs.memory_mib[job]), job, plan)
+                take(scratch, alloc, self._cpu[job], self._mem[job], job, plan)
                 free -= need
                 starts.append(Start(job, alloc, plan))
         # Victims whose GPUs (and reserved links) nobody took keep running.
@@ -515,7 +513,7 @@ class QueueScheduler(SchedulingPolicy):
                 (scratch.gpu_free[node, list(gpus)] >= GPU_MILLI).all() for node, gpus in alloc
             )
             if gpus_free and links_free:
-                take(scratch, alloc, int(jobs.cpu_milli[v]), int(jobs.memory_mib[v]), v, kept)
+                take(scratch, alloc, self._cpu[v], self._mem[v], v, kept)
             else:
                 preempt.append(Preempt(v))
         return preempt + starts

@@ -88,16 +88,24 @@ def node_model_bits(cluster: Cluster) -> np.ndarray:
     return np.where(cluster.model >= 0, np.left_shift(1, np.maximum(cluster.model, 0)), 0)
 
 
-def feasible_nodes(pod: PodRequest, state: ClusterState, model_bits: np.ndarray) -> np.ndarray:
+def feasible_nodes(
+    pod: PodRequest,
+    state: ClusterState,
+    model_bits: np.ndarray,
+    allowed: np.ndarray | None = None,
+) -> np.ndarray:
     """Nodes where the pod fits now: CPU, memory, model, and enough GPUs with enough share; RDMA
-    NIC share (where the cluster models it) and the app's per-node limit when the pod has them."""
-    ok = (state.cpu_free >= pod.cpu_milli) & (state.mem_free >= pod.memory_mib)
+    NIC share (where the cluster models it) and the app's per-node limit when the pod has them.
+    ``allowed``: the nodes of a model the pod accepts, if the caller keeps it (else derived from
+    ``model_bits``)."""
+    ok = state.cpu_free >= pod.cpu_milli
+    ok &= state.mem_free >= pod.memory_mib
     if pod.rdma and state.rdma_free is not None:
         ok &= state.rdma_free >= pod.rdma
     if pod.max_per_node > 0 and pod.app >= 0:
         ok &= state.app_count(pod.app) < pod.max_per_node
     if pod.needs_gpu:
-        ok &= (model_bits & pod.model_mask) != 0
+        ok &= (model_bits & pod.model_mask) != 0 if allowed is None else allowed
         if pod.gpu_milli == GPU_MILLI:
             ok &= state.gpu_full_count >= pod.num_gpu
         else:
@@ -109,21 +117,32 @@ def best_fit_gpus(pod: PodRequest, free: np.ndarray, exists: np.ndarray) -> tupl
     """Fitting GPUs in ascending free share, lowest index first among equals.
 
     For a sharing pod that is the fitting GPU with the least free share; for whole-GPU pods it is
-    the lowest-index fully free GPUs.
+    the lowest-index fully free GPUs. Plain Python over the node's few slots, where numpy's
+    per-call overhead would dominate.
     """
     if not pod.needs_gpu:
         return ()
-    fitting = np.flatnonzero(exists & (free >= pod.gpu_milli))
-    order = np.argsort(free[fitting], kind="stable")
-    return tuple(int(g) for g in fitting[order[: pod.num_gpu]])
+    share = pod.gpu_milli
+    shares = free.tolist()
+    present = exists.tolist()
+    fitting = [g for g, f in enumerate(shares) if f >= share and present[g]]
+    if share < GPU_MILLI:  # whole GPUs all have the same (full) share: index order stands
+        fitting.sort(key=shares.__getitem__)  # stable: equal shares keep index order
+    return tuple(fitting[: pod.num_gpu])
 
 
 def choose_node(scores: np.ndarray, feasible: np.ndarray, tie_rank: np.ndarray) -> int:
     """The feasible node with the highest score; ties go to the lowest ``tie_rank``."""
-    candidates = np.flatnonzero(feasible)
+    return choose_among(scores, feasible.nonzero()[0], tie_rank)
+
+
+def choose_among(scores: np.ndarray, candidates: np.ndarray, tie_rank: np.ndarray) -> int:
+    """:func:`choose_node` over the feasible nodes' indices (at least one)."""
     s = scores[candidates]
     top = candidates[s == s.max()]
-    return int(top[np.argmin(tie_rank[top])]) if len(top) > 1 else int(top[0])
+    if len(top) == 1:
+        return int(top[0])
+    return int(top[tie_rank[top].argmin()])
 
 
 class Placer:
@@ -138,17 +157,26 @@ class Placer:
         self.ctx = ctx
         self.tie_rank = tie_rank
         self.model_bits = node_model_bits(ctx.cluster)
+        self._allowed: dict[int, np.ndarray] = {}  # model mask → nodes of an allowed model
         policy.reset(ctx)
+
+    def allowed(self, model_mask: int) -> np.ndarray:
+        """Nodes with GPUs of a model in ``model_mask`` (fixed for the run, so kept per mask)."""
+        nodes = self._allowed.get(model_mask)
+        if nodes is None:
+            nodes = self._allowed[model_mask] = (self.model_bits & model_mask) != 0
+        return nodes
 
     def place(
         self, pod: PodRequest, state: ClusterState, exclude: set[int] | None = None
     ) -> Placement | None:
         """Where ``pod`` goes now (None: nowhere); ``exclude`` lists nodes not to use."""
-        feasible = feasible_nodes(pod, state, self.model_bits)
+        feasible = feasible_nodes(pod, state, self.model_bits, self.allowed(pod.model_mask))
         if exclude:
             feasible[list(exclude)] = False
-        if not feasible.any():
+        candidates = feasible.nonzero()[0]
+        if not len(candidates):
             return None
         scores = self.policy.score(pod, state, feasible)
-        node = choose_node(scores, feasible, self.tie_rank)
+        node = choose_among(scores, candidates, self.tie_rank)
         return Placement(node, self.policy.pick_gpus(pod, state, node))

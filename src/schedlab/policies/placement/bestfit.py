@@ -14,10 +14,12 @@ class BestFitPlacement(PlacementPolicy):
     summary = "least leftover (half CPU, half GPU share, normalised) after placement"
 
     def score(self, pod: PodRequest, state: ClusterState, feasible: np.ndarray) -> np.ndarray:
-        leftover = (
-            0.5 * (state.cpu_free - pod.cpu_milli) / CPU_SCALE
-            + 0.5 * (state.gpu_free_total - pod.gpu_total_milli) / GPU_SCALE
-        )
+        # leftover = 0.5·(CPU left)/CPU_SCALE + 0.5·(GPU share left)/GPU_SCALE. Halving is exact
+        # in binary, so x/(2·SCALE) is bit for bit 0.5·x/SCALE, in one operation instead of two.
+        leftover = (state.cpu_free - pod.cpu_milli) / (2 * CPU_SCALE)
+        leftover += (state.gpu_free_total - pod.gpu_total_milli) / (2 * GPU_SCALE)
         # Integer scores, as a scheduler framework reports them: near-equal nodes tie, and the
         # seeded tie order decides. Min-max normalisation would not change the winner.
-        return np.floor(100.0 * (1.0 - leftover)).astype(np.int64)
+        leftover = 1.0 - leftover
+        leftover *= 100.0
+        return np.floor(leftover, out=leftover).astype(np.int64)

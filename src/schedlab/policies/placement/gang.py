@@ -31,6 +31,9 @@ class GangPlacer:
         self.max_per_node = int(cluster.num_gpus.max()) if cluster.size else 0
         self.rack = cluster.rack
         self._largest: dict[int, int] = {}  # model mask → most GPUs on one node of those models
+        # Requests by (CPU, memory, GPUs, model mask): a request is immutable, and a trace has
+        # few distinct shapes, so each is built once.
+        self._requests: dict[tuple[int, int, int, int], PodRequest] = {}
         # A whole-job placement decides every GPU job itself (the network needs the whole job).
         policy = placer.policy
         self.whole_job = policy if isinstance(policy, JobPlacementPolicy) else None
@@ -63,15 +66,27 @@ class GangPlacer:
             return self._place_shaped(
                 num_gpus, cpu_milli, memory_mib, model_mask, state, per_node, nodes, exclusive
             )
+        pod = self._request(cpu_milli, memory_mib, max(num_gpus, 0), model_mask)
         if num_gpus <= 0:
-            pod = PodRequest(cpu_milli, memory_mib, 0, 0, model_mask)
             p = self.placer.place(pod, state)
             return None if p is None else ((p.node, ()),)
-        pod = PodRequest(cpu_milli, memory_mib, num_gpus, GPU_MILLI, model_mask)
         if num_gpus <= self._largest_node(model_mask):
             p = self.placer.place(pod, state)
             return None if p is None else ((p.node, p.gpus),)
         return self._place_multi_node(pod, state)
+
+    def _request(
+        self, cpu_milli: int, memory_mib: int, num_gpus: int, model_mask: int
+    ) -> PodRequest:
+        """A request for ``num_gpus`` whole GPUs (none: a CPU-only request) on one node."""
+        key = (cpu_milli, memory_mib, num_gpus, model_mask)
+        pod = self._requests.get(key)
+        if pod is None:
+            share = GPU_MILLI if num_gpus else 0
+            pod = self._requests[key] = PodRequest(
+                cpu_milli, memory_mib, num_gpus, share, model_mask
+            )
+        return pod
 
     def _largest_node(self, model_mask: int) -> int:
         """Most GPUs on one node of a model the job accepts: a job larger than that spans nodes
