@@ -74,8 +74,7 @@ def set_gpu_free(state: ClusterState, node: int, shares: Sequence[int]) -> None:
 
 def set_cpu_free(state: ClusterState, node: int, cpu_milli: int) -> None:
     state.cpu_free[node] = cpu_milli
-    state.version[node] += 1
-    state.changes += 1
+    state.touch(node)
 
 
 def make_pods(rows: Sequence[tuple]) -> PodTable:

@@ -225,6 +225,9 @@ class _Run:
 
     def rate_on(self, job: int, allocation: Allocation) -> float:
         model = self.node_model
+        if len(allocation) == 1:  # one node, one GPU model (allocation_rate's single case)
+            node, gpus = allocation[0]
+            return self.e.perf.rate(self.jobs, job, len(gpus), model[node])
         models = [model[node] for node, _ in allocation]
         return allocation_rate(self.e.perf, self.jobs, job, allocation_size(allocation), models)
 
@@ -258,16 +261,17 @@ class _Run:
                 raise PolicyError(
                     f"{self.policy.describe()} reserved for job {job} what it cannot have: {why}"
                 )
+        allocate = self.state.allocate
         try:
             for node, gpus in allocation:
-                self.state.allocate(node, gpus, c, m, GPU_MILLI if gpus else 0, len(gpus))
+                allocate(node, gpus, c, m, GPU_MILLI if gpus else 0, len(gpus))
         except ValueError as exc:
             raise PolicyError(
                 f"{self.policy.describe()} placed job {job} where it does not fit: {exc}"
             ) from None
         if plan is not None:
             self.state.net.hold(job, plan)  # type: ignore[union-attr]
-        size = allocation_size(allocation)
+        size = sum([len(gpus) for _, gpus in allocation])
         if self.obs is not None:
             self.obs.placed(self.now, job, allocation)
         self.free_gpus -= size
@@ -279,11 +283,12 @@ class _Run:
         c, m = self.cpu_milli[job], self.memory_mib[job]
         if self.obs is not None and rt.allocation[job]:
             self.obs.released(self.now, job, rt.allocation[job])
+        release = self.state.release
         for node, gpus in rt.allocation[job] or ():
-            self.state.release(node, gpus, c, m, GPU_MILLI if gpus else 0, len(gpus))
+            release(node, gpus, c, m, GPU_MILLI if gpus else 0, len(gpus))
         if self.state.net is not None:
             self.state.net.release(job)
-        self.free_gpus += int(rt.alloc_n[job])
+        self.free_gpus += rt.alloc_n.item(job)
         rt.allocation[job] = None
         rt.alloc_n[job] = 0
         self.speedup_sum -= self.speedup[job]
@@ -301,12 +306,13 @@ class _Run:
 
     # -- decisions -------------------------------------------------------------------------
     def apply(self, decisions: list[Decision], now: float) -> None:
-        rt, name = self.rt, self.policy.describe()
+        rt = self.rt
+        status, n = rt.status.item, len(rt.status)
 
-        def expect(job: int, status: int, verb: str) -> None:
-            if not 0 <= job < len(rt.status) or rt.status[job] != status:
-                wanted = "pending" if status == PENDING else "running"
-                raise PolicyError(f"{name} {verb} job {job}, which is not {wanted}")
+        def expect(job: int, wanted: int, verb: str) -> None:
+            if not 0 <= job < n or status(job) != wanted:
+                what = "pending" if wanted == PENDING else "running"
+                raise PolicyError(f"{self.policy.describe()} {verb} job {job}, which is not {what}")
 
         # Rejections and preemptions first: they free what the starts may use.
         for d in decisions:
@@ -355,32 +361,37 @@ class _Run:
             self.schedule_completion(d.job)
         for d in decisions:
             if isinstance(d, Start):
-                expect(d.job, PENDING, "started")
-                self.occupy(d.job, d.allocation, d.net)
-                for other, plan in d.net.moves if d.net is not None else ():
-                    self.move_circuits(other, plan, now)
-                self.set_rate(d.job, d.allocation)
+                job, plan = d.job, d.net
+                expect(job, PENDING, "started")
+                self.occupy(job, d.allocation, plan)
+                if plan is not None:
+                    for other, moved in plan.moves:
+                        self.move_circuits(other, moved, now)
+                self.set_rate(job, d.allocation)
                 if self.net is not None:
-                    self.start_network(d.job, d.allocation, now, d.net)
-                rt.run_started[d.job] = now
-                self.run_began[d.job] = now
-                restart = self.cfg.restart_overhead if self.ever_ran[d.job] else 0.0
-                # Circuits set up for the job: it waits for the OCS to re-wire its ports.
-                restart += self.circuit_delay(d.net)
-                rt.progress_from[d.job] = now + restart
-                rt.status[d.job] = RUNNING
-                if not self.ever_ran[d.job]:
-                    self.first_start[d.job] = now
-                    self.ever_ran[d.job] = True
-                del self.pending[d.job]
-                self.running[d.job] = None
-                self.schedule_completion(d.job)
+                    self.start_network(job, d.allocation, now, plan)
+                rt.run_started[job] = now
+                self.run_began[job] = now
+                ran = self.ever_ran[job]
+                restart = self.cfg.restart_overhead if ran else 0.0
+                if plan is not None:  # circuits set up for the job: it waits for the OCS
+                    restart += self.circuit_delay(plan)
+                rt.progress_from[job] = now + restart
+                rt.status[job] = RUNNING
+                if not ran:
+                    self.first_start[job] = now
+                    self.ever_ran[job] = True
+                del self.pending[job]
+                self.running[job] = None
+                self.schedule_completion(job)
         # Overheads last, so a job started or resized now pays both its start-up and the round's.
         for d in decisions:
             if isinstance(d, Overhead):
                 expect(d.job, RUNNING, "charged an overhead to")
                 if not d.seconds >= 0:
-                    raise PolicyError(f"{name} charged job {d.job} {d.seconds} s of overhead")
+                    raise PolicyError(
+                        f"{self.policy.describe()} charged job {d.job} {d.seconds} s of overhead"
+                    )
                 self.stop_progress(d.job, now)
                 rt.progress_from[d.job] += d.seconds
                 self.schedule_completion(d.job)
@@ -457,18 +468,18 @@ class _Run:
 
     def snapshot(self, now: float, new_pending: list[int]) -> Snapshot:
         e = self.e
-        return Snapshot(
-            now=now,
-            jobs=self.jobs,
-            cluster=self.cluster,
-            state=self.state,
-            runtime=self.rt,
-            work=e.work,
-            reference_rate=e.reference_rate,
-            pending_set=self.pending,
-            running_set=self.running,
-            new_pending=new_pending,
-            free_gpus=self.free_gpus,
+        return Snapshot(  # positional, in the fields' order (the hot loop builds two a point)
+            now,
+            self.jobs,
+            self.cluster,
+            self.state,
+            self.rt,
+            e.work,
+            e.reference_rate,
+            self.pending,
+            self.running,
+            new_pending,
+            self.free_gpus,
         )
 
     # -- the event loop --------------------------------------------------------------------
@@ -494,11 +505,11 @@ class _Run:
         ts_efficiency = array("d")
         next_arrival, wakeup, decision_points, events = 0, INF, 0, 0
         now = 0.0
-        version = self.version
+        version, status = self.version, rt.status.item
         while True:
             # Completions voided by a preemption or resize are dropped here, so that they never
             # become decision points of their own.
-            while heap and (heap[0][3] != version[heap[0][2]] or rt.status[heap[0][2]] != RUNNING):
+            while heap and (heap[0][3] != version[heap[0][2]] or status(heap[0][2]) != RUNNING):
                 heapq.heappop(heap)
             t_arr = submit[next_arrival] if next_arrival < n else INF
             now = min(t_arr, heap[0][0] if heap else INF, wakeup)
@@ -516,7 +527,7 @@ class _Run:
                 events += 1
             while heap and heap[0][0] <= now:
                 _, _, job, ver = heapq.heappop(heap)
-                if ver == self.version[job] and rt.status[job] == RUNNING:
+                if ver == version[job] and status(job) == RUNNING:
                     self.complete(job, now)
                     events += 1
             decisions = self.policy.decide(self.snapshot(now, new_pending))

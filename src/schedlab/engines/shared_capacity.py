@@ -138,5 +138,4 @@ class SharedCapacity:
             view.gpu_full_count[node] += full
             if guaranteed:
                 self.guaranteed_free_total += total
-            view.version[node] += 1
-            view.changes += 1
+            view.touch(node)

@@ -13,6 +13,7 @@ holds (``ClusterState.app_count``), against which a pod's per-node density limit
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -25,6 +26,11 @@ if TYPE_CHECKING:
 
 GPU_MILLI = 1000
 """Milli-GPU in one whole GPU."""
+
+#: Version stamps: every change of any node of any state takes the next one, so a node's version
+#: names its contents across a state and the copies made of it (a copy that changes a node
+#: differently from the original never shows the same version with other contents).
+_STAMPS = itertools.count(1)
 
 #: Pod classes tracked per node (the tag set of gpu-clustering, plus CPU-only).
 POD_CLASSES: tuple[str, ...] = ("cpu", "share", "1gpu", "2gpu", "4gpu", "8gpu")
@@ -109,8 +115,9 @@ class ClusterState:
 
     Policies receive it read-only (they must not write to it); engines change it through
     :meth:`allocate`, which checks capacity so that no bug anywhere can over-allocate silently.
-    ``version`` counts changes per node, so a policy may cache per-node scores and recompute only
-    the nodes that changed.
+    ``version`` stamps each node's contents (a fresh stamp at every change, unique across this
+    state and its copies), so a policy may cache per-node scores and recompute only the nodes
+    whose version moved.
     """
 
     def __init__(
@@ -198,7 +205,13 @@ class ClusterState:
         self.gpu_free[node] = values
         self.gpu_free_sum[node] = int(values.sum())
         self.gpu_full_count[node] = int((values == GPU_MILLI).sum())
-        self.version[node] += 1
+        self.version[node] = next(_STAMPS)
+        self.changes += 1
+
+    def touch(self, node: int) -> None:
+        """Record that ``node`` changed: for code that writes the arrays directly (the sharing
+        engine's views), so that version-keyed caches see the change."""
+        self.version[node] = next(_STAMPS)
         self.changes += 1
 
     def app_count(self, app: int) -> np.ndarray:
@@ -217,9 +230,10 @@ class ClusterState:
         Plain Python: a placement touches at most a handful of slots, where numpy's per-call
         overhead would dominate.
         """
-        if not 0 <= node < self.cluster.size:
-            raise ValueError(f"no node {node} (the cluster has {self.cluster.size})")
-        slots = [int(g) for g in gpus]
+        size = len(self.cpu_free)
+        if not 0 <= node < size:
+            raise ValueError(f"no node {node} (the cluster has {size})")
+        slots = [g if type(g) is int else int(g) for g in gpus]
         if slots:
             exists = self.gpu_exists[node].tolist()
             width = len(exists)
@@ -276,7 +290,7 @@ class ClusterState:
                 self.gpu_full_count[node] -= full
             self.gpu_free_sum[node] -= gpu_milli * len(slots)
         self.class_counts[node, pod_class(num_gpu, gpu_milli)] += 1
-        self.version[node] += 1
+        self.version[node] = next(_STAMPS)
         self.changes += 1
 
     def release(
@@ -324,7 +338,7 @@ class ClusterState:
                 self.gpu_full_count[node] += full
             self.gpu_free_sum[node] += gpu_milli * len(slots)
         self.class_counts[node, cls] -= 1
-        self.version[node] += 1
+        self.version[node] = next(_STAMPS)
         self.changes += 1
 
     # -- RDMA share and per-app counts (serving instances only) ---------------------------------

@@ -81,6 +81,18 @@ class PlacementPolicy(Policy, ABC):
     def pick_gpus(self, pod: PodRequest, state: ClusterState, node: int) -> tuple[int, ...]:
         return best_fit_gpus(pod, state.gpu_free[node], state.gpu_exists[node])
 
+    def score_nodes(
+        self, pod: PodRequest, state: ClusterState, nodes: list[int]
+    ) -> list[int] | list[float] | None:
+        """The scores :meth:`score` would give ``nodes``, one per node; None (the default): not
+        offered.
+
+        A policy offers them only if a node's score depends on the request and that node's row
+        of the state alone (nothing random, no other node): the framework then keeps each
+        request shape's scores and rescores only the nodes whose version moved since.
+        """
+        return None
+
 
 # -- shared pieces ----------------------------------------------------------------------------
 def node_model_bits(cluster: Cluster) -> np.ndarray:
@@ -111,6 +123,26 @@ def feasible_nodes(
         else:
             ok &= (state.gpu_free >= pod.gpu_milli).sum(axis=1) >= pod.num_gpu
     return ok
+
+
+def node_fits(pod: PodRequest, state: ClusterState, node: int, allowed: np.ndarray) -> bool:
+    """:func:`feasible_nodes` for one node (``allowed``: the nodes of a model the pod accepts),
+    in plain Python for the few nodes that changed between two placements."""
+    if state.cpu_free.item(node) < pod.cpu_milli or state.mem_free.item(node) < pod.memory_mib:
+        return False
+    if pod.rdma and state.rdma_free is not None and state.rdma_free.item(node) < pod.rdma:
+        return False
+    limited = pod.max_per_node > 0 and pod.app >= 0
+    if limited and state.app_count(pod.app).item(node) >= pod.max_per_node:
+        return False
+    if pod.needs_gpu:
+        if not allowed.item(node):
+            return False
+        if pod.gpu_milli == GPU_MILLI:
+            return state.gpu_full_count.item(node) >= pod.num_gpu
+        share = pod.gpu_milli
+        return sum(f >= share for f in state.gpu_free[node].tolist()) >= pod.num_gpu
+    return True
 
 
 def best_fit_gpus(pod: PodRequest, free: np.ndarray, exists: np.ndarray) -> tuple[int, ...]:
@@ -145,19 +177,44 @@ def choose_among(scores: np.ndarray, candidates: np.ndarray, tie_rank: np.ndarra
     return int(top[tie_rank[top].argmin()])
 
 
+@dataclass(slots=True)
+class _Kept:
+    """What the framework keeps of one request shape's last placement: each node's feasibility
+    and score at the version it had then, and the node chosen (-1: none fitted)."""
+
+    version: np.ndarray
+    feasible: np.ndarray
+    scores: np.ndarray
+    best: int
+
+
+#: Above this many changed nodes a kept shape is rescored as a whole (vectorised) rather than
+#: node by node.
+RESCORE_ONE_BY_ONE = 24
+
+
 class Placer:
     """Runs one policy over a cluster state: filter, score, choose, pick GPUs.
 
     This is the framework part every engine shares; the engine applies the returned
     :class:`Placement` to its state.
+
+    For a policy that offers per-node scores (:meth:`PlacementPolicy.score_nodes`), each
+    request shape's feasibility and scores are kept with the node versions they were computed
+    at; a later placement of that shape rescores only the nodes whose version moved, and knows
+    the winner is the last one or among those, unless the last winner itself got worse. The
+    choice is the one a full rescoring would make.
     """
 
     def __init__(self, policy: PlacementPolicy, ctx: PolicyContext, tie_rank: np.ndarray) -> None:
         self.policy = policy
         self.ctx = ctx
         self.tie_rank = tie_rank
+        self._tie = tie_rank.tolist()
         self.model_bits = node_model_bits(ctx.cluster)
         self._allowed: dict[int, np.ndarray] = {}  # model mask → nodes of an allowed model
+        self._kept: dict[tuple[int, ...], _Kept] = {}
+        self._node_scores = type(policy).score_nodes is not PlacementPolicy.score_nodes
         policy.reset(ctx)
 
     def allowed(self, model_mask: int) -> np.ndarray:
@@ -171,12 +228,76 @@ class Placer:
         self, pod: PodRequest, state: ClusterState, exclude: set[int] | None = None
     ) -> Placement | None:
         """Where ``pod`` goes now (None: nowhere); ``exclude`` lists nodes not to use."""
+        if self._node_scores and not exclude:
+            node = self._choose_kept(pod, state)
+        else:
+            node = self._choose(pod, state, exclude)
+        if node < 0:
+            return None
+        return Placement(node, self.policy.pick_gpus(pod, state, node))
+
+    def _choose(self, pod: PodRequest, state: ClusterState, exclude: set[int] | None) -> int:
+        """Filter, score and choose over every node (-1: no node fits)."""
         feasible = feasible_nodes(pod, state, self.model_bits, self.allowed(pod.model_mask))
         if exclude:
             feasible[list(exclude)] = False
         candidates = feasible.nonzero()[0]
         if not len(candidates):
-            return None
+            return -1
         scores = self.policy.score(pod, state, feasible)
-        node = choose_among(scores, candidates, self.tie_rank)
-        return Placement(node, self.policy.pick_gpus(pod, state, node))
+        return choose_among(scores, candidates, self.tie_rank)
+
+    def _choose_kept(self, pod: PodRequest, state: ClusterState) -> int:
+        """:meth:`_choose` from the shape's kept scores, rescoring the nodes that changed."""
+        key = (
+            pod.cpu_milli,
+            pod.memory_mib,
+            pod.num_gpu,
+            pod.gpu_milli,
+            pod.model_mask,
+            pod.rdma,
+            pod.app,
+            pod.max_per_node,
+        )
+        kept = self._kept.get(key)
+        changed = None if kept is None else (kept.version != state.version).nonzero()[0]
+        if changed is None or len(changed) > RESCORE_ONE_BY_ONE:
+            allowed = self.allowed(pod.model_mask)
+            feasible = feasible_nodes(pod, state, self.model_bits, allowed)
+            scores = self.policy.score(pod, state, feasible)
+            candidates = feasible.nonzero()[0]
+            best = choose_among(scores, candidates, self.tie_rank) if len(candidates) else -1
+            # Copies: the kept arrays are updated in place, and a policy may return its own.
+            self._kept[key] = _Kept(state.version.copy(), feasible, np.array(scores), best)
+            return best
+        if not len(changed):
+            return kept.best
+        nodes = changed.tolist()
+        allowed = self.allowed(pod.model_mask)
+        fits = [node_fits(pod, state, node, allowed) for node in nodes]
+        scores = self.policy.score_nodes(pod, state, nodes)
+        assert scores is not None
+        best, tie = kept.best, self._tie
+        top = kept.scores.item(best) if best >= 0 else None
+        # The last winner still wins over every node that did not change, unless it changed
+        # for the worse (no longer fits, or scores lower): then all nodes are compared again.
+        stale = False
+        for node, fit, score in zip(nodes, fits, scores, strict=True):
+            kept.version[node] = state.version.item(node)
+            kept.feasible[node] = fit
+            kept.scores[node] = score
+            if node == best and (not fit or score < top):  # type: ignore[operator]
+                stale = True
+        if stale:
+            candidates = kept.feasible.nonzero()[0]
+            best = choose_among(kept.scores, candidates, self.tie_rank) if len(candidates) else -1
+        else:
+            for node, fit, score in zip(nodes, fits, scores, strict=True):
+                if fit and (
+                    best < 0
+                    or score > top  # type: ignore[operator]
+                    or (score == top and tie[node] < tie[best])
+                ):
+                    best, top = node, score
+        kept.best = best
+        return best

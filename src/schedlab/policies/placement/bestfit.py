@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from schedlab.model.cluster import ClusterState
@@ -23,3 +25,23 @@ class BestFitPlacement(PlacementPolicy):
         leftover = 1.0 - leftover
         leftover *= 100.0
         return np.floor(leftover, out=leftover).astype(np.int64)
+
+    def score_nodes(self, pod: PodRequest, state: ClusterState, nodes: list[int]) -> list[int]:
+        """:meth:`score` of a few nodes: the same operations on Python floats (IEEE doubles, as
+        numpy's), so the same integers."""
+        cpu_left = state.cpu_free.item
+        gpu_left = state.gpu_free_total.item
+        cpu, gpu = pod.cpu_milli, pod.gpu_total_milli
+        return [
+            math.floor(
+                100.0
+                * (
+                    1.0
+                    - (
+                        (cpu_left(n) - cpu) / (2 * CPU_SCALE)
+                        + (gpu_left(n) - gpu) / (2 * GPU_SCALE)
+                    )
+                )
+            )
+            for n in nodes
+        ]
