@@ -91,11 +91,14 @@ def _unwanted(modules: set[str], prefixes: tuple[str, ...], allowed: set[str]) -
 
 
 #: What a replay without --topology, --power-model/--ci, --sharing or a solver policy must not
-#: load. The option names of the network and energy (network.options, energy.options and
-#: energy.spec) and the plans a start may carry (network.plan, plain data) are allowed.
+#: load: it reads its trace and writes its tables without pandas too. The option names of the
+#: network and energy (network.options, energy.options and energy.spec) and the plans a start
+#: may carry (network.plan, plain data) are allowed.
 NOT_FOR_A_PLAIN_REPLAY = (
     "matplotlib",
     "scipy",
+    "pandas",
+    "pyarrow",
     "schedlab.network",
     "schedlab.energy",
     "schedlab.engines.shared_time",

@@ -13,18 +13,17 @@ import os
 import tempfile
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import IO, TYPE_CHECKING
+from typing import IO, TYPE_CHECKING, Any
 
 import numpy as np
-import pandas as pd
 
 from schedlab.model.gpu_models import mask_to_models
 from schedlab.output_dir import umask
+from schedlab.table_csv import FLOAT_FORMAT as FLOAT_FORMAT  # where it was always found
+from schedlab.table_csv import csv_text
 
 if TYPE_CHECKING:
     from schedlab.engines.pack import PackResult
-
-FLOAT_FORMAT = "%.6f"
 
 
 def atomic_write(path: Path, write: Callable[[IO[str]], None]) -> None:
@@ -47,11 +46,11 @@ def write_json(path: Path, data: Mapping[str, object]) -> None:
     atomic_write(path, lambda fh: fh.write(json.dumps(data, indent=2, sort_keys=False) + "\n"))
 
 
-def write_csv(path: Path, frame: pd.DataFrame) -> None:
-    atomic_write(
-        path,
-        lambda fh: frame.to_csv(fh, index=False, float_format=FLOAT_FORMAT, lineterminator="\n"),
-    )
+def write_csv(path: Path, table: Mapping[str, Any]) -> None:
+    """``table`` (columns by name: a dict of arrays or a DataFrame) as CSV, floats with six
+    decimals (see :mod:`schedlab.table_csv`)."""
+    text = csv_text(table)
+    atomic_write(path, lambda fh: fh.write(text))
 
 
 def _toml_value(value: object) -> str:
@@ -72,28 +71,26 @@ def write_config(path: Path, config: Mapping[str, object], comment: str) -> None
     atomic_write(path, lambda fh: fh.write("\n".join(lines) + "\n"))
 
 
-def pack_events(result: PackResult) -> pd.DataFrame:
+def pack_events(result: PackResult) -> dict[str, Any]:
     """One row per pod in the order placed: what it asked for, where it went, and the cluster
-    measures right after it."""
+    measures right after it (columns by name)."""
     from schedlab.engines.pack import NO_NODE  # pack's outputs only
 
     pods, cluster = result.pods, result.cluster
     placed = result.node != NO_NODE
     node_names = np.where(placed, cluster.names[np.maximum(result.node, 0)], "")
-    return pd.DataFrame(
-        {
-            "seq": np.arange(len(pods)),
-            "pod": pods.name,
-            "cpu_milli": pods.cpu_milli,
-            "memory_mib": pods.memory_mib,
-            "num_gpu": pods.num_gpu,
-            "gpu_milli": pods.gpu_milli,
-            "gpu_spec": ["|".join(mask_to_models(int(m))) for m in pods.model_mask],
-            "node": node_names,
-            "gpus": ["|".join(str(g) for g in gs) for gs in result.gpus],
-            "arrived_pct": result.arrived_pct,
-            "unallocated_gpu_pct": result.unallocated_pct,
-            "frag_amount_pct": result.frag_amount_pct,
-            "frag_ratio_pct": result.frag_ratio_pct,
-        }
-    )
+    return {
+        "seq": np.arange(len(pods)),
+        "pod": pods.name,
+        "cpu_milli": pods.cpu_milli,
+        "memory_mib": pods.memory_mib,
+        "num_gpu": pods.num_gpu,
+        "gpu_milli": pods.gpu_milli,
+        "gpu_spec": ["|".join(mask_to_models(int(m))) for m in pods.model_mask],
+        "node": node_names,
+        "gpus": ["|".join(str(g) for g in gs) for gs in result.gpus],
+        "arrived_pct": result.arrived_pct,
+        "unallocated_gpu_pct": result.unallocated_pct,
+        "frag_amount_pct": result.frag_amount_pct,
+        "frag_ratio_pct": result.frag_ratio_pct,
+    }

@@ -134,20 +134,20 @@ def read_ci_csv(path: str | Path, start: str | None = None, wrap: bool = True) -
     """A ``time,ci_g_per_kwh`` file: seconds, or ISO-8601 UTC times with ``start`` as time 0."""
     frame = read_text_table(path, ["time", "ci_g_per_kwh"])
     values = float_column(frame, "ci_g_per_kwh", path)
-    text = frame["time"].astype(str).str.strip()
-    numeric = np.array([_number(s) for s in text], dtype=np.float64)
+    text = frame.stripped("time")
+    numeric = np.array([_number(s) for s in text.tolist()], dtype=np.float64)
     if np.isnan(numeric).any():
         if start is None:
             i = int(np.flatnonzero(np.isnan(numeric))[0])
             raise InputError(
-                f"'time' {text.iat[i]!r} is not seconds; ISO-8601 times need --ci-start",
+                f"'time' {text[i]!r} is not seconds; ISO-8601 times need --ci-start",
                 path=str(path),
                 row=line_of(frame, i),
                 column="time",
             )
         origin = _parse_iso(start, "--ci-start")
         times = np.empty(len(text))
-        for i, s in enumerate(text):
+        for i, s in enumerate(text.tolist()):
             try:
                 times[i] = (_parse_iso(s, "time") - origin).total_seconds()
             except InputError as exc:
@@ -161,9 +161,7 @@ def read_ci_csv(path: str | Path, start: str | None = None, wrap: bool = True) -
         np.concatenate(([False], np.diff(times) <= 0)),
         path,
         "time",
-        lambda i: (
-            f"'time' must be strictly increasing (got {text.iat[i]!r} after {text.iat[i - 1]!r})"
-        ),
+        lambda i: f"'time' must be strictly increasing (got {text[i]!r} after {text[i - 1]!r})",
     )
     return CarbonSeries(times, values, float(times[-1]) + _median_step(times), wrap, str(path))
 

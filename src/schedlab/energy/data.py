@@ -72,7 +72,7 @@ def gpu_power_table(root: Path) -> dict[str, GpuPower]:
     fail_at_first(
         frame, tdp < idle, path, "tdp_w", lambda i: f"'tdp_w' {tdp[i]:g} is below 'idle_w'"
     )
-    names = frame["gpu_model"].str.strip().str.upper()
+    names = [n.upper() for n in frame.stripped("gpu_model").tolist()]
     return {n: GpuPower(float(a), float(b)) for n, a, b in zip(names, idle, tdp, strict=True)}
 
 
@@ -88,9 +88,9 @@ def cpu_power_table(root: Path) -> tuple[dict[str, CpuPower], dict[str, str]]:
     cores = float_column(frame, cols[3], path, low=1)
     models: dict[str, CpuPower] = {}
     assigned: dict[str, str] = {}
-    for i, name in enumerate(frame["cpu_model"].str.strip()):
+    for i, name in enumerate(frame.stripped("cpu_model").tolist()):
         models[name] = CpuPower(float(idle[i]), float(full[i]), int(cores[i]))
-        for node_kind in str(frame["assigned_to_openb_nodes"].iat[i]).split("|"):
+        for node_kind in str(frame["assigned_to_openb_nodes"][i]).split("|"):
             if node_kind.strip():
                 assigned[node_kind.strip().upper()] = name
     return models, assigned
@@ -123,10 +123,10 @@ def zeus_groups(root: Path, gpu: str) -> dict[tuple[str, str, int, str], tuple[Z
     groups: dict[tuple[str, str, int, str], list[ZeusRow]] = {}
     for i in range(len(frame)):
         key = (
-            str(frame["dataset"].iat[i]).strip(),
-            str(frame["network"].iat[i]).strip(),
+            str(frame["dataset"][i]).strip(),
+            str(frame["network"][i]).strip(),
             int(batch[i]),
-            str(frame["optimizer"].iat[i]).strip(),
+            str(frame["optimizer"][i]).strip(),
         )
         groups.setdefault(key, []).append(
             ZeusRow(float(limit[i]), float(epoch[i]), float(power[i]))
@@ -140,7 +140,8 @@ def country_ci(root: Path) -> dict[str, float]:
     path = root / "carbon" / "annual_country_ci.csv"
     frame = read_text_table(path, ["iso3", "carbon_intensity_g_per_kwh"])
     values = float_column(frame, "carbon_intensity_g_per_kwh", path)
-    return dict(zip(frame["iso3"].str.strip().str.upper(), values.tolist(), strict=True))
+    names = [n.upper() for n in frame.stripped("iso3").tolist()]
+    return dict(zip(names, values.tolist(), strict=True))
 
 
 @lru_cache(maxsize=8)
@@ -149,5 +150,10 @@ def region_ci(root: Path) -> dict[str, float]:
     path = root / "carbon" / "cloud_region_ci.csv"
     frame = read_text_table(path, ["provider", "region", "carbon_intensity_g_per_kwh"])
     values = float_column(frame, "carbon_intensity_g_per_kwh", path)
-    keys = (frame["provider"].str.strip() + "/" + frame["region"].str.strip()).str.lower()
+    keys = [
+        f"{provider}/{region}".lower()
+        for provider, region in zip(
+            frame.stripped("provider").tolist(), frame.stripped("region").tolist(), strict=True
+        )
+    ]
     return dict(zip(keys, np.asarray(values).tolist(), strict=True))

@@ -29,9 +29,9 @@ from schedlab.experiments.parallel import run_all
 from schedlab.experiments.replay_run import (
     BUILTIN_THROUGHPUTS,
     ReplaySpec,
-    jobs_frame,
+    jobs_table,
     run_replay,
-    timeseries_frame,
+    timeseries_table,
 )
 from schedlab.metrics.replay_metrics import summarize
 from schedlab.model.jobs import JobTable
@@ -232,7 +232,7 @@ def run_one(run: DeadlineRun) -> dict[str, object]:
     started = time.perf_counter()
     record = run_replay(spec, parse_cluster_spec(run.cluster), jobs)
     wall = time.perf_counter() - started
-    summary = summarize(jobs_frame(record), timeseries_frame(record))
+    summary = summarize(jobs_table(record), timeseries_table(record))
     deadline_jobs = int(summary.get("deadline_jobs", 0))
     dsr = summary.get("dsr")
     return {

@@ -8,16 +8,15 @@ from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import pandas as pd
 
 from schedlab import __version__
 from schedlab.energy.spec import EnergySpec, config_entries
 from schedlab.engines.replay import ReplayConfig, ReplayEngine, ReplayRecord
 from schedlab.errors import InputError
-from schedlab.metrics.replay_metrics import job_metrics, json_ready, summarize
+from schedlab.metrics.replay_metrics import Table, as_numbers, job_metrics, json_ready, summarize
 from schedlab.metrics.steady_state import steady_state
 from schedlab.model.cluster import Cluster
 from schedlab.model.gpu_models import GPU_MODELS
@@ -39,6 +38,8 @@ from schedlab.traces.cluster_spec import parse_cluster_spec
 from schedlab.traces.formats import read_jobs
 
 if TYPE_CHECKING:
+    import pandas as pd
+
     from schedlab.energy.meter import EnergyMeter
 
 
@@ -227,43 +228,49 @@ def run_replay(
     return engine.run(progress)
 
 
-def jobs_frame(record: ReplayRecord) -> pd.DataFrame:
-    """The per-job table: what each job asked for and what happened to it."""
+def jobs_table(record: ReplayRecord) -> dict[str, Any]:
+    """The per-job table, columns by name: what each job asked for and what happened to it."""
     j = record.jobs
     status = np.where(
         record.status == DONE,
         "completed",
         np.where(record.status == REJECTED, "rejected", "unfinished"),
     )
-    frame = pd.DataFrame(
-        {
-            "job_id": j.job_id,
-            "user": j.user,
-            "submit_time": j.submit_time,
-            "start_time": record.first_start,
-            "end_time": record.end_time,
-            "num_gpus": j.num_gpus,
-            "duration": record.reference_seconds,
-            "deadline": j.deadline,
-            "preemptions": record.preemptions,
-            "resizes": record.resizes,
-            "gpu_seconds": record.gpu_seconds,
-            "status": status,
-        }
-    )
-    frame = job_metrics(frame)
+    table: dict[str, Any] = {
+        "job_id": j.job_id,
+        "user": j.user,
+        "submit_time": j.submit_time,
+        "start_time": record.first_start,
+        "end_time": record.end_time,
+        "num_gpus": j.num_gpus,
+        "duration": record.reference_seconds,
+        "deadline": j.deadline,
+        "preemptions": record.preemptions,
+        "resizes": record.resizes,
+        "gpu_seconds": record.gpu_seconds,
+        "status": status,
+    }
+    table = dict(job_metrics(table))
     if record.network is not None:
         from schedlab.experiments.replay_network import add_job_columns
 
-        frame = add_job_columns(frame, record)
+        table = add_job_columns(table, record)  # type: ignore[arg-type]
     if record.reject_reason:  # why each rejected job was turned away (blank for the others)
-        frame["reason"] = [record.reject_reason.get(i, "") for i in range(len(j))]
+        reasons = [record.reject_reason.get(i, "") for i in range(len(j))]
+        table["reason"] = np.array(reasons, dtype=object)
     meter = energy_meter(record)
     if meter is not None:
         from schedlab.energy.replay import add_job_columns as add_energy_columns
 
-        frame = add_energy_columns(frame, meter)
-    return frame
+        table = add_energy_columns(table, meter)  # type: ignore[arg-type]
+    return table
+
+
+def jobs_frame(record: ReplayRecord) -> pd.DataFrame:
+    """:func:`jobs_table` as a DataFrame (for studies that go on with pandas)."""
+    import pandas as pd
+
+    return pd.DataFrame(jobs_table(record))
 
 
 def energy_meter(record: ReplayRecord) -> EnergyMeter | None:
@@ -276,42 +283,50 @@ def energy_meter(record: ReplayRecord) -> EnergyMeter | None:
     return record.observer if isinstance(record.observer, EnergyMeter) else None
 
 
-def jobs_for_csv(jobs: pd.DataFrame) -> pd.DataFrame:
+def jobs_for_csv(jobs: Table) -> Table:
     """Deadline columns only where the trace has deadlines (otherwise they would be all blank)."""
-    if jobs["deadline"].notna().any():
+    if not np.isnan(as_numbers(jobs, "deadline")).all():
         return jobs
-    return jobs.drop(columns=["deadline", "met_deadline"])
+    if hasattr(jobs, "drop"):
+        return jobs.drop(columns=["deadline", "met_deadline"])  # type: ignore[attr-defined]
+    return {k: v for k, v in jobs.items() if k not in ("deadline", "met_deadline")}
 
 
-def timeseries_frame(record: ReplayRecord) -> pd.DataFrame:
-    frame = _base_series(record)
+def timeseries_table(record: ReplayRecord) -> dict[str, Any]:
+    """The time series, columns by name: one row per decision point."""
+    table = _base_series(record)
     if record.network is not None:
         from schedlab.experiments.replay_network import add_series_columns
 
-        frame = add_series_columns(frame, record)
+        table = add_series_columns(table, record)  # type: ignore[arg-type]
     meter = energy_meter(record)
     if meter is not None:
         from schedlab.energy.replay import add_series_columns as add_energy_series
 
-        frame = add_energy_series(frame, meter)
-    return frame
+        table = add_energy_series(table, meter)  # type: ignore[arg-type]
+    return table
 
 
-def _base_series(record: ReplayRecord) -> pd.DataFrame:
-    return pd.DataFrame(
-        {
-            "time": record.ts_time,
-            "queue_length": record.ts_queue,
-            "running_jobs": record.ts_running,
-            "busy_gpus": record.ts_busy,
-            "efficiency": record.ts_efficiency,
-            "total_gpus": np.full(len(record.ts_time), record.cluster.total_gpus, dtype=np.int64),
-        }
-    )
+def timeseries_frame(record: ReplayRecord) -> pd.DataFrame:
+    """:func:`timeseries_table` as a DataFrame."""
+    import pandas as pd
+
+    return pd.DataFrame(timeseries_table(record))
+
+
+def _base_series(record: ReplayRecord) -> dict[str, Any]:
+    return {
+        "time": record.ts_time,
+        "queue_length": record.ts_queue,
+        "running_jobs": record.ts_running,
+        "busy_gpus": record.ts_busy,
+        "efficiency": record.ts_efficiency,
+        "total_gpus": np.full(len(record.ts_time), record.cluster.total_gpus, dtype=np.int64),
+    }
 
 
 def replay_summary(
-    spec: ReplaySpec, record: ReplayRecord, jobs: pd.DataFrame, series: pd.DataFrame
+    spec: ReplaySpec, record: ReplayRecord, jobs: Table, series: Table
 ) -> dict[str, object]:
     summary = summarize(jobs, series)
     return json_ready(
@@ -349,21 +364,21 @@ def _energy_block(record: ReplayRecord) -> dict[str, object]:
     return {"energy": summary_block(meter, float(record.gpu_seconds.sum()))}
 
 
-def _network_block(
-    record: ReplayRecord, jobs: pd.DataFrame, series: pd.DataFrame
-) -> dict[str, object]:
+def _network_block(record: ReplayRecord, jobs: Table, series: Table) -> dict[str, object]:
     if not record.network:
         return {}
+    import pandas as pd  # the network block is measured with pandas
+
     from schedlab.experiments.replay_network import network_block
 
-    return {"network": network_block(record, jobs, series)}
+    return {"network": network_block(record, pd.DataFrame(jobs), pd.DataFrame(series))}
 
 
 def write_run(out: Path, spec: ReplaySpec, record: ReplayRecord) -> dict[str, object]:
     """jobs.csv, timeseries.csv, config.toml, then summary.json (its presence marks a complete
     run); returns the summary."""
-    jobs = jobs_frame(record)
-    series = timeseries_frame(record)
+    jobs = jobs_table(record)
+    series = timeseries_table(record)
     summary = {**replay_summary(spec, record, jobs, series), "schedlab_version": __version__}
     write_csv(out / "jobs.csv", jobs_for_csv(jobs))
     write_csv(out / "timeseries.csv", series)

@@ -15,18 +15,27 @@ Conventions (chosen so that every number has one obvious reading):
   the next row; before the first row the cluster is idle (nothing busy, nothing queued).
 * Undefined statistics (no completed jobs, an empty window) are ``None``, never NaN, so that
   ``summary.json`` is strict JSON.
+
+A table is columns by name: a dict of numpy arrays (what a run builds, so measuring it needs no
+pandas) or a pandas DataFrame (what a report reads back from a run's files). Each function
+returns the kind of table it was given.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import pandas as pd
 
 from schedlab.errors import InputError
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+#: Columns by name: a dict of equal-length arrays, or a pandas DataFrame.
+Table = Mapping[str, Any]
 
 #: Runtimes shorter than this count as this long in the bounded slowdown, so that a 1-second job
 #: that waited 1 minute does not dominate the mean with a slowdown of 60.
@@ -48,36 +57,87 @@ JOB_COLUMNS = ("job_id", "user", *JOB_NUMERIC_COLUMNS, "status")
 TIMESERIES_COLUMNS = ("time", "queue_length", "running_jobs", "busy_gpus", "total_gpus")
 
 
-def _with_columns(frame: pd.DataFrame, columns: tuple[str, ...], what: str) -> pd.DataFrame:
-    """The frame, or an :class:`InputError` naming the first missing column.
+def _is_frame(table: Table) -> bool:
+    return hasattr(table, "iloc")
 
-    A frame with no rows may lack columns (``pd.DataFrame()``): it gets them empty, so that an
+
+def _names(table: Table) -> list[str]:
+    return list(table.columns) if _is_frame(table) else list(table)  # type: ignore[attr-defined]
+
+
+def n_rows(table: Table) -> int:
+    """Rows of a table (a dict's length counts its columns, not its rows)."""
+    if _is_frame(table):
+        return len(table)
+    return len(next(iter(table.values()))) if table else 0
+
+
+def _assign(table: Table, **columns: Any) -> Table:
+    """A copy of ``table`` with ``columns`` added (or replaced), of the same kind."""
+    if _is_frame(table):
+        out = table.copy()  # type: ignore[attr-defined]
+        for name, values in columns.items():
+            out[name] = values
+        return out
+    return {**table, **columns}
+
+
+def _with_columns(frame: Table, columns: tuple[str, ...], what: str) -> Table:
+    """The table, or an :class:`InputError` naming the first missing column.
+
+    A table with no rows may lack columns (``pd.DataFrame()``): it gets them empty, so that an
     empty run summarises instead of crashing.
     """
-    missing = [c for c in columns if c not in frame.columns]
+    present = _names(frame)
+    missing = [c for c in columns if c not in present]
     if not missing:
         return frame
-    if len(frame) == 0:
-        return frame.reindex(columns=[*frame.columns, *missing])
+    if n_rows(frame) == 0:
+        if _is_frame(frame):
+            return frame.reindex(columns=[*present, *missing])  # type: ignore[attr-defined]
+        return _assign(frame, **{c: np.full(0, np.nan) for c in missing})
     raise InputError(f"{what} lacks column {missing[0]!r}", column=missing[0])
 
 
-def _numeric(frame: pd.DataFrame, column: str) -> np.ndarray:
+def as_numbers(frame: Table, column: str) -> np.ndarray:
     """A column as float64 (blank → NaN); a non-number is an error echoing the value."""
     col = frame[column]
-    if pd.api.types.is_numeric_dtype(col) and not pd.api.types.is_bool_dtype(col):
-        return col.to_numpy(dtype=np.float64, na_value=np.nan)  # the usual case: no text to check
-    values = pd.to_numeric(col, errors="coerce")
-    suspect = values.isna() & col.notna()  # only these few cells need a look as text
+    values = np.asarray(col)
+    if values.dtype.kind in "iuf":
+        return values.astype(np.float64, copy=False)  # the usual case: no text to check
+    import pandas as pd  # a column of text: only a table read from a file has one
+
+    col = col if _is_frame(frame) else pd.Series(values, dtype=object)
+    numbers = pd.to_numeric(col, errors="coerce")
+    suspect = numbers.isna() & col.notna()  # only these few cells need a look as text
     if suspect.any():
         text = col[suspect].astype(str).str.strip()
         bad = text[(text != "") & (text.str.lower() != "nan")]
         if len(bad):
             raise InputError(f"not a number: {col[bad.index[0]]!r}", column=column)
-    return values.to_numpy(dtype=np.float64, na_value=np.nan)
+    return numbers.to_numpy(dtype=np.float64, na_value=np.nan)
 
 
-def job_metrics(jobs: pd.DataFrame, slowdown_floor: float = DEFAULT_SLOWDOWN_FLOOR) -> pd.DataFrame:
+def as_text(frame: Table, column: str) -> np.ndarray:
+    """A text column as an object array, missing cells (None, NaN) as ""."""
+    values = np.asarray(frame[column], dtype=object)
+    isna = getattr(frame[column], "isna", None)
+    missing = (
+        np.asarray(isna(), dtype=bool)
+        if callable(isna)
+        else np.fromiter(
+            (x is None or (isinstance(x, float) and x != x) for x in values.tolist()),
+            dtype=bool,
+            count=len(values),
+        )
+    )
+    if missing.any():
+        values = values.copy()
+        values[missing] = ""
+    return values
+
+
+def job_metrics(jobs: Table, slowdown_floor: float = DEFAULT_SLOWDOWN_FLOOR) -> Table:
     """A copy of ``jobs`` with ``jct``, ``queue_delay``, ``bounded_slowdown``, ``met_deadline``.
 
     ``bounded_slowdown`` is ``max(1, jct / max(duration, slowdown_floor))`` and NaN where the job
@@ -85,33 +145,30 @@ def job_metrics(jobs: pd.DataFrame, slowdown_floor: float = DEFAULT_SLOWDOWN_FLO
     meaningless).
     ``met_deadline`` is False for jobs without a deadline: read it only where ``deadline`` is set.
     """
-    if "deadline" not in jobs.columns:  # written only when the trace has deadlines
-        jobs = jobs.assign(deadline=np.nan)
+    if "deadline" not in _names(jobs):  # written only when the trace has deadlines
+        jobs = _assign(jobs, deadline=np.full(n_rows(jobs), np.nan))
     jobs = _with_columns(jobs, JOB_COLUMNS, "jobs table")
-    status = jobs["status"].astype("object").where(jobs["status"].notna(), "")
-    unknown = ~status.isin(STATUSES)
-    if unknown.any():
-        raise InputError(
-            f"unknown status {status[unknown].iloc[0]!r} (allowed: {', '.join(STATUSES)})",
-            column="status",
-        )
-    submit = _numeric(jobs, "submit_time")
-    start = _numeric(jobs, "start_time")
-    end = _numeric(jobs, "end_time")
-    duration = _numeric(jobs, "duration")
-    deadline = _numeric(jobs, "deadline")
-    completed = (status == "completed").to_numpy() & ~np.isnan(end)
+    status = as_text(jobs, "status")
+    for value in status.tolist():  # in row order, so the first unknown one is named
+        if value not in STATUSES:
+            raise InputError(
+                f"unknown status {value!r} (allowed: {', '.join(STATUSES)})", column="status"
+            )
+    submit = as_numbers(jobs, "submit_time")
+    start = as_numbers(jobs, "start_time")
+    end = as_numbers(jobs, "end_time")
+    duration = as_numbers(jobs, "duration")
+    deadline = as_numbers(jobs, "deadline")
+    completed = (status == "completed") & ~np.isnan(end)
 
     jct = np.where(completed, end - submit, np.nan)
     with np.errstate(invalid="ignore", divide="ignore"):
         slowdown = np.maximum(1.0, jct / np.maximum(duration, slowdown_floor))
-    out = jobs.copy()
-    out["jct"] = jct
-    out["queue_delay"] = start - submit
-    out["bounded_slowdown"] = slowdown
     with np.errstate(invalid="ignore"):
-        out["met_deadline"] = completed & ~np.isnan(deadline) & (end <= deadline)
-    return out
+        met = completed & ~np.isnan(deadline) & (end <= deadline)
+    return _assign(
+        jobs, jct=jct, queue_delay=start - submit, bounded_slowdown=slowdown, met_deadline=met
+    )
 
 
 def _float(value: Any) -> float | None:
@@ -151,8 +208,15 @@ def step_integral(times: np.ndarray, values: np.ndarray, at: np.ndarray) -> np.n
     return np.where(k < 0, 0.0, cum[kc] + values[kc] * (at - times[kc]))
 
 
-def _sorted_series(timeseries: pd.DataFrame) -> pd.DataFrame:
-    return timeseries.sort_values("time", kind="stable")
+def _sorted_series(timeseries: Table) -> Table:
+    """The series by time (stable: among rows at the same time the order is kept)."""
+    if _is_frame(timeseries):
+        return timeseries.sort_values("time", kind="stable")  # type: ignore[attr-defined]
+    times = as_numbers(timeseries, "time")
+    if len(times) < 2 or bool((times[1:] >= times[:-1]).all()):
+        return timeseries  # a run writes its series in time order already
+    order = np.argsort(times, kind="stable")
+    return {name: np.asarray(values)[order] for name, values in timeseries.items()}
 
 
 def time_weighted_mean(times: np.ndarray, values: np.ndarray, t0: float, t1: float) -> float | None:
@@ -163,14 +227,14 @@ def time_weighted_mean(times: np.ndarray, values: np.ndarray, t0: float, t1: flo
     return _float((hi - lo) / (t1 - t0))
 
 
-def utilization_series(timeseries: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
+def utilization_series(timeseries: Table) -> tuple[np.ndarray, np.ndarray]:
     """``(time, busy_gpus / total_gpus)`` sorted by time; a cluster with no GPUs counts as idle."""
     ts = _sorted_series(_with_columns(timeseries, TIMESERIES_COLUMNS, "time series"))
-    busy = _numeric(ts, "busy_gpus")
-    total = _numeric(ts, "total_gpus")
+    busy = as_numbers(ts, "busy_gpus")
+    total = as_numbers(ts, "total_gpus")
     with np.errstate(invalid="ignore", divide="ignore"):
         util = np.where(total > 0, busy / total, 0.0)
-    return _numeric(ts, "time"), util
+    return as_numbers(ts, "time"), util
 
 
 def jain_index(values: np.ndarray) -> float | None:
@@ -185,38 +249,68 @@ def jain_index(values: np.ndarray) -> float | None:
     return _float(min(1.0, float(np.sum(values)) ** 2 / (len(values) * squares)))
 
 
-def per_user(jobs: pd.DataFrame, slowdown_floor: float = DEFAULT_SLOWDOWN_FLOOR) -> pd.DataFrame:
+def _user_groups(m: Table) -> tuple[list[str], np.ndarray, np.ndarray]:
+    """Users in the order per-user tables list them (most jobs first, then by name), each
+    user's job count, and each job's position in that order."""
+    users = [str(u) for u in as_text(m, "user").tolist()]
+    names = sorted(set(users))
+    code = {u: k for k, u in enumerate(names)}
+    codes = np.fromiter((code[u] for u in users), dtype=np.int64, count=len(users))
+    counts = np.bincount(codes, minlength=len(names))
+    order = sorted(range(len(names)), key=lambda k: (-int(counts[k]), names[k]))
+    rank = np.empty(len(names), dtype=np.int64)
+    rank[order] = np.arange(len(names))
+    return [names[k] for k in order], counts[order], rank[codes] if len(codes) else codes
+
+
+def _group_means(groups: np.ndarray, values: np.ndarray, n_groups: int) -> np.ndarray:
+    """Mean of each group's non-NaN values (NaN for a group with none), summed in row order
+    with Kahan's compensation: the figures pandas' grouped mean gives, to the last bit."""
+    total = [0.0] * n_groups
+    carry = [0.0] * n_groups
+    count = [0] * n_groups
+    for g, v in zip(groups.tolist(), values.tolist(), strict=True):
+        if v != v:
+            continue
+        count[g] += 1
+        y = v - carry[g]
+        t = total[g] + y
+        c = t - total[g] - y
+        carry[g] = 0.0 if c != c else c  # an infinite value makes the carry NaN: drop it
+        total[g] = t
+    return np.array([t / k if k else math.nan for t, k in zip(total, count, strict=True)])
+
+
+def per_user(jobs: Table, slowdown_floor: float = DEFAULT_SLOWDOWN_FLOOR) -> pd.DataFrame:
     """One row per user: ``user, jobs, mean_jct, mean_queue_delay, mean_bounded_slowdown``.
 
     Sorted by job count (most first), then user, so "top N users" is ``head(N)``. Means skip jobs
     where the value is undefined (a user with no completed job has NaN mean JCT).
     """
+    import pandas as pd  # a report's table
+
     m = job_metrics(jobs, slowdown_floor)
-    users = m["user"].astype("object").where(m["user"].notna(), "").astype(str)
-    g = m.assign(user=users).groupby("user", sort=True)
-    out = pd.DataFrame(
-        {
-            "jobs": g.size(),
-            "mean_jct": g["jct"].mean(),
-            "mean_queue_delay": g["queue_delay"].mean(),
-            "mean_bounded_slowdown": g["bounded_slowdown"].mean(),
-        }
-    ).reset_index()
-    out = out.sort_values(["jobs", "user"], ascending=[False, True], kind="stable")
-    return out.reset_index(drop=True)
+    users, counts, groups = _user_groups(m)
+    means = {
+        f"mean_{name}": _group_means(groups, as_numbers(m, name), len(users))
+        for name in ("jct", "queue_delay", "bounded_slowdown")
+    }
+    return pd.DataFrame({"user": users, "jobs": counts, **means})
 
 
-def jct_cdf(jobs: pd.DataFrame) -> pd.DataFrame:
+def jct_cdf(jobs: Table) -> pd.DataFrame:
     """Empirical CDF of JCT over completed jobs: ``jct`` ascending, ``fraction`` = i/n, i ≥ 1."""
-    jct = job_metrics(jobs)["jct"].to_numpy(dtype=np.float64)
+    import pandas as pd  # a report's table
+
+    jct = as_numbers(job_metrics(jobs), "jct")
     jct = np.sort(jct[~np.isnan(jct)])
     n = len(jct)
     return pd.DataFrame({"jct": jct, "fraction": np.arange(1, n + 1, dtype=np.float64) / max(n, 1)})
 
 
 def summarize(
-    jobs: pd.DataFrame,
-    timeseries: pd.DataFrame,
+    jobs: Table,
+    timeseries: Table,
     slowdown_floor: float = DEFAULT_SLOWDOWN_FLOOR,
 ) -> dict[str, Any]:
     """The run's headline numbers as a JSON-ready dict (plain ints, floats and None only).
@@ -228,14 +322,14 @@ def summarize(
     ``best_effort_avg_jct`` only when some jobs have one and others do not.
     """
     m = job_metrics(jobs, slowdown_floor)
-    status = m["status"].astype(str)
-    jct = m["jct"].to_numpy(dtype=np.float64)
-    queue_delay = m["queue_delay"].to_numpy(dtype=np.float64)
-    slowdown = m["bounded_slowdown"].to_numpy(dtype=np.float64)
-    submit = _numeric(m, "submit_time")
-    end = np.where(np.isnan(jct), np.nan, _numeric(m, "end_time"))
-    deadline = _numeric(m, "deadline")
-    preemptions = _numeric(m, "preemptions")
+    status = as_text(m, "status")
+    jct = as_numbers(m, "jct")
+    queue_delay = as_numbers(m, "queue_delay")
+    slowdown = as_numbers(m, "bounded_slowdown")
+    submit = as_numbers(m, "submit_time")
+    end = np.where(np.isnan(jct), np.nan, as_numbers(m, "end_time"))
+    deadline = as_numbers(m, "deadline")
+    preemptions = as_numbers(m, "preemptions")
 
     first_submit = float(np.nanmin(submit)) if np.isfinite(submit).any() else math.nan
     last_end = float(np.nanmax(end)) if np.isfinite(end).any() else math.nan
@@ -244,9 +338,9 @@ def summarize(
     times, util = utilization_series(ts)
     window = (first_submit, last_end)
 
-    users = per_user(m, slowdown_floor)
+    users, _, groups = _user_groups(m)
     summary: dict[str, Any] = {
-        "jobs": len(m),
+        "jobs": n_rows(m),
         "completed": int((status == "completed").sum()),
         "rejected": int((status == "rejected").sum()),
         "unfinished": int((status == "unfinished").sum()),
@@ -260,18 +354,18 @@ def summarize(
         "avg_bounded_slowdown": _mean(slowdown),
         "makespan": _float(last_end - first_submit),
         "gpu_utilization": time_weighted_mean(times, util, *window),
-        "avg_queue_length": time_weighted_mean(times, _numeric(ts, "queue_length"), *window),
+        "avg_queue_length": time_weighted_mean(times, as_numbers(ts, "queue_length"), *window),
         "cluster_efficiency": (
-            time_weighted_mean(times, _numeric(ts, "efficiency"), *window)
-            if "efficiency" in ts.columns
+            time_weighted_mean(times, as_numbers(ts, "efficiency"), *window)
+            if "efficiency" in _names(ts)
             else None
         ),
         "preemptions": int(np.nansum(preemptions)),
-        "jain_fairness": jain_index(users["mean_bounded_slowdown"].to_numpy(dtype=np.float64)),
+        "jain_fairness": jain_index(_group_means(groups, slowdown, len(users))),
     }
     has_deadline = ~np.isnan(deadline)
     if has_deadline.any():
-        met = m["met_deadline"].to_numpy(dtype=bool)
+        met = np.asarray(m["met_deadline"], dtype=bool)
         summary["deadline_jobs"] = int(has_deadline.sum())
         summary["dsr"] = _float(met[has_deadline].sum() / has_deadline.sum())
         if not has_deadline.all():

@@ -16,17 +16,23 @@ from __future__ import annotations
 import math
 
 import numpy as np
-import pandas as pd
 
-from schedlab.metrics.replay_metrics import time_weighted_mean, utilization_series
+from schedlab.metrics.replay_metrics import (
+    Table,
+    as_numbers,
+    as_text,
+    time_weighted_mean,
+    utilization_series,
+)
 
 #: Share of the jobs whose arrival ends the warm-up.
 WARMUP_FRACTION = 0.1
 
 
-def steady_window(jobs: pd.DataFrame) -> tuple[float, float] | None:
+def steady_window(jobs: Table) -> tuple[float, float] | None:
     """[arrival of the first WARMUP_FRACTION of jobs, last arrival]; None if it is empty."""
-    submit = np.sort(pd.to_numeric(jobs["submit_time"], errors="coerce").dropna().to_numpy())
+    submit = as_numbers(jobs, "submit_time")
+    submit = np.sort(submit[~np.isnan(submit)])
     if len(submit) == 0:
         return None
     start = float(submit[math.floor(WARMUP_FRACTION * (len(submit) - 1))])
@@ -34,7 +40,7 @@ def steady_window(jobs: pd.DataFrame) -> tuple[float, float] | None:
     return (start, end) if end > start else None
 
 
-def steady_state(jobs: pd.DataFrame, series: pd.DataFrame) -> dict[str, float | None]:
+def steady_state(jobs: Table, series: Table) -> dict[str, float | None]:
     """``steady_gpu_utilization`` over :func:`steady_window`, the window itself, and
     ``avg_total_wait`` over completed jobs (queue delay plus time spent preempted)."""
     window = steady_window(jobs)
@@ -50,14 +56,13 @@ def steady_state(jobs: pd.DataFrame, series: pd.DataFrame) -> dict[str, float | 
     }
 
 
-def _avg_total_wait(jobs: pd.DataFrame) -> float | None:
-    done = jobs[(jobs["status"].astype(str) == "completed") & (jobs["num_gpus"] > 0)]
-    if done.empty:
+def _avg_total_wait(jobs: Table) -> float | None:
+    gpus = as_numbers(jobs, "num_gpus")
+    done = (as_text(jobs, "status") == "completed") & (gpus > 0)
+    if not done.any():
         return None
-    submit = done["submit_time"].to_numpy(dtype=np.float64)
-    end = done["end_time"].to_numpy(dtype=np.float64)
-    running = done["gpu_seconds"].to_numpy(dtype=np.float64) / done["num_gpus"].to_numpy(
-        dtype=np.float64
-    )
+    submit = as_numbers(jobs, "submit_time")[done]
+    end = as_numbers(jobs, "end_time")[done]
+    running = as_numbers(jobs, "gpu_seconds")[done] / gpus[done]
     wait = np.maximum(end - submit - running, 0.0)
     return float(np.mean(wait))

@@ -86,7 +86,7 @@ def _trace_columns(path: str, jobs: JobTable) -> dict[str, np.ndarray]:
     out: dict[str, np.ndarray] = {}
     for col in present:
         if col == "collective":
-            cells = frame[col].astype(str).str.strip().str.lower().to_numpy(dtype=object)
+            cells = np.array([c.lower() for c in frame.stripped(col).tolist()], dtype=object)
             for i, cell in enumerate(cells.tolist()):
                 if cell and cell not in COLLECTIVES:
                     raise InputError(
@@ -107,7 +107,7 @@ def _trace_columns(path: str, jobs: JobTable) -> dict[str, np.ndarray]:
                 bad = np.flatnonzero(np.isfinite(values) & wrong)
                 if len(bad):
                     raise InputError(
-                        f"{message} (got {frame[col].iat[bad[0]]!r})",
+                        f"{message} (got {frame[col][bad[0]]!r})",
                         path=path,
                         row=line_of(frame, int(bad[0])),
                         column=col,

@@ -211,7 +211,7 @@ def read_throughput_files(
             seen_rows[(file.stem, batch)] = int(lines[i])
             curve: dict[int, float] = {}
             for c in counts:
-                cell = full[c].iat[i].strip()
+                cell = full[c][i].strip()
                 try:
                     value = float(cell) if cell else math.nan
                 except ValueError:

@@ -17,12 +17,17 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import pandas as pd
 
 from schedlab.errors import InputError
 from schedlab.input_files import read_text
 from schedlab.metrics.replay_metrics import JOB_COLUMNS, STATUSES, TIMESERIES_COLUMNS
-from schedlab.traces.columns import fail_at_first, float_column, int_column, read_text_table
+from schedlab.traces.columns import (
+    TextTable,
+    fail_at_first,
+    float_column,
+    int_column,
+    read_text_table,
+)
 
 #: jobs.csv columns that may be blank (a job that never started or ended, no deadline), and
 #: the derived ones a run writes (checked where present).
@@ -33,7 +38,7 @@ WHOLE = ("num_gpus", "preemptions", "resizes")
 COUNTS = {"completed": "completed", "rejected": "rejected", "unfinished": "unfinished"}
 
 
-def check_jobs_csv(path: Path) -> pd.DataFrame:
+def check_jobs_csv(path: Path) -> TextTable:
     """Every row of ``jobs.csv`` whole and sane; returns it as text (one row a job)."""
     required = [c for c in JOB_COLUMNS if c != "deadline"]
     frame = read_text_table(path, required, ["deadline", *DERIVED], allow_empty=True)
@@ -46,18 +51,18 @@ def check_jobs_csv(path: Path) -> pd.DataFrame:
         else:
             blank_ok = column in BLANK_OK or column in DERIVED
             values[column] = float_column(frame, column, path, low=0.0, allow_blank=blank_ok)
-    status = frame["status"].str.strip()
+    status = frame.stripped("status")
     fail_at_first(
         frame,
-        ~status.isin(STATUSES),
+        np.array([s not in STATUSES for s in status.tolist()], dtype=bool),
         path,
         "status",
-        lambda i: f"unknown status {status.iat[i]!r} (allowed: {', '.join(STATUSES)})",
+        lambda i: f"unknown status {status[i]!r} (allowed: {', '.join(STATUSES)})",
     )
     submit, start, end = values["submit_time"], values["start_time"], values["end_time"]
     fail_at_first(
         frame,
-        (status == "completed").to_numpy() & np.isnan(end),
+        (status == "completed") & np.isnan(end),
         path,
         "end_time",
         lambda i: "a completed job has no 'end_time'",
@@ -126,10 +131,10 @@ def load_summary(path: Path) -> dict[str, Any]:
     return summary
 
 
-def check_counts(summary: dict[str, Any], jobs: pd.DataFrame, summary_path: Path) -> None:
+def check_counts(summary: dict[str, Any], jobs: TextTable, summary_path: Path) -> None:
     """The summary's job counts must be those of ``jobs.csv``: a mismatch means the two files
     are not of the same run (or one was cut short)."""
-    status = jobs["status"].str.strip()
+    status = jobs.stripped("status")
     actual = {"jobs": len(jobs), **{k: int((status == s).sum()) for s, k in COUNTS.items()}}
     for key, count in actual.items():
         said = summary.get(key)

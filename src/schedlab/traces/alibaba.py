@@ -10,7 +10,6 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
-import pandas as pd
 
 from schedlab.errors import InputError
 from schedlab.model.cluster import GPU_MILLI, Cluster
@@ -23,6 +22,7 @@ from schedlab.model.gpu_models import (
 )
 from schedlab.model.pods import PodTable
 from schedlab.traces.columns import (
+    TextTable,
     fail_at_first,
     int_column,
     line_of,
@@ -38,9 +38,7 @@ POD_OPTIONAL = ["gpu_spec"]
 MAX_GPUS_PER_NODE = 64
 
 
-def _unknown_model(
-    frame: pd.DataFrame, value: str, path: Path, index: int, column: str
-) -> InputError:
+def _unknown_model(frame: TextTable, value: str, path: Path, index: int, column: str) -> InputError:
     return InputError(
         f"unknown GPU model {value!r} in '{column}' (known: {', '.join(GPU_MODELS)})",
         path=str(path),
@@ -58,7 +56,7 @@ def read_node_list(path: str | Path, *, gpu_only: bool = False) -> Cluster:
     mem = int_column(frame, "memory_mib", path, low=0)
     gpus = int_column(frame, "gpu", path, low=0, high=MAX_GPUS_PER_NODE)
     model = np.full(len(frame), -1, dtype=np.int64)
-    for i, raw in enumerate(frame["model"].str.strip()):
+    for i, raw in enumerate(frame.stripped("model").tolist()):
         if raw == "":
             if gpus[i] > 0:
                 raise InputError(
@@ -109,10 +107,10 @@ def read_pod_list(path: str | Path) -> PodTable:
             ),
         )
     masks = np.empty(len(frame), dtype=np.int64)
-    specs = frame["gpu_spec"] if "gpu_spec" in frame.columns else None
+    specs = frame["gpu_spec"].tolist() if "gpu_spec" in frame.columns else None
     cache: dict[str, int] = {}
     for i in range(len(frame)):
-        raw = "" if specs is None else specs.iat[i]
+        raw = "" if specs is None else specs[i]
         if raw not in cache:
             models = parse_gpu_spec(raw)
             for m in models:

@@ -24,11 +24,11 @@ from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
-import pandas as pd
 
 from schedlab.errors import InputError
 from schedlab.model.instances import NO_LIMIT, ROLE_CN, ROLE_HN, ROLE_NAMES, ServingInstances
 from schedlab.traces.columns import (
+    TextTable,
     fail_at_first,
     float_column,
     int_column,
@@ -75,9 +75,9 @@ def read_alibaba_2025(path: str | Path, *, window_end: float | None = None) -> S
     frame = read_text_table(path, REQUIRED, OPTIONAL)
     names = unique_names(frame, "instance_sn", path)
     role = _roles(frame, path)
-    apps = frame["app_name"].astype(str).str.strip()
+    apps = frame.stripped("app_name")
     fail_at_first(frame, apps == "", path, "app_name", lambda i: "'app_name' is blank")
-    app_names, app = np.unique(apps.to_numpy(dtype=str), return_inverse=True)
+    app_names, app = np.unique(apps.astype(str), return_inverse=True)
 
     cpu = int_column(frame, "cpu_request", path, low=0, high=MAX_VCPU)
     gpu = int_column(frame, "gpu_request", path, low=0, high=MAX_GPUS)
@@ -155,20 +155,20 @@ def read_alibaba_2025(path: str | Path, *, window_end: float | None = None) -> S
     )
 
 
-def _roles(frame: pd.DataFrame, path: Path) -> np.ndarray:
-    text = frame["role"].astype(str).str.strip()
-    known = text.isin(ROLE_NAMES)
+def _roles(frame: TextTable, path: Path) -> np.ndarray:
+    text = frame.stripped("role")
+    known = np.array([t in ROLE_NAMES for t in text.tolist()], dtype=bool)
     fail_at_first(
         frame,
         ~known,
         path,
         "role",
-        lambda i: f"'role' must be CN or HN (got {frame['role'].iloc[i]!r})",
+        lambda i: f"'role' must be CN or HN (got {frame['role'][i]!r})",
     )
-    return np.where(text.to_numpy() == "HN", ROLE_HN, ROLE_CN).astype(np.int8)
+    return np.where(text == "HN", ROLE_HN, ROLE_CN).astype(np.int8)
 
 
-def _bounded_float(frame: pd.DataFrame, column: str, path: Path, high: float) -> np.ndarray:
+def _bounded_float(frame: TextTable, column: str, path: Path, high: float) -> np.ndarray:
     values = float_column(frame, column, path)
     fail_at_first(
         frame,
@@ -181,7 +181,7 @@ def _bounded_float(frame: pd.DataFrame, column: str, path: Path, high: float) ->
 
 
 def _check_limit(
-    frame: pd.DataFrame,
+    frame: TextTable,
     path: Path,
     resource: str,
     request: np.ndarray,
@@ -201,7 +201,7 @@ def _check_limit(
     )
 
 
-def _times(frame: pd.DataFrame, path: Path) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _times(frame: TextTable, path: Path) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     created = float_column(frame, "creation_time", path, allow_blank=True)
     scheduled = float_column(frame, "scheduled_time", path, allow_blank=True)
     deleted = float_column(frame, "deletion_time", path, allow_blank=True)
@@ -226,7 +226,7 @@ def _times(frame: pd.DataFrame, path: Path) -> tuple[np.ndarray, np.ndarray, np.
         "scheduled_time",
         lambda i: (
             "'creation_time' and 'scheduled_time' must be blank together "
-            f"(got {frame['creation_time'].iloc[i]!r} and {frame['scheduled_time'].iloc[i]!r})"
+            f"(got {frame['creation_time'][i]!r} and {frame['scheduled_time'][i]!r})"
         ),
     )
     fail_at_first(

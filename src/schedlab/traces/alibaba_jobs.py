@@ -29,11 +29,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
-import pandas as pd
 
 from schedlab.model.pods import PodTable
 from schedlab.traces.alibaba import read_pod_list
-from schedlab.traces.columns import float_column, read_text_table
+from schedlab.traces.columns import TextTable, float_column, read_text_table
 from schedlab.traces.job_common import ReadResult, check_not_before, finish
 
 FORMAT = "alibaba"
@@ -42,7 +41,7 @@ TIME_COLUMNS = ["creation_time", "deletion_time", "scheduled_time"]
 
 def read_pod_times(
     path: Path, extra: tuple[str, ...] = ()
-) -> tuple[PodTable, pd.DataFrame, np.ndarray, np.ndarray, np.ndarray]:
+) -> tuple[PodTable, TextTable, np.ndarray, np.ndarray, np.ndarray]:
     """The pods of a pod list with their checked ``creation_time``, ``scheduled_time`` (NaN when
     blank) and ``deletion_time``; ``extra`` names further columns to keep in the returned frame."""
     pods = read_pod_list(path)

@@ -28,7 +28,7 @@ def read_shared_pods(path: str | Path, *, keep_unscheduled: bool = False) -> Sha
     """Read an ``openb_pod_list_*.csv`` file with times and ``qos`` (see the module docstring)."""
     path = Path(path)
     pods, frame, created, scheduled, deleted = read_pod_times(path, ("qos",))
-    qos = frame["qos"].astype(str).str.strip().to_numpy(dtype=object)
+    qos = frame.stripped("qos")
     for i, q in enumerate(qos.tolist()):
         if q not in QOS_LEVELS:
             raise InputError(

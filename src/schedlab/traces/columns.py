@@ -3,27 +3,101 @@
 Readers load a file as text and convert column by column; the first bad value found is reported
 with the file, the line number as an editor shows it (header = line 1) and the column name, so a
 user can fix the file without guessing. Nothing is returned until the whole file is valid.
+
+The file is held as a :class:`TextTable` (cells as text, column by column) and converted with
+numpy and plain Python, not pandas: reading a trace is what every replay does first, and loading
+pandas alone would cost it more than a small replay takes. Numbers are read as pandas'
+``to_numeric`` reads them (the readers used it before), so every trace gives the same values.
 """
 
 from __future__ import annotations
 
 import csv
+import math
+import re
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import numpy as np
-import pandas as pd
 
 from schedlab.errors import InputError
 from schedlab.input_files import check_input_file
 
 LINE_ATTR = "source_lines"
+_WHOLE = re.compile(r"[+-]?[0-9]+")
 
 
-def line_of(frame: pd.DataFrame, index: int) -> int:
+class TextTable:
+    """A CSV file's cells as text (object arrays, column by column), with the editor line each
+    data row came from (``attrs["source_lines"]``)."""
+
+    def __init__(self, cells: dict[str, np.ndarray], lines: np.ndarray) -> None:
+        self._cells = cells
+        self._stripped: dict[str, np.ndarray] = {}
+        #: Column names, in the order asked for.
+        self.columns = list(cells)
+        self.attrs = {LINE_ATTR: lines}
+
+    def __len__(self) -> int:
+        return len(self.attrs[LINE_ATTR])
+
+    def __contains__(self, column: object) -> bool:
+        return column in self._cells
+
+    def __getitem__(self, column: str) -> np.ndarray:
+        """The column's cells as written."""
+        return self._cells[column]
+
+    def stripped(self, column: str) -> np.ndarray:
+        """The column's cells without surrounding white space."""
+        text = self._stripped.get(column)
+        if text is None:
+            cells = self._cells[column].tolist()
+            text = np.empty(len(cells), dtype=object)
+            text[:] = [c.strip() for c in cells]
+            self._stripped[column] = text
+        return text
+
+    def replaced(self, column: str, cells: np.ndarray) -> TextTable:
+        """This table with ``column``'s cells replaced (the same rows and lines)."""
+        return TextTable({**self._cells, column: cells}, self.attrs[LINE_ATTR])
+
+
+def line_of(frame: TextTable, index: int) -> int:
     """Editor line number of the data row at 0-based ``index`` (blank lines are skipped when
     reading, so the numbers come from the reader, not from arithmetic)."""
     return int(frame.attrs[LINE_ATTR][index])
+
+
+def parse_numbers(text: np.ndarray) -> np.ndarray:
+    """Stripped cells as float64, NaN where a cell is not a number: what pandas'
+    ``to_numeric(errors="coerce")`` reads (ASCII decimal numbers, ``inf``, ``nan``; no digit
+    separators, no other scripts' digits; a column of whole numbers only is read as integers,
+    so ``-0`` there is 0)."""
+    cells = text.tolist()
+    values = np.empty(len(cells), dtype=np.float64)
+    try:
+        values[:] = [float(c) for c in cells]
+        clean = True
+    except ValueError:
+        clean = False
+    joined = "".join(cells)
+    if not clean or "_" in joined or not joined.isascii():
+        values[:] = [_number(c) for c in cells]
+    zeros = np.flatnonzero((values == 0) & np.signbit(values))
+    if len(zeros) and all(_WHOLE.fullmatch(c) for c in cells):
+        values[zeros] = 0.0  # integers have no negative zero
+    return values
+
+
+def _number(cell: str) -> float:
+    """One cell as :func:`parse_numbers` reads it."""
+    if "_" in cell or not cell.isascii():
+        return math.nan
+    try:
+        return float(cell)
+    except ValueError:
+        return math.nan
 
 
 def read_text_table(
@@ -32,10 +106,10 @@ def read_text_table(
     optional: Sequence[str] = (),
     *,
     allow_empty: bool = False,
-) -> pd.DataFrame:
+) -> TextTable:
     """Read a CSV file with every cell as text; check that the required columns are present.
 
-    Each data row remembers the line it came from (``frame.attrs["source_lines"]``), so errors
+    Each data row remembers the line it came from (``table.attrs["source_lines"]``), so errors
     point at the right line even when the file has blank lines. A header without data rows is an
     error unless ``allow_empty`` (a result file of a run with nothing in it).
     """
@@ -79,12 +153,12 @@ def read_text_table(
                 row=line,
             )
     keep = [c for c in [*required, *optional] if c in header]
-    index = [header.index(c) for c in keep]
-    frame = pd.DataFrame(
-        {c: [r[i] for r in rows] for c, i in zip(keep, index, strict=True)}, dtype=object
-    )
-    frame.attrs[LINE_ATTR] = np.asarray(lines, dtype=np.int64)
-    return frame
+    cells: dict[str, np.ndarray] = {}
+    for column in keep:
+        i = header.index(column)
+        cells[column] = np.empty(len(rows), dtype=object)
+        cells[column][:] = [r[i] for r in rows]
+    return TextTable(cells, np.asarray(lines, dtype=np.int64))
 
 
 def check_unique_header(header: Sequence[str], path: str | Path) -> None:
@@ -105,8 +179,8 @@ def check_unique_header(header: Sequence[str], path: str | Path) -> None:
 
 
 def fail_at_first(
-    frame: pd.DataFrame,
-    failing: np.ndarray | pd.Series,
+    frame: TextTable,
+    failing: np.ndarray,
     path: str | Path,
     column: str | None,
     message: Callable[[int], str],
@@ -125,7 +199,7 @@ MAX_ABS_INT = 2**53
 
 
 def int_column(
-    frame: pd.DataFrame,
+    frame: TextTable,
     column: str,
     path: str | Path,
     *,
@@ -133,22 +207,22 @@ def int_column(
     high: int | None = None,
 ) -> np.ndarray:
     """Whole numbers in ``[low, high]``; the first bad cell raises InputError naming it."""
-    text = frame[column].astype(str).str.strip()
-    values = pd.to_numeric(text, errors="coerce").astype(np.float64)
-    bad = (
-        values.isna()
-        | ~np.isfinite(values)
-        | (values.abs() > MAX_ABS_INT)
-        | (values != np.floor(values))
-    )
+    values = parse_numbers(frame.stripped(column))
+    with np.errstate(invalid="ignore"):
+        bad = (
+            np.isnan(values)
+            | ~np.isfinite(values)
+            | (np.abs(values) > MAX_ABS_INT)
+            | (values != np.floor(values))
+        )
     fail_at_first(
         frame,
         bad,
         path,
         column,
-        lambda i: f"'{column}' must be a whole number (got {frame[column].iloc[i]!r})",
+        lambda i: f"'{column}' must be a whole number (got {frame[column][i]!r})",
     )
-    out = values.to_numpy(dtype=np.float64).astype(np.int64)
+    out = values.astype(np.int64)
     failing = np.zeros(len(out), dtype=bool)
     if low is not None:
         failing |= out < low
@@ -163,23 +237,25 @@ def int_column(
     return out
 
 
-def unique_names(frame: pd.DataFrame, column: str, path: str | Path) -> np.ndarray:
+def unique_names(frame: TextTable, column: str, path: str | Path) -> np.ndarray:
     """Non-blank, unique names."""
-    names = frame[column].str.strip()
-    blank = names == ""
-    fail_at_first(frame, blank, path, column, lambda i: f"'{column}' is blank")
-    fail_at_first(
-        frame,
-        names.duplicated(),
-        path,
-        column,
-        lambda i: f"'{column}' {names.iloc[i]!r} appears twice",
-    )
-    return names.to_numpy(dtype=object)
+    names = frame.stripped(column)
+    fail_at_first(frame, names == "", path, column, lambda i: f"'{column}' is blank")
+    seen: set[str] = set()
+    for i, name in enumerate(names.tolist()):
+        if name in seen:
+            raise InputError(
+                f"'{column}' {name!r} appears twice",
+                path=str(path),
+                row=line_of(frame, i),
+                column=column,
+            )
+        seen.add(name)
+    return names
 
 
 def float_column(
-    frame: pd.DataFrame,
+    frame: TextTable,
     column: str,
     path: str | Path,
     *,
@@ -191,11 +267,9 @@ def float_column(
     ``nan`` and ``inf`` written out are rejected: a trace that needs "no value" leaves the cell
     blank, so a literal NaN is more likely a broken export than a choice.
     """
-    text = frame[column].astype(str).str.strip()
-    blank = (text == "").to_numpy()
-    values = np.array(
-        pd.to_numeric(text, errors="coerce").to_numpy(dtype=np.float64, na_value=np.nan)
-    )
+    text = frame.stripped(column)
+    blank = text == ""
+    values = parse_numbers(text)
     bad = ~np.isfinite(values) & ~(blank & allow_blank)
     fail_at_first(
         frame,
@@ -205,15 +279,17 @@ def float_column(
         lambda i: (
             f"'{column}' is blank"
             if blank[i]
-            else f"'{column}' must be a number (got {frame[column].iloc[i]!r})"
+            else f"'{column}' must be a number (got {frame[column][i]!r})"
         ),
     )
     if allow_blank:
         values[blank] = np.nan
     if low is not None:  # NaN compares False, so blanks pass
+        with np.errstate(invalid="ignore"):
+            below = values < low
         fail_at_first(
             frame,
-            values < low,
+            below,
             path,
             column,
             lambda i: f"'{column}' must be ≥ {low:g} (got {values[i]:g})",

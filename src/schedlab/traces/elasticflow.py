@@ -24,9 +24,14 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
-import pandas as pd
 
-from schedlab.traces.columns import float_column, int_column, read_text_table, unique_names
+from schedlab.traces.columns import (
+    TextTable,
+    float_column,
+    int_column,
+    read_text_table,
+    unique_names,
+)
 from schedlab.traces.job_common import (
     MAX_GPUS_PER_JOB,
     ReadResult,
@@ -54,12 +59,12 @@ ARTIFACT_OPTIONAL = [
 ]
 
 
-def _optional_float(frame: pd.DataFrame, column: str, path: Path) -> np.ndarray | None:
+def _optional_float(frame: TextTable, column: str, path: Path) -> np.ndarray | None:
     return float_column(frame, column, path) if column in frame.columns else None
 
 
 def _common(
-    frame: pd.DataFrame,
+    frame: TextTable,
     path: Path,
     *,
     submit_col: str,

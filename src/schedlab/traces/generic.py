@@ -67,10 +67,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
-import pandas as pd
 
 from schedlab.errors import InputError
 from schedlab.traces.columns import (
+    TextTable,
     float_column,
     int_column,
     line_of,
@@ -106,24 +106,27 @@ OPTIONAL = [
 ]
 
 
-def _blank_float(frame: pd.DataFrame, column: str, path: Path) -> np.ndarray:
+def _blank_float(frame: TextTable, column: str, path: Path) -> np.ndarray:
     """Optional number column: blanks (or a missing column) are NaN."""
     if column not in frame.columns:
         return np.full(len(frame), np.nan)
     return float_column(frame, column, path, allow_blank=True)
 
 
-def _blank_int(frame: pd.DataFrame, column: str, path: Path) -> np.ndarray | None:
+def _blank_int(frame: TextTable, column: str, path: Path) -> np.ndarray | None:
     """Optional whole-number column: blanks take the job table's default (0)."""
+    return _filled_int(frame, column, path, "0")
+
+
+def _filled_int(frame: TextTable, column: str, path: Path, default: str) -> np.ndarray | None:
+    """Optional whole-number column, blanks read as ``default`` (None: no such column)."""
     if column not in frame.columns:
         return None
-    filled = frame[[column]].copy()
-    filled.attrs = frame.attrs
-    filled[column] = filled[column].where(filled[column].astype(str).str.strip() != "", "0")
-    return int_column(filled, column, path, low=0)
+    filled = np.where(frame.stripped(column) != "", frame[column], default)
+    return int_column(frame.replaced(column, filled), column, path, low=0)
 
 
-def _geometry(frame: pd.DataFrame, num_gpus: np.ndarray, path: Path) -> dict[str, object]:
+def _geometry(frame: TextTable, num_gpus: np.ndarray, path: Path) -> dict[str, object]:
     """The optional geometry columns; a fixed split must multiply out to ``num_gpus``."""
     per_node = _blank_int(frame, "gpus_per_node", path)
     nodes = _blank_int(frame, "num_nodes", path)
@@ -147,18 +150,13 @@ def _geometry(frame: pd.DataFrame, num_gpus: np.ndarray, path: Path) -> dict[str
     }
 
 
-def _checkpoint(frame: pd.DataFrame, path: Path) -> np.ndarray | None:
+def _checkpoint(frame: TextTable, path: Path) -> np.ndarray | None:
     """The optional ``checkpoint`` column (blank: 1, the job resumes after a preemption)."""
-    if "checkpoint" not in frame.columns:
-        return None
-    filled = frame[["checkpoint"]].copy()
-    filled.attrs = frame.attrs
-    text = filled["checkpoint"].astype(str).str.strip()
-    filled["checkpoint"] = filled["checkpoint"].where(text != "", "1")
-    return int_column(filled, "checkpoint", path, low=0) > 0
+    values = _filled_int(frame, "checkpoint", path, "1")
+    return None if values is None else values > 0
 
 
-def _first(frame: pd.DataFrame, mask: np.ndarray) -> int | None:
+def _first(frame: TextTable, mask: np.ndarray) -> int | None:
     hits = np.flatnonzero(mask)
     return line_of(frame, int(hits[0])) if len(hits) else None
 

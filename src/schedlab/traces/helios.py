@@ -116,8 +116,8 @@ def read_helios(
             raise InputError(
                 "'states' was given but the file has no 'state' column", path=str(path)
             )
-        state = frame["state"].astype(str).str.strip().str.upper()
-        drops["state"] = ~state.isin(wanted).to_numpy()
+        state = [s.upper() for s in frame.stripped("state").tolist()]
+        drops["state"] = np.array([s not in wanted for s in state], dtype=bool)
     sources = {"duration": "end_time" if has_times else "duration"}
     return finish(
         path,

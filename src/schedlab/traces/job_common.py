@@ -10,15 +10,15 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 
 import numpy as np
-import pandas as pd
 
 from schedlab.errors import InputError
 from schedlab.model.gpu_models import GPU_MODELS, is_known_model, parse_gpu_spec, spec_mask
 from schedlab.model.jobs import JobTable
-from schedlab.traces.columns import fail_at_first, line_of
+from schedlab.traces.columns import TextTable, fail_at_first, line_of
 
 #: More GPUs than any job in any public trace asks for: a larger count is a unit mix-up.
 MAX_GPUS_PER_JOB = 65_536
@@ -62,22 +62,25 @@ def check_min_duration(value: float) -> float:
 
 
 def datetime_seconds(
-    frame: pd.DataFrame, column: str, path: str | Path, *, allow_blank: bool = False
+    frame: TextTable, column: str, path: str | Path, *, allow_blank: bool = False
 ) -> np.ndarray:
     """Seconds since the Unix epoch of ISO-8601 datetimes (``2017-10-09 07:01:55``).
 
     Traces write local wall-clock time without a zone; it is read as if it were UTC so that no
-    daylight-saving jump is invented. Readers only ever use differences, which is what matters.
-    Blank cells become NaN when ``allow_blank``; anything unparseable raises InputError.
+    daylight-saving jump is invented (a time with a zone is taken to UTC). Readers only ever use
+    differences, which is what matters. Whole seconds and microseconds are added as floats, so a
+    time reads the same as it always did. Blank cells become NaN when ``allow_blank``; anything
+    unparseable raises InputError.
     """
-    text = frame[column].astype(str).str.strip()
-    blank = (text == "").to_numpy()
-    parsed = pd.to_datetime(text, format="ISO8601", errors="coerce", utc=True)
-    # Whole seconds since the epoch without subtracting a nanosecond timestamp, which overflows
-    # for dates the parser accepts (years 1 to 9999) outside 1677..2262.
-    whole = parsed.dt.tz_localize(None).to_numpy(dtype="datetime64[s]").astype(np.int64)
-    fraction = parsed.dt.microsecond.to_numpy(dtype=np.float64, na_value=0.0) / 1e6
-    seconds = np.where(parsed.isna().to_numpy(), np.nan, whole + fraction)
+    text = frame.stripped(column)
+    blank = text == ""
+    seconds = np.empty(len(text), dtype=np.float64)
+    seen: dict[str, float] = {}
+    for i, cell in enumerate(text.tolist()):
+        value = seen.get(cell)
+        if value is None:
+            value = seen[cell] = _epoch_seconds(cell)
+        seconds[i] = value
     bad = np.isnan(seconds) & ~(blank & allow_blank)
     fail_at_first(
         frame,
@@ -86,15 +89,33 @@ def datetime_seconds(
         column,
         lambda i: (
             f"'{column}' "
-            + ("is blank" if blank[i] else f"is not a date-time (got {frame[column].iloc[i]!r})")
+            + ("is blank" if blank[i] else f"is not a date-time (got {frame[column][i]!r})")
             + "; expected e.g. 2017-10-09 07:01:55"
         ),
     )
     return seconds
 
 
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+
+
+def _epoch_seconds(cell: str) -> float:
+    """One ISO-8601 date-time as seconds since the epoch (NaN: not one). Whole seconds are
+    counted exactly (years 1 to 9999), then the microseconds added."""
+    if not cell.isascii():
+        return math.nan
+    try:
+        when = datetime.fromisoformat(cell)
+    except ValueError:
+        return math.nan
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=UTC)
+    since = when - _EPOCH  # days (may be negative), seconds and microseconds ≥ 0
+    return (since.days * 86_400 + since.seconds) + since.microseconds / 1e6
+
+
 def check_not_before(
-    frame: pd.DataFrame,
+    frame: TextTable,
     later: np.ndarray,
     earlier: np.ndarray,
     path: str | Path,
@@ -113,7 +134,7 @@ def check_not_before(
 
 
 def check_times(
-    frame: pd.DataFrame,
+    frame: TextTable,
     columns: Mapping[str, object],
     path: str | Path,
     sources: Mapping[str, str] | None = None,
@@ -143,31 +164,33 @@ def check_times(
         )
 
 
-def gpu_model_masks(frame: pd.DataFrame, column: str, path: str | Path) -> np.ndarray:
+def gpu_model_masks(frame: TextTable, column: str, path: str | Path) -> np.ndarray:
     """Bitmasks of ``|``-separated GPU model lists (blank = any); unknown names raise.
 
     Only distinct texts are parsed, so a million rows with a handful of specs cost a handful of
     parses.
     """
-    text = frame[column].astype(str).str.strip()
-    codes, uniques = pd.factorize(text)
-    masks = np.empty(len(uniques), dtype=np.int64)
-    for k, raw in enumerate(uniques):
-        models = parse_gpu_spec(raw)
-        for name in models:
-            if not is_known_model(name):
-                i = int(np.flatnonzero(codes == k)[0])
-                raise InputError(
-                    f"unknown GPU model {name!r} in '{column}' (known: {', '.join(GPU_MODELS)})",
-                    path=str(path),
-                    row=line_of(frame, i),
-                    column=column,
-                )
-        masks[k] = spec_mask(models)
-    return masks[codes]
+    masks: dict[str, int] = {}
+    out = np.empty(len(frame), dtype=np.int64)
+    for i, raw in enumerate(frame.stripped(column).tolist()):
+        mask = masks.get(raw)
+        if mask is None:
+            models = parse_gpu_spec(raw)
+            for name in models:
+                if not is_known_model(name):
+                    raise InputError(
+                        f"unknown GPU model {name!r} in '{column}' "
+                        f"(known: {', '.join(GPU_MODELS)})",
+                        path=str(path),
+                        row=line_of(frame, i),
+                        column=column,
+                    )
+            mask = masks[raw] = spec_mask(models)
+        out[i] = mask
+    return out
 
 
-def require_one_of(frame: pd.DataFrame, columns: list[str], path: str | Path) -> None:
+def require_one_of(frame: TextTable, columns: list[str], path: str | Path) -> None:
     """A job needs some measure of its work: at least one of ``columns`` must be in the file."""
     if not any(c in frame.columns for c in columns):
         raise InputError(
@@ -177,17 +200,17 @@ def require_one_of(frame: pd.DataFrame, columns: list[str], path: str | Path) ->
         )
 
 
-def text_column(frame: pd.DataFrame, column: str) -> np.ndarray | None:
+def text_column(frame: TextTable, column: str) -> np.ndarray | None:
     """Stripped text of an optional column, or None when the file does not have it."""
     if column not in frame.columns:
         return None
-    return frame[column].astype(str).str.strip().to_numpy(dtype=object)
+    return frame.stripped(column)
 
 
 def finish(
     path: str | Path,
     fmt: str,
-    frame: pd.DataFrame,
+    frame: TextTable,
     columns: dict[str, object],
     *,
     drop_zero: bool,

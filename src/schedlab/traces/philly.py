@@ -48,7 +48,7 @@ def read_philly(
             "submit_time": submit - submit.min(),
             "num_gpus": num_gpus,
             "duration": duration,
-            "user": frame["cluster"].astype(str).str.strip().to_numpy(dtype=object),
+            "user": frame.stripped("cluster"),
         },
         drop_zero=drop_zero,
         min_duration=min_duration,

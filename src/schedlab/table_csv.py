@@ -1,0 +1,82 @@
+"""Result tables as CSV text, formatted column by column, without pandas.
+
+A table is columns by name, in order: a ``dict`` of equal-length numpy arrays (what the replay and
+pack engines' outputs are built as), or a pandas DataFrame (what grids and studies aggregate
+with). The text is byte for byte what ``DataFrame.to_csv(index=False, float_format="%.6f",
+lineterminator="\\n")`` wrote before, so results stay comparable across versions:
+
+* floats with six decimals (``inf`` and ``-inf`` as such), a missing value (NaN, None) blank;
+* integers as written, booleans ``True`` / ``False``, text as it is;
+* a cell that holds the delimiter, a quote or a line break quoted the way Python's ``csv``
+  module quotes it (doubled quotes inside), which is what pandas uses.
+
+Why not pyarrow's CSV writer: it formats floats its own way (shortest round trip, not six
+decimals) and quotes every text cell, so it cannot write these files unchanged. Formatting each
+column with one ``%`` per cell and joining the rows is the fast part that remains: about five
+times quicker than ``to_csv`` on a replay's time series, and the process never imports pandas.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+
+FLOAT_FORMAT = "%.6f"
+#: Characters after which Python's csv module (QUOTE_MINIMAL) decides whether to quote a cell.
+_SPECIAL = (",", '"', "\n", "\r")
+
+
+def csv_text(table: Mapping[str, Any]) -> str:
+    """The whole CSV file of ``table`` (header, then one line per row, each ended by ``\\n``)."""
+    names = [str(c) for c in table]  # a DataFrame iterates over its column names too
+    columns = [_cells(table[c]) for c in table]
+    if len(names) == 1:  # a lone empty cell is written as "" by the csv module: let it decide
+        out = io.StringIO()
+        writer = csv.writer(out, lineterminator="\n")
+        writer.writerow(names)
+        writer.writerows([cell] for cell in columns[0])
+        return out.getvalue()
+    header = ",".join(_quoted(n) for n in names)
+    if not columns or not len(columns[0]):
+        return header + "\n"
+    return header + "\n" + "\n".join(map(",".join, zip(*columns, strict=True))) + "\n"
+
+
+def _cells(column: Any) -> list[str]:
+    """One column's cells as text."""
+    values = np.asarray(column)
+    kind = values.dtype.kind
+    if kind == "f":
+        fmt = FLOAT_FORMAT.__mod__
+        return [fmt(x) if x == x else "" for x in values.tolist()]
+    if kind in "iu":
+        return list(map(str, values.tolist()))
+    if kind == "b":
+        return ["True" if x else "False" for x in values.tolist()]
+    missing = _missing(column, values)
+    cells = [
+        "" if gone else (x if type(x) is str else str(x))
+        for x, gone in zip(values.tolist(), missing, strict=True)
+    ]
+    return [_quoted(c) for c in cells]
+
+
+def _missing(column: Any, values: np.ndarray) -> list[bool]:
+    """Which cells of a text or object column hold no value (None, NaN, pandas' NA)."""
+    isna = getattr(column, "isna", None)  # a pandas column knows its own missing values
+    if callable(isna):
+        return np.asarray(isna(), dtype=bool).tolist()
+    return [x is None or (isinstance(x, float) and x != x) for x in values.tolist()]
+
+
+def _quoted(cell: str) -> str:
+    """``cell`` as the csv module writes it in a row of several cells."""
+    if not any(s in cell for s in _SPECIAL):
+        return cell
+    out = io.StringIO()
+    csv.writer(out, lineterminator="\n").writerow([cell, ""])
+    return out.getvalue()[:-2]  # drop the empty second cell's "," and the line end
