@@ -15,7 +15,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from _common import peak_rss_mib
+from _common import peak_rss_mib, print_whole_process
 
 from schedlab.experiments.crux_study import TOPOLOGY, clos_workload
 from schedlab.experiments.replay_run import ReplaySpec, run_replay
@@ -59,3 +59,4 @@ def main() -> None:
 
 if __name__ == "__main__":
     main()
+    print_whole_process("the Crux study")

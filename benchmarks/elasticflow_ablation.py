@@ -20,7 +20,7 @@ import time
 from pathlib import Path
 
 import pandas as pd
-from _common import SHARED, output_folder
+from _common import SHARED, output_folder, print_whole_process
 
 from schedlab.experiments.deadline_study import (
     ABLATION_GPUS,
@@ -87,3 +87,4 @@ def _study(
 
 if __name__ == "__main__":
     main()
+    print_whole_process("the ablation")

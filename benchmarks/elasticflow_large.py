@@ -16,7 +16,7 @@ import time
 from pathlib import Path
 
 import pandas as pd
-from _common import SHARED, output_folder
+from _common import SHARED, output_folder, print_whole_process
 
 from schedlab.experiments.deadline_study import (
     LARGE_CLUSTERS,
@@ -90,3 +90,4 @@ def _study(runs: list[DeadlineRun], workers: int, policies: list[str], out: Path
 
 if __name__ == "__main__":
     main()
+    print_whole_process("the large simulation")

@@ -2,8 +2,10 @@
 (16 × 8 A100, 240 s slot, A100 tables), beside the artifact simulator's and the paper's DSR.
 
     python benchmarks/elasticflow_testbed.py [--out runs/elasticflow-testbed] [--workers 2]
+        [--repeat 5]
 
-Writes table.csv, table.md and dsr.png to --out and prints the table.
+Writes table.csv, table.md and dsr.png to --out and prints the table, then times each policy's
+whole ``schedlab replay`` command (median of --repeat) beside its engine seconds in the table.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ import time
 from pathlib import Path
 
 import pandas as pd
-from _common import SHARED, output_folder
+from _common import SHARED, output_folder, replay_argv, time_cli
 
 from schedlab.experiments.deadline_study import (
     TESTBED_ARTIFACT,
@@ -29,6 +31,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", type=Path, default=Path("runs/elasticflow-testbed"))
     ap.add_argument("--workers", type=int, default=2)
+    ap.add_argument("--repeat", type=int, default=5, help="whole-command runs per policy")
     args = ap.parse_args()
     if not (SHARED / "traces" / "elasticflow-itp").is_dir():
         sys.exit(f"needs the public traces under {SHARED / 'traces'} (not found)")
@@ -38,6 +41,11 @@ def main() -> None:
         table = _write(rows, out)
     print(markdown_table(table))
     print(f"\n{len(table)} runs in {time.perf_counter() - started:.1f} s; wrote {args.out}")
+    print("\nwhole CLI run (schedlab replay, median of each) beside the engine's wall seconds:")
+    for run, engine in zip(testbed_runs(SHARED), table["seconds"], strict=True):
+        argv = replay_argv(run.cluster, run.workload, run.policy, "--slot", str(run.slot))
+        whole = time_cli([*argv, "--throughputs", str(run.throughputs)], args.repeat)
+        print(f"  {whole.line(run.policy)}; engine {engine:.2f} s wall")
 
 
 def _write(rows: pd.DataFrame, out: Path) -> pd.DataFrame:

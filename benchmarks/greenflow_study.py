@@ -20,7 +20,7 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 import pandas as pd
-from _common import SHARED, output_folder
+from _common import SHARED, output_folder, print_whole_process
 
 from schedlab.experiments.greenflow_study import jct_at_same_carbon, run_study
 from schedlab.report.deadline_figures import markdown_table
@@ -69,3 +69,4 @@ def _figure(table: pd.DataFrame, path: Path) -> None:
 
 if __name__ == "__main__":
     main()
+    print_whole_process("the GreenFlow study")

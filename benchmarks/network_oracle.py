@@ -19,6 +19,8 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
+from _common import print_whole_process
+
 from oracle.flowsim import simulate
 from oracle.mixes import model_times, random_mix, study_topology
 from schedlab.network.routing import Routing
@@ -92,3 +94,4 @@ def main() -> None:
 
 if __name__ == "__main__":
     main()
+    print_whole_process("the oracle comparison")

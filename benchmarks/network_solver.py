@@ -12,6 +12,7 @@ import argparse
 import time
 
 import numpy as np
+from _common import print_whole_process
 
 from schedlab.network.collectives import COLLECTIVES, GRADIENT_BYTES, CommSpec
 from schedlab.network.footprint import footprint
@@ -132,3 +133,4 @@ def run(topo, n_jobs: int, size_p: np.ndarray, events: int, rng: np.random.Gener
 
 if __name__ == "__main__":
     main()
+    print_whole_process("the solver benchmark")

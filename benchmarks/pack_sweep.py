@@ -16,7 +16,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from _common import peak_rss_mib, require_openb
+from _common import peak_rss_mib, print_whole_process, require_openb
 
 
 def main() -> None:
@@ -61,3 +61,4 @@ def main() -> None:
 
 if __name__ == "__main__":
     main()
+    print_whole_process("the pack grid")

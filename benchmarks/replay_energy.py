@@ -12,7 +12,7 @@ from __future__ import annotations
 import argparse
 import time
 
-from _common import SHARED
+from _common import SHARED, replay_argv, time_cli
 
 from schedlab.energy.replay import EnergySpec
 from schedlab.experiments.replay_run import ReplaySpec, run_replay
@@ -50,8 +50,13 @@ def main() -> None:
             overhead = t["energy"] / t["plain"] - 1
             print(
                 f"{policy:>10} {what:>4}: plain {t['plain']:.2f} s, with energy "
-                f"{t['energy']:.2f} s, overhead {100 * overhead:+.1f} %"
+                f"{t['energy']:.2f} s, overhead {100 * overhead:+.1f} % (engine alone)"
             )
+        argv = replay_argv(args.cluster, PHILLY, policy)
+        plain = time_cli(argv, args.repeat)
+        metered = time_cli([*argv, "--power-model", "binary", "--ci", "synth:gb2020"], args.repeat)
+        print(f"{'':>10} {plain.line('whole CLI run, plain')}")
+        print(f"{'':>10} {metered.line('whole CLI run, with energy')}")
 
 
 if __name__ == "__main__":

@@ -5,16 +5,16 @@
 
 The 195-job testbed trace runs on 16×8 A100 with 240 s leases; the ITP clusters 5 (3,629 jobs)
 and 4 (15,802 jobs) on 64×8 and 128×8 A100 with 60 s leases, as in the ElasticFlow artifact.
-Prints wall seconds, jobs/s, decision points and the deadline satisfactory ratio.
+Prints the whole ``schedlab replay`` command and the engine alone (wall and CPU seconds), jobs/s,
+decision points and the deadline satisfactory ratio.
 """
 
 from __future__ import annotations
 
 import argparse
-import time
 
 import numpy as np
-from _common import SHARED, peak_rss_mib
+from _common import SHARED, median_timing, peak_rss_mib, replay_argv, time_cli, timed
 
 from schedlab.engines.replay import ReplayEngine
 from schedlab.model.snapshot import REJECTED
@@ -41,6 +41,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--traces", nargs="+", default=list(SETTINGS), choices=list(SETTINGS))
     ap.add_argument("--policies", nargs="+", default=list(POLICIES), choices=list(POLICIES))
+    ap.add_argument("--repeat", type=int, default=3, help="runs of each (medians are printed)")
     args = ap.parse_args()
     if not ITP.is_dir() or not TABLES.is_dir():
         raise SystemExit(f"benchmark needs {ITP} and {TABLES} (not found)")
@@ -52,21 +53,28 @@ def main() -> None:
         for name in args.policies:
             policy = POLICIES[name]()
             policy.slot = slot  # type: ignore[attr-defined]
-            engine = ReplayEngine(cluster, jobs, policy, make_placement("bestfit"), perf)
-            t0 = time.perf_counter()
-            rec = engine.run()
-            wall = time.perf_counter() - t0
+            runs: list[tuple[float, float]] = []
+            for _ in range(args.repeat):
+                engine = ReplayEngine(cluster, jobs, policy, make_placement("bestfit"), perf)
+                with timed(runs):
+                    rec = engine.run()
+            timing = median_timing(runs)
             has = np.isfinite(rec.jobs.deadline)
             met = int((rec.end_time[has] <= rec.jobs.deadline[has]).sum())
             extra = ""
             if isinstance(policy, Chronus):
                 extra = "  plans: " + ", ".join(f"{k} {v}" for k, v in policy.solves.items())
             print(
-                f"{name:>8} {trace:>10} ({spec}, {slot:.0f} s): {wall:6.2f} s wall, "
-                f"{len(jobs) / wall:7,.0f} jobs/s, {rec.decision_points:,} decision points, "
+                f"{name:>8} {trace:>10} ({spec}, {slot:.0f} s): "
+                f"{len(jobs) / timing.cpu:7,.0f} jobs per engine CPU second, "
+                f"{rec.decision_points:,} decision points, "
                 f"DSR {met / max(1, int(has.sum())):.3f} ({met}/{int(has.sum())}), "
                 f"{int((rec.status == REJECTED).sum())} rejected{extra}"
             )
+            argv = replay_argv(spec, ITP / f"{trace}.csv", name, "--slot", str(slot))
+            whole = time_cli([*argv, "--throughputs", str(TABLES)], args.repeat)
+            print("    " + whole.line("whole CLI run (schedlab replay)"))
+            print("    " + timing.line("engine alone"))
     print(f"peak memory: {peak_rss_mib():.0f} MiB")
 
 

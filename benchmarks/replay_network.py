@@ -20,7 +20,7 @@ import time
 from pathlib import Path
 
 import numpy as np
-from _common import SHARED, peak_rss_mib
+from _common import SHARED, peak_rss_mib, print_whole_process, replay_argv, time_cli
 
 from schedlab.experiments.replay_run import ReplaySpec, run_replay
 from schedlab.traces.cluster_spec import parse_cluster_spec
@@ -62,6 +62,10 @@ def philly() -> None:
         f"{with_net:.2f} s ({with_net / plain:.2f}×; target ≤ 3×); {n.footprints:,} footprints, "
         f"{n.solves:,} solves, {n.solver_rounds:,} rounds"
     )
+    argv = replay_argv("250x8:V100", PHILLY, "fifo")
+    print("  " + time_cli(argv, 1).line("whole CLI run without --topology"))
+    topology = ["--topology", PHILLY_TOPOLOGY, "--net-sharing", "random-phase"]
+    print("  " + time_cli([*argv, *topology], 1).line("whole CLI run with --topology"))
 
 
 def vclos_trace(path: Path, n: int, seed: int) -> None:
@@ -124,6 +128,7 @@ def main() -> None:
     if args.part in ("vclos", "both"):
         vclos(args.seed)
     print(f"peak memory: {peak_rss_mib():.0f} MiB")
+    print_whole_process("this benchmark")
 
 
 if __name__ == "__main__":

@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from _common import print_whole_process
 
 from schedlab.serve.client import SubprocessSlurm, slurm_reachable
 from schedlab.serve.fake import FakeSlurm
@@ -193,3 +194,6 @@ def main() -> None:
 
 if __name__ == "__main__":
     main()
+    print_whole_process(
+        "the serve-cycle benchmark (no single schedlab command: a live cycle needs Slurm)"
+    )

@@ -12,7 +12,7 @@ import argparse
 import time
 
 import numpy as np
-from _common import peak_rss_mib, require_openb
+from _common import peak_rss_mib, require_openb, time_cli
 
 from schedlab.engines.shared_time import SharingConfig, run_sharing
 from schedlab.traces.alibaba import read_node_list
@@ -26,6 +26,7 @@ def main() -> None:
     ap.add_argument("--pods", type=int, default=1_000_000, help="synthetic pods (0: skip)")
     ap.add_argument("--load", type=float, default=0.8, help="offered load of the synthetic pods")
     ap.add_argument("--sample", type=float, default=3600.0, help="time-series sampling, s")
+    ap.add_argument("--repeat", type=int, default=3, help="whole-command runs (median printed)")
     args = ap.parse_args()
     openb = require_openb()
     cluster = read_node_list(openb / "openb_node_list_gpu_node.csv")
@@ -37,9 +38,13 @@ def main() -> None:
         r = run_sharing(cluster, base, SharingConfig(policy))
         wall, cpu = time.perf_counter() - t0, time.process_time() - c0
         print(
-            f"default pod list, real times, {policy}: {wall:.2f} s (CPU {cpu:.2f} s); "
-            f"peak {r.peak_milli / 1000:.2f} GPUs at {r.peak_time:,.0f} s"
+            f"default pod list, real times, {policy}: engine alone {wall:.2f} s wall "
+            f"(CPU {cpu:.2f} s); peak {r.peak_milli / 1000:.2f} GPUs at {r.peak_time:,.0f} s"
         )
+        argv = ["replay", "--sharing", "--placement", policy, "--out", "run"]
+        argv += ["--cluster", str(openb / "openb_node_list_gpu_node.csv")]
+        argv += ["--trace", str(openb / "openb_pod_list_default.csv")]
+        print("  " + time_cli(argv, args.repeat).line("whole CLI run (schedlab replay --sharing)"))
     if args.pods:
         workload = synthetic_workload(
             base, args.pods, args.load, cluster.total_gpus, np.random.default_rng(0)

@@ -15,7 +15,7 @@ import argparse
 from pathlib import Path
 
 import pandas as pd
-from _common import output_folder, require_openb
+from _common import output_folder, print_whole_process, require_openb
 
 from schedlab.engines.filler import FillerJob
 from schedlab.engines.shared_time import SharingConfig, run_sharing
@@ -78,3 +78,4 @@ def main() -> None:
 
 if __name__ == "__main__":
     main()
+    print_whole_process("the sharing study")

@@ -1,8 +1,8 @@
 """Start-up time of the ``schedlab`` command: ``--help``, ``policies`` and ``sweep --help``.
 
 Each command runs as a fresh process (as a user types it), ``--repeat`` times; the script prints
-the median and the fastest wall time and which heavy libraries the process imported. Goal: ≤ 0.3 s
-for ``schedlab --help`` and ``schedlab policies`` on a 2-core machine.
+the median wall and CPU time and which heavy libraries the process imported. Goal: ≤ 0.3 s for
+``schedlab --help`` and ``schedlab policies`` on a 2-core machine.
 
     python benchmarks/startup.py [--repeat 7]
 """
@@ -14,6 +14,8 @@ import statistics
 import subprocess
 import sys
 import time
+
+from _common import time_cli
 
 COMMANDS = (["--help"], ["policies"], ["sweep", "--help"])
 HEAVY = ("numpy", "pandas", "matplotlib", "scipy", "rich")
@@ -27,12 +29,6 @@ PROBE = (
 )
 
 
-def _time(argv: list[str]) -> float:
-    started = time.perf_counter()
-    subprocess.run([sys.executable, "-m", "schedlab", *argv], capture_output=True, check=True)
-    return time.perf_counter() - started
-
-
 def _imports(argv: list[str]) -> str:
     done = subprocess.run(
         [sys.executable, "-c", PROBE.format(heavy=HEAVY), *argv], capture_output=True, text=True
@@ -44,15 +40,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=7)
     args = parser.parse_args()
-    _time(["--help"])  # warm the file cache
-    print(f"{'command':<22} {'median s':>9} {'best s':>7}  heavy imports")
+    time_cli(["--help"], 1)  # warm the file cache
+    print(f"{'command':<22} {'wall s':>7} {'CPU s':>7}  heavy imports (median of {args.repeat})")
     for argv in COMMANDS:
-        times = [_time(argv) for _ in range(args.repeat)]
+        timing = time_cli(argv, args.repeat)
         label = "schedlab " + " ".join(argv)
-        print(
-            f"{label:<22} {statistics.median(times):>9.3f} {min(times):>7.3f}  "
-            f"{_imports(argv) or '-'}"
-        )
+        print(f"{label:<22} {timing.wall:>7.3f} {timing.cpu:>7.3f}  {_imports(argv) or '-'}")
     bare = statistics.median(_time_python() for _ in range(args.repeat))
     print(f"{'python -c pass':<22} {bare:>9.3f}  (the interpreter alone)")
     print(f"goal: ≤ {GOAL} s for 'schedlab --help' and 'schedlab policies'")

@@ -9,7 +9,7 @@ from __future__ import annotations
 import argparse
 import time
 
-from _common import SHARED, peak_rss_mib
+from _common import SHARED, peak_rss_mib, print_whole_process
 
 from schedlab.experiments.parallel import run_all
 from schedlab.experiments.titan_itp import RUNS, ItpRun, itp_files, measure, merged_itp
@@ -39,3 +39,4 @@ def main() -> None:
 
 if __name__ == "__main__":
     main()
+    print_whole_process("the Titan-on-ITP study")

@@ -12,7 +12,7 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
-from _common import SHARED, peak_rss_mib
+from _common import SHARED, peak_rss_mib, print_whole_process
 
 from schedlab.experiments.vclos_load import QUICK, Setting, run_study
 
@@ -45,3 +45,4 @@ def main() -> None:
 
 if __name__ == "__main__":
     main()
+    print_whole_process("the vClos load study")

@@ -62,6 +62,9 @@ def _cells(column: Any) -> list[str]:
         "" if gone else (x if type(x) is str else str(x))
         for x, gone in zip(values.tolist(), missing, strict=True)
     ]
+    joined = "".join(cells)
+    if not any(s in joined for s in _SPECIAL):  # the usual case: nothing to quote
+        return cells
     return [_quoted(c) for c in cells]
 
 

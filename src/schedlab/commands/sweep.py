@@ -26,8 +26,6 @@ from schedlab.commands.common import (
     run_resumable,
     stdout,
 )
-from schedlab.commands.pack_grid import print_aggregate, run_pack_grid, write_grid_outputs
-from schedlab.commands.replay_grid import print_replay_table, write_replay_grid
 from schedlab.commands.sweep_axes import (
     add_spec_options,
     parse_loads,
@@ -42,7 +40,6 @@ from schedlab.experiments.grid_dir import open_grid
 from schedlab.experiments.load_scaling import scale_to_load
 from schedlab.experiments.pack_sweep import default_workers
 from schedlab.experiments.pack_sweep import run_grid as run_pack_grid_local
-from schedlab.experiments.replay_network import topology_cluster
 from schedlab.experiments.replay_run import ReplaySpec
 from schedlab.experiments.replay_sweep import SyntheticJobs, finished_run, run_grid, staged_task
 from schedlab.experiments.workloads import FileWorkload
@@ -210,6 +207,8 @@ def _run_pack(args: argparse.Namespace) -> int:
     }
     manifest = {k: v for k, v in config.items() if k != "workers"}
     open_grid(args.out, manifest, args.force)  # an unwritable --out fails here, before the runs
+    from schedlab.commands.pack_grid import print_aggregate, run_pack_grid, write_grid_outputs
+
     runner = _runner(args, run_pack_grid_local, pack_sweep)
     summaries, wall = run_pack_grid(
         workloads, policies, seeds, inflate, workers, args.plugin, keep=args.out, runner=runner
@@ -265,6 +264,8 @@ def _run_replay(args: argparse.Namespace) -> int:
     cluster = parse_cluster_spec(args.cluster) if args.cluster is not None else None
     if fields["topology"] is not None:
         # A topology that disagrees fails here; without --cluster its hosts are the cluster.
+        from schedlab.experiments.replay_network import topology_cluster
+
         _, cluster = topology_cluster(fields["topology"], cluster)
     assert cluster is not None
     traces = list(args.traces or [])
@@ -313,6 +314,8 @@ def _run_replay(args: argparse.Namespace) -> int:
             tasks.append(staged_task(spec, args.out, args.out, synthetic, variant, load))
     runner = _runner(args, run_grid, replay_sweep)
     summaries, done, wall = run_resumable(tasks, finished_run, runner, workers, "replays", args.out)
+    from schedlab.commands.replay_grid import print_replay_table, write_replay_grid  # tables
+
     table = write_replay_grid(args.out, summaries, config)
     print_replay_table(table)
     stdout.print(

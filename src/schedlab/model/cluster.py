@@ -286,10 +286,12 @@ class ClusterState:
                 if shares[g] == GPU_MILLI:
                     full += 1
                 row[g] = shares[g] - gpu_milli
+            counts, sums = self.gpu_full_count, self.gpu_free_sum
             if full:
-                self.gpu_full_count[node] -= full
-            self.gpu_free_sum[node] -= gpu_milli * len(slots)
-        self.class_counts[node, pod_class(num_gpu, gpu_milli)] += 1
+                counts[node] = counts.item(node) - full
+            sums[node] = sums.item(node) - gpu_milli * len(slots)
+        cls, classes = pod_class(num_gpu, gpu_milli), self.class_counts
+        classes[node, cls] = classes.item(node, cls) + 1
         self.version[node] = next(_STAMPS)
         self.changes += 1
 
@@ -309,8 +311,8 @@ class ClusterState:
         capacity or if the node holds no such pod."""
         slots = self._check_slots(node, gpus)
         c = self.cluster
-        cls = pod_class(num_gpu, gpu_milli)
-        if self.class_counts[node, cls] == 0:
+        cls, classes = pod_class(num_gpu, gpu_milli), self.class_counts
+        if classes.item(node, cls) == 0:
             raise ValueError(f"node {node} holds no pod of class {POD_CLASSES[cls]!r} to release")
         if self.cpu_free.item(node) + cpu_milli > c.cpu_milli.item(node):
             raise ValueError(f"node {node} CPU would exceed capacity")
@@ -334,10 +336,11 @@ class ClusterState:
                 row[g] = share
                 if share == GPU_MILLI:
                     full += 1
+            counts, sums = self.gpu_full_count, self.gpu_free_sum
             if full:
-                self.gpu_full_count[node] += full
-            self.gpu_free_sum[node] += gpu_milli * len(slots)
-        self.class_counts[node, cls] -= 1
+                counts[node] = counts.item(node) + full
+            sums[node] = sums.item(node) + gpu_milli * len(slots)
+        classes[node, cls] = classes.item(node, cls) - 1
         self.version[node] = next(_STAMPS)
         self.changes += 1
 
