@@ -123,3 +123,18 @@ def test_a_copy_changed_differently_never_shares_a_version_with_the_original() -
     copy.allocate(0, (0, 1), 0, 0, GPU_MILLI, 2)
     assert state.version[0] != copy.version[0]
     assert (state.version[1:] == copy.version[1:]).all()
+
+
+def test_a_kept_winner_that_got_better_still_beats_a_node_that_got_less_better() -> None:
+    # Node 0 wins a 1-GPU request (the fullest node, bestfit); then node 0 gets fuller still and
+    # node 1 gets fuller than node 0 was, but not as full as node 0 is now: node 0 still wins.
+    cluster = make_cluster([(f"n{i}", 32_000, 128_000, 8, "V100") for i in range(3)])
+    state = cluster.new_state()
+    state.allocate(0, (0,), 0, 0, GPU_MILLI, 1)
+    placer = placer_on(cluster, 0)
+    one = pod(0, 1, GPU_MILLI)
+    assert placer.place(one, state).node == 0
+    state.allocate(0, (1, 2, 3, 4), 0, 0, GPU_MILLI, 4)  # node 0: 5 GPUs taken
+    state.allocate(1, (0, 1, 2), 0, 0, GPU_MILLI, 3)  # node 1: 3 taken
+    assert fresh_choice(placer, one, state) == 0
+    assert placer.place(one, state).node == 0

@@ -16,6 +16,7 @@ Policies never mutate the state they are shown: they return decisions, the engin
 
 from __future__ import annotations
 
+import math
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from typing import ClassVar
@@ -179,18 +180,21 @@ def choose_among(scores: np.ndarray, candidates: np.ndarray, tie_rank: np.ndarra
 
 @dataclass(slots=True)
 class _Kept:
-    """What the framework keeps of one request shape's last placement: each node's feasibility
-    and score at the version it had then, and the node chosen (-1: none fitted)."""
+    """What the framework keeps of one request shape's last placement: each node's choice key
+    (score and tie order in one number, -inf where the shape does not fit) at the version the
+    node had then, and the node chosen (-1: none fitted)."""
 
     version: np.ndarray
-    feasible: np.ndarray
-    scores: np.ndarray
+    key: np.ndarray
     best: int
 
 
 #: Above this many changed nodes a kept shape is rescored as a whole (vectorised) rather than
 #: node by node.
 RESCORE_ONE_BY_ONE = 24
+#: Scores times the node count stay below this, so that score and tie order fit in one float
+#: exactly (larger scores are chosen among without keeping them).
+EXACT_KEY = 2.0**52
 
 
 class Placer:
@@ -210,11 +214,15 @@ class Placer:
         self.policy = policy
         self.ctx = ctx
         self.tie_rank = tie_rank
-        self._tie = tie_rank.tolist()
         self.model_bits = node_model_bits(ctx.cluster)
         self._allowed: dict[int, np.ndarray] = {}  # model mask → nodes of an allowed model
         self._kept: dict[tuple[int, ...], _Kept] = {}
         self._node_scores = type(policy).score_nodes is not PlacementPolicy.score_nodes
+        # A node's choice key is score × n + (n − 1 − tie rank): among feasible nodes the largest
+        # key is the highest score, then the lowest tie rank (choose_node's rule).
+        self._n = len(tie_rank)
+        self._order = (self._n - 1 - tie_rank).astype(np.float64)
+        self._order_list = self._order.tolist()
         policy.reset(ctx)
 
     def allowed(self, model_mask: int) -> np.ndarray:
@@ -248,8 +256,8 @@ class Placer:
         return choose_among(scores, candidates, self.tie_rank)
 
     def _choose_kept(self, pod: PodRequest, state: ClusterState) -> int:
-        """:meth:`_choose` from the shape's kept scores, rescoring the nodes that changed."""
-        key = (
+        """:meth:`_choose` from the shape's kept keys, rescoring the nodes that changed."""
+        shape = (
             pod.cpu_milli,
             pod.memory_mib,
             pod.num_gpu,
@@ -259,45 +267,53 @@ class Placer:
             pod.app,
             pod.max_per_node,
         )
-        kept = self._kept.get(key)
+        kept = self._kept.get(shape)
         changed = None if kept is None else (kept.version != state.version).nonzero()[0]
         if changed is None or len(changed) > RESCORE_ONE_BY_ONE:
-            allowed = self.allowed(pod.model_mask)
-            feasible = feasible_nodes(pod, state, self.model_bits, allowed)
-            scores = self.policy.score(pod, state, feasible)
-            candidates = feasible.nonzero()[0]
-            best = choose_among(scores, candidates, self.tie_rank) if len(candidates) else -1
-            # Copies: the kept arrays are updated in place, and a policy may return its own.
-            self._kept[key] = _Kept(state.version.copy(), feasible, np.array(scores), best)
-            return best
+            return self._keep(shape, pod, state)
         if not len(changed):
             return kept.best
         nodes = changed.tolist()
         allowed = self.allowed(pod.model_mask)
-        fits = [node_fits(pod, state, node, allowed) for node in nodes]
         scores = self.policy.score_nodes(pod, state, nodes)
         assert scores is not None
-        best, tie = kept.best, self._tie
-        top = kept.scores.item(best) if best >= 0 else None
-        # The last winner still wins over every node that did not change, unless it changed
-        # for the worse (no longer fits, or scores lower): then all nodes are compared again.
+        n, order, keys = self._n, self._order_list, kept.key
+        best = kept.best
+        top = keys.item(best) if best >= 0 else -math.inf
         stale = False
-        for node, fit, score in zip(nodes, fits, scores, strict=True):
+        for node, score in zip(nodes, scores, strict=True):
+            if not abs(score) * n < EXACT_KEY:
+                return self._keep(shape, pod, state)  # a score too large to key exactly
+            k = score * n + order[node] if node_fits(pod, state, node, allowed) else -math.inf
+            keys[node] = k
             kept.version[node] = state.version.item(node)
-            kept.feasible[node] = fit
-            kept.scores[node] = score
-            if node == best and (not fit or score < top):  # type: ignore[operator]
-                stale = True
+            if node == best:
+                if k < top:  # no longer fits, or scores lower: compare all nodes again
+                    stale = True
+                top = k
+            elif k > top:
+                best, top = node, k
         if stale:
-            candidates = kept.feasible.nonzero()[0]
-            best = choose_among(kept.scores, candidates, self.tie_rank) if len(candidates) else -1
-        else:
-            for node, fit, score in zip(nodes, fits, scores, strict=True):
-                if fit and (
-                    best < 0
-                    or score > top  # type: ignore[operator]
-                    or (score == top and tie[node] < tie[best])
-                ):
-                    best, top = node, score
+            best = int(keys.argmax())
+            if keys.item(best) == -math.inf:
+                best = -1
         kept.best = best
+        return best
+
+    def _keep(self, shape: tuple[int, ...], pod: PodRequest, state: ClusterState) -> int:
+        """Filter, score and choose over every node, keeping the keys for the next time."""
+        feasible = feasible_nodes(pod, state, self.model_bits, self.allowed(pod.model_mask))
+        candidates = feasible.nonzero()[0]
+        if not len(candidates):  # nothing fits: kept so, until a node changes
+            self._kept[shape] = _Kept(state.version.copy(), np.full(self._n, -math.inf), -1)
+            return -1
+        scores = self.policy.score(pod, state, feasible)
+        best = choose_among(scores, candidates, self.tie_rank)
+        values = np.asarray(scores, dtype=np.float64)
+        if not (np.abs(values[candidates]) * self._n < EXACT_KEY).all():
+            self._kept.pop(shape, None)  # scores too large to key exactly: nothing kept
+            return best
+        key = np.full(self._n, -math.inf)
+        key[candidates] = values[candidates] * self._n + self._order[candidates]
+        self._kept[shape] = _Kept(state.version.copy(), key, best)
         return best
