@@ -34,6 +34,7 @@ COMMANDS: dict[str, str] = {
     "report": "compare replay runs in one self-contained HTML page",
     "policies": "list the policies with one line each",
     "serve": "drive a live cluster (Slurm) with a schedlab policy",
+    "plan": "split a large model over GPUs: fastest plan that fits, and why others do not",
 }
 
 EXIT_USAGE = 2
