@@ -23,6 +23,11 @@ from schedlab.experiments.replay_network import (
     resolve_net_control,
 )
 from schedlab.experiments.replay_run import FALLBACKS, ReplaySpec, run_replay, write_run
+from schedlab.failures.options import (
+    FAILURE_CONFIG_KEYS,
+    add_failure_options,
+    check_failure_options,
+)
 from schedlab.network.sharing import RULES
 from schedlab.output_dir import staged_dir
 from schedlab.perf.models import parse_speed_factors
@@ -131,6 +136,13 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         "preempted only if the policy still wants it then, as 'serve slurm --grace' (default 0)",
     )
     p.add_argument(
+        "--until",
+        type=float,
+        metavar="SECONDS",
+        help="stop simulating at this time; jobs still queued or running are recorded as "
+        "unfinished (default: run until every job is done)",
+    )
+    p.add_argument(
         "--slot",
         type=float,
         help="decide once per round of this many seconds (default: at every event)",
@@ -162,6 +174,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         "and sets priority levels that --net-sharing priority enforces (default: --net-routing)",
     )
     add_energy_options(p)
+    add_failure_options(p)
     add_plugin_option(p)
     p.add_argument(
         "--config",
@@ -191,6 +204,7 @@ CONFIG_KEYS: dict[str, type] = {
     "min_runtime": float,
     "grace": float,
     "slot": float,
+    "until": float,
     "plugin": list,
     "throughputs_fallback": str,
     "topology": str,
@@ -198,6 +212,7 @@ CONFIG_KEYS: dict[str, type] = {
     "net_routing": str,
     "net_control": str,
     **ENERGY_CONFIG_KEYS,
+    **FAILURE_CONFIG_KEYS,
 }
 
 
@@ -229,6 +244,9 @@ def spec_from_args(args: argparse.Namespace) -> ReplaySpec:
         )
     for name in ("restart_overhead", "resize_overhead", "min_runtime", "grace"):
         check_seconds(f"--{name.replace('_', '-')}", pick(name, 0.0))
+    until = pick("until")
+    if until is not None:
+        check_seconds("--until", until)
     slot = pick("slot")
     if slot is not None:
         check_seconds("--slot", slot, MIN_SLOT)
@@ -240,6 +258,8 @@ def spec_from_args(args: argparse.Namespace) -> ReplaySpec:
     control, routing, sharing = resolve_net_control(
         pick("net_control"), pick("net_routing"), pick("net_sharing")
     )
+    failures = pick("failures") or None
+    check_failure_options(failures, pick("checkpoint"), pick("failure_reaction"))
     fallback = pick("throughputs_fallback") or None  # config.toml writes "" for none
     if fallback is not None and not pick("throughputs"):
         raise InputError("'--throughputs-fallback' needs '--throughputs'")
@@ -266,6 +286,10 @@ def spec_from_args(args: argparse.Namespace) -> ReplaySpec:
         net_routing=routing,
         net_control=control,
         energy=energy_spec(args, cfg),
+        until=until,
+        failures=failures,
+        checkpoint=pick("checkpoint") or None,
+        failure_reaction=pick("failure_reaction") or None,
     )
     # every refusal before any work
     check_min_runtime(

@@ -80,6 +80,12 @@ class ReplaySpec:
     net_control: str = ""
     #: Power and carbon accounting (off unless ``--power-model`` or ``--ci`` is given).
     energy: energy.EnergySpec = field(default_factory=energy.EnergySpec)
+    #: ``--failures``, ``--checkpoint``, ``--failure-reaction`` (None: no failures, as before).
+    failures: str | None = None
+    checkpoint: str | None = None
+    failure_reaction: str | None = None
+    #: ``--until``: stop simulating at this time (jobs still active are unfinished); None: never.
+    until: float | None = None
 
     @property
     def label(self) -> str:
@@ -212,6 +218,7 @@ def run_replay(
         resize_overhead=spec.resize_overhead,
         min_runtime=spec.min_runtime,
         grace=spec.grace,
+        **({"until": spec.until} if spec.until is not None else {}),
     )
     meter = None
     if spec.energy.enabled:
@@ -219,8 +226,27 @@ def run_replay(
         run = energy.prepare(spec.energy, cluster, jobs, perf)
         perf, meter = run.perf, run.meter
         energy.attach_policy(policies.scheduler, run)
+    failures = None
+    if spec.failures is not None:
+        from schedlab.failures.options import failure_model
+
+        failures = failure_model(
+            spec.failures,
+            spec.checkpoint,
+            spec.failure_reaction,
+            spec.restart_overhead,
+            spec.seed,
+        )
     engine = ReplayEngine(
-        cluster, jobs, policies.scheduler, policies.placement, perf, config, network, meter
+        cluster,
+        jobs,
+        policies.scheduler,
+        policies.placement,
+        perf,
+        config,
+        network,
+        meter,
+        failures=failures,
     )
     return engine.run(progress)
 
@@ -254,6 +280,10 @@ def jobs_frame(record: ReplayRecord) -> pd.DataFrame:
         frame["reason"] = [record.reject_reason.get(i, "") for i in range(len(j))]
     if isinstance(record.observer, energy.EnergyMeter):
         frame = energy.add_job_columns(frame, record.observer)
+    if record.failures is not None:
+        from schedlab.failures.report import add_job_columns as add_failure_columns
+
+        frame = add_failure_columns(frame, record.failures)
     return frame
 
 
@@ -314,8 +344,15 @@ def replay_summary(
             if record.wall_seconds > 0
             else None,
             **({"network": network_block(record, jobs, series)} if record.network else {}),
+            **({"failures": _failure_block(record, jobs)} if record.failures is not None else {}),
         }
     )
+
+
+def _failure_block(record: ReplayRecord, jobs: pd.DataFrame) -> dict[str, object]:
+    from schedlab.failures.report import summary_block
+
+    return summary_block(record.failures, jobs, float(record.gpu_seconds.sum()))
 
 
 def write_run(out: Path, spec: ReplaySpec, record: ReplayRecord) -> dict[str, object]:
@@ -345,6 +382,7 @@ def write_run(out: Path, spec: ReplaySpec, record: ReplayRecord) -> dict[str, ob
         "resize_overhead": spec.resize_overhead,
         **({"min_runtime": spec.min_runtime} if spec.min_runtime else {}),
         **({"grace": spec.grace} if spec.grace else {}),
+        **({"until": spec.until} if spec.until is not None else {}),
         "slot": spec.slot if spec.slot is not None else 0.0,
         "throughputs_fallback": spec.throughputs_fallback or "",
         **({"plugin": list(spec.plugins)} if spec.plugins else {}),
@@ -360,6 +398,15 @@ def write_run(out: Path, spec: ReplaySpec, record: ReplayRecord) -> dict[str, ob
             else {}
         ),
         **energy.config_entries(spec.energy),
+        **{
+            key: value
+            for key, value in (
+                ("failures", spec.failures),
+                ("checkpoint", spec.checkpoint),
+                ("failure_reaction", spec.failure_reaction),
+            )
+            if value
+        },
     }
     write_config(
         out / "config.toml",
