@@ -131,6 +131,14 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         "preempted only if the policy still wants it then, as 'serve slurm --grace' (default 0)",
     )
     p.add_argument(
+        "--models",
+        help="TOML file of extra [models.NAME] tables for an llm trace (see docs/llm.md)",
+    )
+    p.add_argument(
+        "--llm-profile",
+        help="calibration profile of the planner for LLM jobs that name none (default generic)",
+    )
+    p.add_argument(
         "--until",
         type=float,
         metavar="SECONDS",
@@ -200,6 +208,8 @@ CONFIG_KEYS: dict[str, type] = {
     "grace": float,
     "slot": float,
     "until": float,
+    "models": str,
+    "llm_profile": str,
     "plugin": list,
     "throughputs_fallback": str,
     "topology": str,
@@ -282,6 +292,8 @@ def spec_from_args(args: argparse.Namespace) -> ReplaySpec:
         net_control=control,
         energy=energy_spec(args, cfg),
         until=until,
+        models=pick("models") or None,
+        llm_profile=pick("llm_profile") or None,
         failures=failures,
         checkpoint=pick("checkpoint") or None,
         failure_reaction=pick("failure_reaction") or None,

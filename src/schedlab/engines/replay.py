@@ -108,6 +108,7 @@ class ReplayRecord:
     network: NetworkRecord | None = None  # only with a network model
     observer: Any = None  # the engine's observer, with what it measured
     failures: Any = None  # what failures did (a FailureRecord), only with a failure model
+    llm: Any = None  # the LLM planner perf model of a run with LLM jobs (its plan history)
 
 
 class ReplayEngine:
@@ -225,6 +226,9 @@ class _Run:
         heapq.heappush(self.heap, (finish, self.seq, job, int(self.version[job])))
 
     def rate_on(self, job: int, allocation: Allocation) -> float:
+        shaped = self.e.perf.rate_for_allocation(self.jobs, job, allocation, self.now)
+        if shaped is not None:  # the model needs the allocation's shape (LLM jobs)
+            return shaped
         models = (int(self.cluster.model[node]) for node, _ in allocation)
         return allocation_rate(self.e.perf, self.jobs, job, allocation_size(allocation), models)
 
@@ -354,7 +358,10 @@ class _Run:
             self.set_rate(d.job, d.allocation)
             if self.net is not None:
                 self.net.start(d.job, d.allocation, now)
-            rt.progress_from[d.job] = now + self.cfg.resize_overhead
+            overhead = self.e.perf.resize_seconds(
+                self.jobs, d.job, d.allocation, self.cfg.resize_overhead
+            )
+            rt.progress_from[d.job] = now + overhead
             rt.resizes[d.job] += 1
             if self.fail is not None:
                 self.fail.resized(d.job, now)

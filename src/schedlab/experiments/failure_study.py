@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
@@ -44,7 +44,9 @@ class Scenario:
     reaction: str = "spares:32"
     restart: float = R_F2
     days: float = DAYS
-    trace: tuple[tuple[str, str], ...] = field(default_factory=tuple)  # extra job columns
+    #: An LLM job (llama3-405b, B = 2,048 × 8,192 tokens) with these fixed plan fields, instead
+    #: of a plain one; "" for a plain job of the same size.
+    llm_plan: str = ""
 
 
 @dataclass(frozen=True)
@@ -65,12 +67,16 @@ def run_scenario(task: tuple[Scenario, int]) -> Outcome:
 
     scenario, seed = task
     horizon = scenario.days * 86400.0
-    jobs = JobTable.from_columns(
-        source=scenario.name,
-        job_id=["job"],
-        submit_time=[0.0],
-        num_gpus=[scenario.gpus],
-        duration=[horizon * 10.0],  # never finishes inside the horizon
+    jobs = (
+        llm_job(scenario.gpus, scenario.llm_plan)
+        if scenario.llm_plan
+        else JobTable.from_columns(
+            source=scenario.name,
+            job_id=["job"],
+            submit_time=[0.0],
+            num_gpus=[scenario.gpus],
+            duration=[horizon * 10.0],  # never finishes inside the horizon
+        )
     )
     spec = ReplaySpec(
         cluster=scenario.cluster,
@@ -93,6 +99,46 @@ def run_scenario(task: tuple[Scenario, int]) -> Outcome:
         dict(rec.interruptions),
         dict(rec.by_class),
     )
+
+
+def llm_job(gpus: int, fixed: str):
+    """The Llama 3 405B pre-training job: B = 2,048 sequences of 8,192 tokens, a token budget
+    no 54-day run finishes, ``fixed`` plan fields (``batch=flexible`` allowed)."""
+    from dataclasses import replace
+
+    from schedlab.model.jobs import JobTable
+    from schedlab.model.llm_jobs import LLMJobs
+    from schedlab.perf.llm.model import get_model
+
+    model = get_model("llama3-405b")
+    parts = [p for p in fixed.split(",") if p and not p.startswith("batch=")]
+    from schedlab.perf.llm.space import parse_plan
+
+    def one(value: object, dtype: object = object) -> np.ndarray:
+        out = np.empty(1, dtype=dtype)
+        out[0] = value
+        return out
+
+    side = LLMJobs(
+        model=one(model),
+        batch=one(2048, np.int64),
+        tokens=one(1e15, np.float64),
+        min_gpus=one(8, np.int64),
+        max_gpus=one(gpus, np.int64),
+        profile=one(""),
+        plan=one(tuple(sorted(parse_plan(",".join(parts)).items()))),
+        flexible=one("batch=flexible" in fixed, bool),
+        gpu_model=one(""),
+        ckpt_policy=one(""),
+        ckpt_bytes_per_param=one(14.0, np.float64),
+        job_type=one("pretrain"),
+        restart_s=one(np.nan, np.float64),
+    )
+    jobs = JobTable.from_columns(
+        source="llama3-405b", job_id=["job"], submit_time=[0.0], num_gpus=[gpus],
+        model_name=["llama3-405b"], batch_size=[2048],
+    )  # fmt: skip
+    return replace(jobs, llm=side)
 
 
 def run_scenarios(
@@ -209,6 +255,32 @@ def reproduce_f4(seeds: tuple[int, ...] = SEEDS, workers: int = 2) -> pd.DataFra
     )
 
 
+F5_PLAN = "t=8,p=16,c=1,batch=flexible"
+
+
+def f5_scenarios() -> list[Scenario]:
+    """Requeue and shrink on exactly 2,048 nodes (repairs exp 24 h), and spares on F2's 2,080."""
+    repair = "llama3-405b;repair.gpu=exp:24;repair.node=exp:24;repair.link=exp:24"
+    return [
+        Scenario("F5 requeue", cluster="2048x8:H100", failures=repair, reaction="requeue",
+                 llm_plan=F5_PLAN),
+        Scenario("F5 shrink", cluster="2048x8:H100", failures=repair, reaction="shrink",
+                 llm_plan=F5_PLAN),
+        Scenario("F5 spares", failures=repair, reaction="spares:32", llm_plan=F5_PLAN),
+    ]  # fmt: skip
+
+
+def reproduce_f5(seeds: tuple[int, ...] = SEEDS, workers: int = 2) -> pd.DataFrame:
+    """F5: ETTR(spares) > ETTR(shrink) > ETTR(requeue) for the 405B job (t = 8, p = 16, the
+    batch rounded to the data-parallel size it has)."""
+    runs = run_scenarios(f5_scenarios(), seeds, workers)
+    ettr = {name.split()[1]: _mean(outcomes, "ettr") for name, outcomes in runs.items()}
+    claim = "spares > shrink > requeue"
+    holds = ettr["spares"] > ettr["shrink"] > ettr["requeue"]
+    rows = [check("F5", "ETTR " + ", ".join(f"{k} {v:.4f}" for k, v in ettr.items()), claim, holds)]
+    return pd.DataFrame(rows)
+
+
 def reproduce_f6(seeds: tuple[int, ...] = SEEDS, workers: int = 2) -> pd.DataFrame:
     """F6: the OPT-175B preset on its 124-node job with 12 spares over the 56-day 12.xx
     lineage: 112 ± 8 node failures (the logbook counts ~90 restarts)."""
@@ -232,5 +304,6 @@ def reproduce_f6(seeds: tuple[int, ...] = SEEDS, workers: int = 2) -> pd.DataFra
 REPRODUCTIONS = {
     "failures-llama3-f1-f3": reproduce_f1_f3,
     "failures-async-f4": reproduce_f4,
+    "failures-reactions-f5": reproduce_f5,
     "failures-opt175b-f6": reproduce_f6,
 }

@@ -3,6 +3,7 @@ per-job table, the time series and the summary that metrics and reports read."""
 
 from __future__ import annotations
 
+import dataclasses
 import sys
 from collections import Counter
 from collections.abc import Callable
@@ -82,6 +83,10 @@ class ReplaySpec:
     failure_reaction: str | None = None
     #: ``--until``: stop simulating at this time (jobs still active are unfinished); None: never.
     until: float | None = None
+    #: ``--models``: a TOML file of extra models for an ``llm`` trace.
+    models: str | None = None
+    #: ``--llm-profile``: the planner's calibration profile for LLM jobs that name none.
+    llm_profile: str | None = None
 
     @property
     def label(self) -> str:
@@ -182,13 +187,25 @@ def run_replay(
     if cluster is None and (spec.cluster or spec.topology is None):
         cluster = parse_cluster_spec(spec.cluster)
     if jobs is None:
-        jobs = read_jobs(spec.trace, spec.trace_format).jobs
+        options = {"models": spec.models} if spec.models else {}
+        jobs = read_jobs(spec.trace, spec.trace_format, **options).jobs
     if spec.topology is not None and spec.throughputs not in (None, BUILTIN_THROUGHPUTS):
         from schedlab.experiments.replay_network import MEASURED_TABLES_WITH_TOPOLOGY
 
         raise InputError(MEASURED_TABLES_WITH_TOPOLOGY)  # before the tables are judged
     perf = load_perf(spec)
+    llm_perf: PerfModel | None = None
     check_table_coverage(jobs, perf, spec)
+    if jobs.llm is not None:  # LLM jobs: tokens of work, speed from the planner
+        if spec.topology is not None:
+            raise InputError(
+                "LLM jobs (an 'llm' trace) do not run with --topology yet: the network model "
+                "does not carry their pipeline and data-parallel plan (schedlab plan --topology "
+                "shows one plan's traffic on the paths)"
+            )
+        perf = llm_perf = _llm_perf(spec, perf, cluster)
+    elif spec.llm_profile is not None:
+        raise InputError("'--llm-profile' needs a trace of LLM jobs (format llm)")
     check_runnable(jobs, perf, spec.trace)
     network = None
     if spec.topology is not None:  # the network model, imported only for a run with one
@@ -238,6 +255,7 @@ def run_replay(
             spec.failure_reaction,
             spec.restart_overhead,
             spec.seed,
+            **(_llm_failure_hooks(llm_perf) if llm_perf is not None else {}),
         )
     engine = ReplayEngine(
         cluster,
@@ -250,7 +268,54 @@ def run_replay(
         meter,
         failures=failures,
     )
-    return engine.run(progress)
+    record = engine.run(progress)
+    return record if llm_perf is None else dataclasses.replace(record, llm=llm_perf)
+
+
+def _llm_perf(spec: ReplaySpec, base: PerfModel, cluster: Cluster | None) -> PerfModel:
+    from schedlab.failures.options import check_failure_options
+    from schedlab.perf.llm.perfmodel import DEFAULT_PROFILE, LLMPlanner
+    from schedlab.perf.llm.profile import get_profile
+
+    if cluster is None:  # pragma: no cover - the topology case is refused above
+        raise InputError("LLM jobs need --cluster")
+    profile = spec.llm_profile or DEFAULT_PROFILE
+    get_profile(profile)  # an unknown name fails before the run
+    parsed = check_failure_options(spec.failures, spec.checkpoint, spec.failure_reaction)
+    return LLMPlanner(
+        base=base,
+        cluster=cluster,
+        profile=profile,
+        resize_fixed=spec.resize_overhead if spec.resize_overhead > 0 else None,
+        checkpoint=parsed[1] if parsed is not None else None,
+    )
+
+
+def _llm_failure_hooks(perf: PerfModel) -> dict[str, object]:
+    """What the failure model asks the planner: checkpoint size, step time, the job's own
+    checkpoint policy and restart, and on how many surviving nodes a shrunk job still runs."""
+    from schedlab.perf.llm.perfmodel import LLMPlanner
+
+    planner = perf
+    assert isinstance(planner, LLMPlanner)
+    from schedlab.failures.runtime import JobFailureInfo
+
+    def job_info(jobs: JobTable, job: int, allocation: object) -> JobFailureInfo:
+        if jobs.llm is None or jobs.llm.model[job] is None:
+            return JobFailureInfo()
+        return JobFailureInfo(
+            ckpt_bytes=planner.ckpt_bytes(jobs, job),
+            step_seconds=planner.step_seconds(jobs, job, allocation),
+            policy=str(jobs.llm.ckpt_policy[job]),
+            restart=float(jobs.llm.restart_s[job]),
+        )
+
+    def shrink_to(jobs: JobTable, job: int, counts: list[int]) -> int:
+        if jobs.llm is None or jobs.llm.model[job] is None:
+            return len(counts)
+        return planner.largest_feasible_prefix(jobs, job, counts)
+
+    return {"job_info": job_info, "shrink_to": shrink_to}
 
 
 def jobs_frame(record: ReplayRecord) -> pd.DataFrame:
@@ -289,10 +354,14 @@ def jobs_frame(record: ReplayRecord) -> pd.DataFrame:
         from schedlab.energy.replay import add_job_columns as add_energy_columns
 
         frame = add_energy_columns(frame, meter)
+    if record.llm is not None:
+        frame = _llm_columns(frame, record)
     if record.failures is not None:
         from schedlab.failures.report import add_job_columns as add_failure_columns
 
         frame = add_failure_columns(frame, record.failures)
+        if record.llm is not None:
+            frame["tokens_lost"] = record.failures.lost_units
     return frame
 
 
@@ -366,9 +435,38 @@ def replay_summary(
             if record.wall_seconds > 0
             else None,
             **_network_block(record, jobs, series),
+            **({"llm": _llm_block(jobs, record)} if record.llm is not None else {}),
             **({"failures": _failure_block(record, jobs)} if record.failures is not None else {}),
         }
     )
+
+
+def _llm_columns(frame: pd.DataFrame, record: ReplayRecord) -> pd.DataFrame:
+    """The model, tokens and job type of every LLM job, its first plan, the plans it ran with
+    and its MFU (weighted by GPU-seconds over the plans)."""
+    horizon = float(record.ts_time[-1]) if len(record.ts_time) else 0.0
+    cols = record.llm.job_columns(record.jobs, record.end_time, horizon)
+    out = frame.copy()
+    for name, values in cols.items():
+        out[name] = values
+    return out
+
+
+def _llm_block(jobs: pd.DataFrame, record: ReplayRecord) -> dict[str, object]:
+    """Tokens trained per second of the whole run, and MFU weighted by GPU-seconds."""
+    tokens = record.jobs.llm.tokens
+    done = jobs["status"].to_numpy() == "completed"
+    span = float(record.ts_time[-1] - record.ts_time[0]) if len(record.ts_time) > 1 else 0.0
+    mfu = jobs["mfu_mean"].to_numpy(dtype=np.float64)
+    weight = record.gpu_seconds * np.isfinite(mfu)
+    return {
+        "llm_jobs": int(sum(m is not None for m in record.jobs.llm.model)),
+        "tokens_completed": float(tokens[done].sum()),
+        "tokens_per_second": float(tokens[done].sum()) / span if span > 0 else None,
+        "mfu_gpu_weighted": float(np.nansum(mfu * weight) / weight.sum())
+        if weight.sum() > 0
+        else None,
+    }
 
 
 def _failure_block(record: ReplayRecord, jobs: pd.DataFrame) -> dict[str, object]:
@@ -445,6 +543,8 @@ def write_run(out: Path, spec: ReplaySpec, record: ReplayRecord) -> dict[str, ob
                 ("failures", spec.failures),
                 ("checkpoint", spec.checkpoint),
                 ("failure_reaction", spec.failure_reaction),
+                ("models", str(Path(spec.models).resolve()) if spec.models else None),
+                ("llm_profile", spec.llm_profile),
             )
             if value
         },

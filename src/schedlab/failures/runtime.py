@@ -20,13 +20,13 @@ import heapq
 import math
 from collections import Counter, defaultdict
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from schedlab.failures.checkpoint import Costs, Cycle, costs, cycle
-from schedlab.failures.spec import CheckpointSpec, FailureSpec, Reaction
+from schedlab.failures.spec import CheckpointSpec, FailureSpec, Reaction, parse_checkpoint
 from schedlab.failures.streams import (
     CLASS_CODE,
     ClassStream,
@@ -52,6 +52,8 @@ class JobFailureInfo:
 
     ckpt_bytes: float | None = None
     step_seconds: float | None = None
+    policy: str = ""  # the job's own checkpoint policy ("" = the run's)
+    restart: float = math.nan  # the job's own fixed restart overhead (NaN = the run's rule)
 
 
 @dataclass
@@ -64,13 +66,13 @@ class FailureModel:
     #: ``--restart-overhead`` when given: R fixed; None: detect + launch + load.
     restart_fixed: float | None = None
     seed: int = 0
-    #: job → its checkpoint size and step time on an allocation (LLM jobs); None: none known.
-    job_info: Callable[[int, Allocation], JobFailureInfo] | None = None
+    #: (jobs, job, allocation) → its checkpoint size, step time, policy (LLM jobs); None: none.
+    job_info: Callable[[Any, int, Allocation], JobFailureInfo] | None = None
     #: Trace events as read (``trace=FILE``), and the file (for errors).
     trace_events: list[RawEvent] = field(default_factory=list)
     trace_source: str = ""
-    #: Shrink: the largest feasible GPU count ≤ n for a job (LLM jobs: whole-node plans).
-    shrink_to: Callable[[int, list[int]], int] | None = None
+    #: Shrink: (jobs, job, GPUs per surviving node) → how many of those nodes it can run on.
+    shrink_to: Callable[[Any, int, list[int]], int] | None = None
 
     def new_run(self, run: Any) -> FailureRun:
         return FailureRun(self, run)
@@ -457,7 +459,7 @@ class FailureRun:
     def _shrink_nodes(self, job: int, counts: list[int]) -> int:
         """Nodes (a prefix of ``counts``) the job keeps when it shrinks: the most that run."""
         if self.m.shrink_to is not None:
-            return self.m.shrink_to(job, counts)
+            return self.m.shrink_to(self.jobs, job, counts)
         return len(counts)
 
     def _grow_back(self, now: float) -> None:
@@ -516,7 +518,7 @@ class FailureRun:
         allocation = self.e.rt.allocation[job]
         if self.m.job_info is None or allocation is None:
             return JobFailureInfo()
-        return self.m.job_info(job, allocation)
+        return self.m.job_info(self.jobs, job, allocation)
 
     def _costs(self, job: int) -> Costs | None:
         allocation = self.e.rt.allocation[job] or ()
@@ -538,7 +540,11 @@ class FailureRun:
 
     def _begin(self, job: int, start: float) -> None:
         info = self._info(job)
-        cyc = cycle(self.m.checkpoint, self._costs(job), self.job_mtbf(job), info.step_seconds)
+        spec = self.m.checkpoint
+        if info.policy:
+            own = parse_checkpoint(f"policy={info.policy}")
+            spec = replace(spec, policy=own.policy, interval=own.interval, steps=own.steps)
+        cyc = cycle(spec, self._costs(job), self.job_mtbf(job), info.step_seconds)
         self.segment[job] = _Segment(start, float(self.e.rt.remaining[job]), cyc)
         self.e.fail_scale_rate(job, cyc.rate_factor)
 
@@ -550,6 +556,9 @@ class FailureRun:
     def _restart_seconds(self, job: int) -> float:
         if self.m.restart_fixed is not None:
             return self.m.restart_fixed
+        own = self._info(job).restart
+        if math.isfinite(own):
+            return own
         c = self._costs(job)
         load = c.load if c is not None else 0.0
         return self.m.checkpoint.detect + self.m.checkpoint.launch + load

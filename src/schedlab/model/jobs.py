@@ -12,6 +12,7 @@ absolute time in seconds (NaN: none); ``gpu_model_mask`` is a bitmask of allowed
 from __future__ import annotations
 
 from dataclasses import dataclass, field, fields, replace
+from typing import Any
 
 import numpy as np
 
@@ -68,6 +69,9 @@ class JobTable:
     checkpoint: np.ndarray
     source: str = field(default="<memory>")
     schema_version: int = JOB_SCHEMA_VERSION
+    #: LLM training jobs' own columns (a :class:`schedlab.model.llm_jobs.LLMJobs` aligned with
+    #: the rows; None: a trace without LLM jobs, and every job is as described above).
+    llm: Any = None
 
     def __post_init__(self) -> None:
         n = len(self.job_id)
@@ -96,7 +100,10 @@ class JobTable:
         return cls(source=source, **data)
 
     def take(self, index: np.ndarray) -> JobTable:
-        return replace(self, **{name: getattr(self, name)[index] for name in JOB_COLUMNS})
+        cols = {name: getattr(self, name)[index] for name in JOB_COLUMNS}
+        if self.llm is not None:
+            cols["llm"] = self.llm.take(index)
+        return replace(self, **cols)
 
     def sorted_by_submit(self) -> JobTable:
         """Submit order, ties kept in input order (a trace's own order is its tie-break)."""

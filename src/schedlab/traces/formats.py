@@ -22,6 +22,7 @@ from schedlab.traces.elasticflow import read_elasticflow, read_elasticflow_itp
 from schedlab.traces.generic import read_generic
 from schedlab.traces.helios import read_helios
 from schedlab.traces.job_common import ReadResult
+from schedlab.traces.llm import read_llm
 from schedlab.traces.philly import read_philly
 
 
@@ -45,6 +46,12 @@ class TraceFormat:
 TRACE_FORMATS: dict[str, TraceFormat] = {
     f.name: f
     for f in (
+        TraceFormat(
+            "llm",
+            read_llm,
+            "LLM training jobs: model, batch_tokens and tokens (or steps); speed from the planner",
+            frozenset({"job_id", "model", "batch_tokens"}),
+        ),
         TraceFormat(
             "alibaba",
             read_alibaba_jobs,

@@ -70,3 +70,10 @@ def test_f4_async_between_the_sync_bounds() -> None:
 def test_f6_opt175b_node_failures() -> None:
     table = reproduce_f6(workers=2)
     assert (table.verdict == "pass").all(), table.to_string()
+
+
+def test_f5_spares_beat_shrink_beat_requeue() -> None:
+    from schedlab.experiments.failure_study import reproduce_f5
+
+    table = reproduce_f5(workers=2)
+    assert (table.verdict == "pass").all(), table.to_string()
