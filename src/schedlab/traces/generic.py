@@ -158,6 +158,20 @@ def _checkpoint(frame: pd.DataFrame, path: Path) -> np.ndarray | None:
     return int_column(filled, "checkpoint", path, low=0) > 0
 
 
+def deadline_column(frame: pd.DataFrame, submit: np.ndarray, path: Path) -> np.ndarray:
+    """The optional ``deadline`` column (blank: none), never before the job's submit time."""
+    deadline = _blank_float(frame, "deadline", path)
+    check_not_before(
+        frame,
+        deadline,
+        submit,
+        path,
+        column="deadline",
+        message="'deadline' is before 'submit_time'",
+    )
+    return deadline
+
+
 def _first(frame: pd.DataFrame, mask: np.ndarray) -> int | None:
     hits = np.flatnonzero(mask)
     return line_of(frame, int(hits[0])) if len(hits) else None
@@ -197,15 +211,7 @@ def read_generic(
             row=line,
             column="model_name",
         )
-    deadline = _blank_float(frame, "deadline", path)
-    check_not_before(
-        frame,
-        deadline,
-        submit,
-        path,
-        column="deadline",
-        message="'deadline' is before 'submit_time'",
-    )
+    deadline = deadline_column(frame, submit, path)
     cols: dict[str, object] = {
         "job_id": job_id,
         "submit_time": submit,

@@ -33,11 +33,10 @@ import pandas as pd
 from schedlab.errors import InputError
 from schedlab.model.llm_jobs import LLMJobs
 from schedlab.traces.columns import float_column, int_column, line_of, read_text_table, unique_names
-from schedlab.traces.generic import _blank_float, _blank_int, _geometry
+from schedlab.traces.generic import _blank_float, _blank_int, _geometry, deadline_column
 from schedlab.traces.job_common import (
     MAX_GPUS_PER_JOB,
     ReadResult,
-    check_not_before,
     finish,
     require_one_of,
     text_column,
@@ -244,15 +243,7 @@ def read_llm(
         )
     bpp = _blank_float(frame, "ckpt_bytes_per_param", path)
     bpp = np.where(np.isnan(bpp), DEFAULT_CKPT_BYTES_PER_PARAM, bpp)
-    deadline = _blank_float(frame, "deadline", path)
-    check_not_before(
-        frame,
-        deadline,
-        submit,
-        path,
-        column="deadline",
-        message="'deadline' is before 'submit_time'",
-    )
+    deadline = deadline_column(frame, submit, path)
     llm = LLMJobs(
         model=model,
         batch=batch.astype(np.int64),
