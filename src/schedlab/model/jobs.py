@@ -72,6 +72,9 @@ class JobTable:
     #: LLM training jobs' own columns (a :class:`schedlab.model.llm_jobs.LLMJobs` aligned with
     #: the rows; None: a trace without LLM jobs, and every job is as described above).
     llm: Any = None
+    #: A reader's extra per-job columns for reports (name → array aligned with the rows; None:
+    #: none), e.g. AcmeTrace's job type and final state. Engines never read them.
+    extra: Any = None
 
     def __post_init__(self) -> None:
         n = len(self.job_id)
@@ -103,6 +106,8 @@ class JobTable:
         cols = {name: getattr(self, name)[index] for name in JOB_COLUMNS}
         if self.llm is not None:
             cols["llm"] = self.llm.take(index)
+        if self.extra is not None:
+            cols["extra"] = {k: np.asarray(v)[index] for k, v in self.extra.items()}
         return replace(self, **cols)
 
     def sorted_by_submit(self) -> JobTable:

@@ -17,6 +17,7 @@ from pathlib import Path
 
 from schedlab.errors import InputError
 from schedlab.input_files import check_input_file
+from schedlab.traces.acme import read_acme
 from schedlab.traces.alibaba_jobs import read_alibaba_jobs
 from schedlab.traces.elasticflow import read_elasticflow, read_elasticflow_itp
 from schedlab.traces.generic import read_generic
@@ -46,6 +47,12 @@ class TraceFormat:
 TRACE_FORMATS: dict[str, TraceFormat] = {
     f.name: f
     for f in (
+        TraceFormat(
+            "acme",
+            read_acme,
+            "AcmeTrace trace_seren.csv / trace_kalos.csv (Shanghai AI Lab: gpu_num, type, state)",
+            frozenset({"job_id", "gpu_num", "node_num", "type", "state"}),
+        ),
         TraceFormat(
             "llm",
             read_llm,
