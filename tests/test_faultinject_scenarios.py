@@ -11,7 +11,7 @@ from schedlab.testing.faultinject.invariants import Execution
 from schedlab.testing.faultinject.scenarios import SCENARIOS, run_scenario
 
 
-@pytest.mark.parametrize("seed", [1, 2])
+@pytest.mark.parametrize("seed", [1])
 @pytest.mark.parametrize("name", SCENARIOS)
 def test_scenario_keeps_every_invariant(name: str, seed: int, tmp_path: Path) -> None:
     result = run_scenario(name, tmp_path, seed=seed)
