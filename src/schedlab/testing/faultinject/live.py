@@ -139,7 +139,9 @@ def run_live(name: str, work: Path, seed: int = 0) -> LiveResult:
                 "--state-dir", str(work / "state"), "--until-idle"]  # fmt: skip
         try:
             for k, gpus in enumerate(SIZES):
-                jobs.append(submit(markers, gpus, 20 + (k * 7) % 11, f"fi-{name}-{k}"))
+                # S5's jobs run longer, so that ten kills fall inside the run
+                base = 35 if name == "S5" else 20
+                jobs.append(submit(markers, gpus, base + (k * 7) % 11, f"fi-{name}-{k}"))
             proc = subprocess.Popen(
                 argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
             )
@@ -148,7 +150,7 @@ def run_live(name: str, work: Path, seed: int = 0) -> LiveResult:
             )
             faults.start()
             while True:
-                if name == "S5" and kills < 10 and time.monotonic() - started > 3 + 6 * kills:
+                if name == "S5" and kills < 10 and time.monotonic() - started > 3 + 4 * kills:
                     time.sleep(rng.uniform(0, 1.5))
                     proc.send_signal(signal.SIGKILL)
                     proc.wait(timeout=10)
