@@ -162,3 +162,20 @@ def test_cli_refusals(tmp_path: Path, capsys) -> None:
     code = main(["replay", "--cluster", "2x8:A100", "--trace", str(path), "--policy", "fifo",
                  "--llm-profile", "nope", "--out", str(tmp_path / "o2")])  # fmt: skip
     assert code == 2 and "unknown profile" in capsys.readouterr().err
+
+
+def test_synthetic_llm_trace(tmp_path: Path, capsys) -> None:
+    from schedlab.traces.synthetic_llm import ACME_SEREN_SHARES, generate_llm_jobs
+
+    frame = generate_llm_jobs(4000, seed=5)
+    assert frame.equals(generate_llm_jobs(4000, seed=5))
+    shares = frame.job_type.value_counts(normalize=True)
+    total = sum(ACME_SEREN_SHARES.values())
+    for kind, pct in ACME_SEREN_SHARES.items():
+        assert shares.get(kind, 0.0) == pytest.approx(pct / total, abs=0.02)
+    out = tmp_path / "syn.csv"
+    assert main(["trace", "synthetic-llm", "--jobs", "30", "--seed", "1", "--out", str(out)]) == 0
+    jobs = read_jobs(out).jobs
+    assert len(jobs) == 30 and jobs.llm is not None and (jobs.llm.tokens > 0).all()
+    assert main(["trace", "synthetic-llm", "--jobs", "0", "--out", str(out)]) == 2
+    assert "'--jobs' must be ≥ 1" in capsys.readouterr().err

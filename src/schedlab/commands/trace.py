@@ -64,6 +64,19 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
     add_import_slurm_parser(actions)
 
+    gen = actions.add_parser(
+        "synthetic-llm",
+        help="write a generated trace of LLM jobs (pretrain / sft / eval, AcmeTrace's mix)",
+        description="Write a generated llm-format trace (see docs/llm.md) for demos and tests.",
+    )
+    gen.add_argument("--jobs", type=int, default=200, help="number of jobs (default 200)")
+    gen.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
+    gen.add_argument(
+        "--mean-gap", type=float, default=120.0, help="mean seconds between arrivals (default 120)"
+    )
+    gen.add_argument("--out", type=Path, required=True, help="the CSV file to write")
+    gen.set_defaults(run=run_synthetic_llm)
+
 
 def _common_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("file", type=Path, metavar="FILE", help="the trace file (CSV)")
@@ -227,4 +240,22 @@ def run_validate(args: argparse.Namespace) -> int:
     stdout.print(line, soft_wrap=True, markup=False)
     if n == 0:
         console.print("warning: every job was dropped by the filters")
+    return 0
+
+
+def run_synthetic_llm(args: argparse.Namespace) -> int:
+    from schedlab.output_dir import check_out_file
+    from schedlab.results import write_csv
+    from schedlab.traces.synthetic_llm import generate_llm_jobs
+
+    if args.jobs < 1:
+        raise InputError(f"'--jobs' must be ≥ 1 (got {args.jobs})")
+    if not (math.isfinite(args.mean_gap) and args.mean_gap > 0):
+        raise InputError(f"'--mean-gap' must be > 0 seconds (got {args.mean_gap})")
+    if args.seed < 0:
+        raise InputError(f"'--seed' must be ≥ 0 (got {args.seed})")
+    check_out_file(args.out)
+    frame = generate_llm_jobs(args.jobs, args.seed, args.mean_gap)
+    write_csv(args.out, frame)
+    console.print(f"wrote {args.out}: {len(frame)} LLM jobs")
     return 0
