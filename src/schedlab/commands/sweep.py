@@ -42,7 +42,7 @@ from schedlab.experiments.grid_dir import open_grid
 from schedlab.experiments.load_scaling import scale_to_load
 from schedlab.experiments.pack_sweep import default_workers
 from schedlab.experiments.pack_sweep import run_grid as run_pack_grid_local
-from schedlab.experiments.replay_network import topology_cluster
+from schedlab.experiments.replay_network import check_static_wiring, topology_cluster
 from schedlab.experiments.replay_run import ReplaySpec
 from schedlab.experiments.replay_sweep import SyntheticJobs, finished_run, run_grid, staged_task
 from schedlab.experiments.workloads import FileWorkload
@@ -52,6 +52,7 @@ from schedlab.policies.protection import check_min_runtime
 from schedlab.policies.registry import (
     pack_study_names,
     parameter_names,
+    placement_classes,
     placement_parameter_names,
 )
 from schedlab.policies.wiring import PolicyChoice, build
@@ -265,7 +266,9 @@ def _run_replay(args: argparse.Namespace) -> int:
     cluster = parse_cluster_spec(args.cluster) if args.cluster is not None else None
     if fields["topology"] is not None:
         # A topology that disagrees fails here; without --cluster its hosts are the cluster.
-        _, cluster = topology_cluster(fields["topology"], cluster)
+        topo, cluster = topology_cluster(fields["topology"], cluster)
+        for placement in placements:
+            check_static_wiring(topo, fields["topology"], placement_classes().get(placement))
     assert cluster is not None
     traces = list(args.traces or [])
     labels = [Path(t).stem for t in traces]

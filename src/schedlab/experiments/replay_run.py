@@ -20,6 +20,7 @@ from schedlab.experiments.replay_network import (
     MEASURED_TABLES_WITH_TOPOLOGY,
     add_job_columns,
     add_series_columns,
+    check_static_wiring,
     network_block,
     network_model,
     topology_cluster,
@@ -205,6 +206,8 @@ def run_replay(
     check_speed_models(spec, cluster)
     policies = build(REPLAY, spec.choice)
     assert policies.scheduler is not None
+    if network is not None and spec.topology is not None:
+        check_static_wiring(network.topology, spec.topology, policies.placement)
     check_min_runtime(spec.policy, policies.scheduler, spec.min_runtime, spec.grace)
     config = ReplayConfig(
         seed=spec.seed,

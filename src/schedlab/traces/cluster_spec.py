@@ -26,7 +26,7 @@ import numpy as np
 
 from schedlab.errors import InputError
 from schedlab.input_files import read_text
-from schedlab.model.cluster import Cluster
+from schedlab.model.cluster import MAX_GPUS_PER_NODE, MAX_NODES, Cluster
 from schedlab.model.gpu_models import GPU_MODELS, is_known_model, model_index
 from schedlab.traces.alibaba import read_node_list
 
@@ -34,8 +34,6 @@ COMPACT_RACK_SIZE = 8
 CPU_CORES_PER_GPU = 8
 MEMORY_GIB_PER_GPU = 64
 DEFAULT_MODEL = "GPU"
-MAX_NODES = 1_000_000
-MAX_GPUS_PER_NODE = 64
 #: Per node; beyond these a value is a unit mix-up (milli-cores, MiB) and would overflow int64.
 MAX_CPU_CORES = 1_000_000
 MAX_MEMORY_GIB = 1_000_000_000
