@@ -43,7 +43,7 @@ from schedlab.experiments.load_scaling import scale_to_load
 from schedlab.experiments.pack_sweep import default_workers
 from schedlab.experiments.pack_sweep import run_grid as run_pack_grid_local
 from schedlab.experiments.replay_network import check_static_wiring, topology_cluster
-from schedlab.experiments.replay_run import ReplaySpec
+from schedlab.experiments.replay_run import ReplaySpec, warn
 from schedlab.experiments.replay_sweep import SyntheticJobs, finished_run, run_grid, staged_task
 from schedlab.experiments.workloads import FileWorkload
 from schedlab.policies.api import PACK, REPLAY
@@ -59,6 +59,7 @@ from schedlab.policies.wiring import PolicyChoice, build
 from schedlab.traces.alibaba import read_node_list, read_pod_list
 from schedlab.traces.cluster_spec import parse_cluster_spec
 from schedlab.traces.formats import read_jobs
+from schedlab.traces.job_common import dropped_note
 
 DEFAULT_REPLAY_POLICIES = ("fifo", "sjf", "tiresias")
 #: Offered load of a generated workload when no --load is given.
@@ -280,6 +281,9 @@ def _run_replay(args: argparse.Namespace) -> int:
         raise InputError("two '--traces' files share a file name; results are keyed by it")
     for trace in traces:
         jobs = read_jobs(trace, args.trace_format).jobs  # fail on a bad row before any run
+        note = dropped_note(jobs, "; each run's summary.json counts them under 'dropped_jobs'")
+        if note is not None:
+            warn(note)
         for load in loads:
             scale_to_load(jobs, cluster.total_gpus, load, trace)
     config = {

@@ -45,6 +45,7 @@ from schedlab.policies.wiring import PolicyChoice, build
 from schedlab.results import write_config, write_csv, write_json
 from schedlab.traces.cluster_spec import parse_cluster_spec
 from schedlab.traces.formats import read_jobs
+from schedlab.traces.job_common import dropped_note
 
 
 @dataclass(frozen=True)
@@ -182,6 +183,9 @@ def run_replay(
         cluster = parse_cluster_spec(spec.cluster)
     if jobs is None:
         jobs = read_jobs(spec.trace, spec.trace_format).jobs
+        note = dropped_note(jobs, "; summary.json counts them under 'dropped_jobs'")
+        if note is not None:
+            warn(note)
     if spec.topology is not None and spec.throughputs not in (None, BUILTIN_THROUGHPUTS):
         raise InputError(MEASURED_TABLES_WITH_TOPOLOGY)  # before the tables are judged
     perf = load_perf(spec)
@@ -300,6 +304,8 @@ def replay_summary(
             "cluster": Path(spec.cluster).name if _is_file(spec.cluster) else spec.cluster,
             "gpus": record.cluster.total_gpus,
             **summary,
+            # Jobs of the trace file the reader left out (jobs.csv has no row for them).
+            **({"dropped_jobs": dict(record.jobs.dropped)} if record.jobs.dropped else {}),
             **steady_state(jobs, series),
             **(
                 {"energy": energy.summary_block(record.observer, float(record.gpu_seconds.sum()))}

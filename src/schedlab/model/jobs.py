@@ -68,6 +68,9 @@ class JobTable:
     checkpoint: np.ndarray
     source: str = field(default="<memory>")
     schema_version: int = JOB_SCHEMA_VERSION
+    #: Jobs of the file its reader's filters left out, by filter (``zero_gpus`` …; only those
+    #: that removed any), so every result made from this table can say so.
+    dropped: dict[str, int] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         n = len(self.job_id)

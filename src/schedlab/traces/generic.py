@@ -47,13 +47,15 @@ Communication, read only by ``replay --topology`` (see :mod:`schedlab.network.jo
 ``collective`` [ring]
     ``ring``, ``hd`` (halving-doubling), ``a2a``, ``ps`` (parameter server) or ``ina``.
 ``gradient_bytes`` [the model's fp32 gradient size]
-    Bytes synchronised per training iteration.
+    Bytes synchronised per training iteration (at most 1e15).
 ``overlap`` [the model's profile, 0.3]
     Share (0…1) of the compute time communication may hide behind.
 ``compute_time`` [the model's profile]
-    Compute seconds per iteration at ``num_gpus`` GPUs of the reference model.
+    Compute seconds per iteration at ``num_gpus`` GPUs of the reference model (> 0, at most a
+    day).
 ``net_priority`` [0]
-    Whole-number priority class for ``--net-sharing priority`` (higher is served first).
+    Whole-number priority class for ``--net-sharing priority`` (higher is served first), in
+    0…10⁶.
 
 Example::
 
