@@ -38,7 +38,7 @@ from schedlab.commands.sweep_axes import (
 )
 from schedlab.errors import InputError
 from schedlab.experiments import pack_sweep, replay_sweep
-from schedlab.experiments.grid_dir import open_grid
+from schedlab.experiments.grid_dir import grid_runs, open_grid
 from schedlab.experiments.load_scaling import scale_to_load
 from schedlab.experiments.pack_sweep import default_workers
 from schedlab.experiments.pack_sweep import run_grid as run_pack_grid_local
@@ -211,11 +211,12 @@ def _run_pack(args: argparse.Namespace) -> int:
         **({"plugin": list(args.plugin)} if args.plugin else {}),
     }
     manifest = {k: v for k, v in config.items() if k != "workers"}
-    open_grid(args.out, manifest, args.force)  # an unwritable --out fails here, before the runs
+    resumed = open_grid(args.out, manifest, args.force)  # an unwritable --out fails here
     runner = _runner(args, run_pack_grid_local, pack_sweep)
-    summaries, wall = run_pack_grid(
-        workloads, policies, seeds, inflate, workers, args.plugin, keep=args.out, runner=runner
-    )
+    with grid_runs(args.out, resumed):
+        summaries, wall = run_pack_grid(
+            workloads, policies, seeds, inflate, workers, args.plugin, keep=args.out, runner=runner
+        )
     _, agg = write_grid_outputs(args.out, summaries, policies, inflate, config, not args.no_figures)
     print_aggregate(agg, inflate)
     console.print(
@@ -299,7 +300,7 @@ def _run_replay(args: argparse.Namespace) -> int:
         **options,
         **({"plugin": list(plugins)} if plugins else {}),
     }
-    open_grid(args.out, config, args.force)  # an unwritable --out fails here, before the runs
+    resumed = open_grid(args.out, config, args.force)  # an unwritable --out fails here
     sources: list[tuple[str, str | None]] = [(t, None) for t in traces]
     if args.synthetic is not None:
         sources.append((labels[-1], "synthetic"))
@@ -319,7 +320,10 @@ def _run_replay(args: argparse.Namespace) -> int:
             variant = variant_label(params)
             tasks.append(staged_task(spec, args.out, args.out, synthetic, variant, load))
     runner = _runner(args, run_grid, replay_sweep)
-    summaries, done, wall = run_resumable(tasks, finished_run, runner, workers, "replays", args.out)
+    with grid_runs(args.out, resumed):
+        summaries, done, wall = run_resumable(
+            tasks, finished_run, runner, workers, "replays", args.out
+        )
     table = write_replay_grid(args.out, summaries, config)
     print_replay_table(table)
     stdout.print(

@@ -23,7 +23,8 @@ from typing import Any
 
 import numpy as np
 
-from schedlab.errors import InputError
+from schedlab.engines.decision_check import DecisionCheck, shown, who
+from schedlab.errors import InputError, PolicyError
 from schedlab.model.cluster import GPU_MILLI, Cluster
 from schedlab.model.jobs import JobTable
 from schedlab.model.snapshot import (
@@ -56,10 +57,6 @@ from schedlab.policies.wiring import Policies, job_pods
 __all__ = ["PolicyError", "ReplayConfig", "ReplayEngine", "ReplayRecord", "job_pods"]
 
 INF = math.inf
-
-
-class PolicyError(RuntimeError):
-    """A policy returned a decision that cannot be applied (a bug in the policy)."""
 
 
 @dataclass(frozen=True)
@@ -249,7 +246,8 @@ class _Run:
                 self.state.allocate(node, gpus, c, m, GPU_MILLI if gpus else 0, len(gpus))
         except ValueError as exc:
             raise PolicyError(
-                f"{self.policy.describe()} placed job {job} where it does not fit: {exc}"
+                f"{who(self.policy)}: decide() placed job {job} where it does not fit "
+                f"({shown(allocation)}): {exc}"
             ) from None
         if plan is not None:
             self.state.net.hold(job, plan)  # type: ignore[union-attr]
@@ -478,6 +476,7 @@ class _Run:
         )
         ts_time, ts_queue, ts_running, ts_busy = array("d"), array("q"), array("q"), array("q")
         ts_efficiency = array("d")
+        check = DecisionCheck(self.policy, self.cluster, j)  # every answer of the policy
         next_arrival, wakeup, decision_points, events = 0, INF, 0, 0
         now = 0.0
         version = self.version
@@ -505,7 +504,7 @@ class _Run:
                 if ver == self.version[job] and rt.status[job] == RUNNING:
                     self.complete(job, now)
                     events += 1
-            decisions = self.policy.decide(self.snapshot(now, new_pending))
+            decisions = check.decide(self.snapshot(now, new_pending))
             decision_points += 1
             protected_until = INF
             if cfg.min_runtime > 0 or cfg.grace > 0:
@@ -524,7 +523,7 @@ class _Run:
                 self.apply(decisions, now)
             if self.net is not None:
                 self.settle_network(now)
-            wakeup = min(self.policy.next_wakeup(self.snapshot(now, [])), protected_until)
+            wakeup = min(check.next_wakeup(self.snapshot(now, [])), protected_until)
             if wakeup <= now:
                 wakeup = INF  # a wake-up in the past would never let time advance
             ts_time.append(now)

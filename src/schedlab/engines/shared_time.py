@@ -594,11 +594,8 @@ class SharingEngine:
         view = self.capacity.view(self.level[i])
         pod = self._request(i)
         placer = self.placers[id(view)]
-        feasible = np.zeros(cluster.size, dtype=bool)
-        feasible[node] = feasible_nodes(pod, view, self.model_bits)[node]
-        assert feasible[node], "eviction left the pod without room"
-        placer.policy.score(pod, view, feasible)
-        self._start(i, node, placer.policy.pick_gpus(pod, view, node))
+        assert feasible_nodes(pod, view, self.model_bits)[node], "eviction left no room"
+        self._start(i, node, placer.place_on(pod, view, node).gpus)
         return True
 
     # -- measures -------------------------------------------------------------------------------

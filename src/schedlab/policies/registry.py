@@ -16,7 +16,7 @@ import difflib
 import inspect
 from collections.abc import Mapping
 
-from schedlab.errors import InputError
+from schedlab.errors import InputError, PolicyError, SchedlabError
 from schedlab.policies.api import ENGINES, REPLAY, Policy
 from schedlab.policies.carbon.carbon_scaler import CarbonScaler
 from schedlab.policies.carbon.greenflow import GreenFlow, PowerFlow
@@ -55,7 +55,7 @@ from schedlab.policies.placement.network.tiresias_skew import TiresiasSkew
 from schedlab.policies.placement.network.titan import Titan
 from schedlab.policies.placement.network.vclos import VClosPlacement
 from schedlab.policies.placement.pwr import PwrFgdPlacement, PwrPlacement
-from schedlab.policies.plugins import plugin_classes, reserve_names
+from schedlab.policies.plugins import plugin_classes, reference_of, reserve_names
 from schedlab.policies.scheduler import SchedulingPolicy
 
 PLACEMENT_POLICIES: dict[str, type[PlacementPolicy]] = {
@@ -144,9 +144,7 @@ def make_placement(
     if name not in known:
         raise _unknown("placement policy", name, known)
     check_engine(name, known[name], engine)
-    if params:
-        return _construct(name, known[name], params)  # type: ignore[return-value]
-    return known[name]()
+    return _construct(name, known[name], params)  # type: ignore[return-value]
 
 
 def _placement_params(
@@ -266,6 +264,14 @@ def _construct(
         return cls(**kwargs)
     except ValueError as exc:
         raise InputError(f"'{name}': {exc}") from None
+    except TypeError as exc:  # a constructor that needs what no --param gives (a plugin's)
+        raise InputError(f"'{name}' cannot be built from its parameters: {exc}") from None
+    except SchedlabError:
+        raise
+    except Exception as exc:
+        raise PolicyError(
+            f"'{name}' ({reference_of(cls)}): its constructor raised {type(exc).__name__}: {exc}"
+        ) from exc
 
 
 def make_scheduler(

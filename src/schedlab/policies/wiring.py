@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from schedlab.engines.decision_check import guarded
 from schedlab.errors import InputError
 from schedlab.metrics.fragmentation import TargetWorkload
 from schedlab.model.cluster import GPU_MILLI, Cluster
@@ -91,7 +92,7 @@ class Policies:
         self.placer = Placer(self.placement, ctx, tie_rank)
         ctx = replace(ctx, placer=GangPlacer(self.placer))
         if self.scheduler is not None:
-            self.scheduler.reset(ctx)
+            guarded(self.scheduler, "reset", self.scheduler.reset, ctx)
         return ctx
 
     def export_state(self) -> dict[str, Any]:

@@ -27,7 +27,8 @@ from typing import Any
 
 import numpy as np
 
-from schedlab.errors import InputError, SchedlabError
+from schedlab.engines.decision_check import DecisionCheck
+from schedlab.errors import InputError, PolicyError
 from schedlab.model.gpu_models import GPU_MODELS
 from schedlab.model.snapshot import Decision, Preempt
 from schedlab.perf.models import TraceDuration
@@ -443,20 +444,22 @@ class Server:
         assert policy is not None
         decisions = []
         if view.snapshot.pending_set:
-            self.policies.start(
-                view.cluster,
-                np.random.default_rng(self.config.seed),
-                jobs=view.snapshot.jobs,
-                perf=TraceDuration(),
-                topology=topology,
-            )
-            self.policies.import_state(self._policy_state)
             try:
-                decisions = policy.decide(view.snapshot)
-            except (ValueError, RuntimeError) as exc:
-                self._write(None, "error", reason=f"policy {policy.describe()} failed: {exc}")
+                self.policies.start(
+                    view.cluster,
+                    np.random.default_rng(self.config.seed),
+                    jobs=view.snapshot.jobs,
+                    perf=TraceDuration(),
+                    topology=topology,
+                )
+                self.policies.import_state(self._policy_state)
+                # Every answer checked as in replay: a wrong one stops serve, journaled.
+                check = DecisionCheck(policy, view.cluster, view.snapshot.jobs)
+                decisions = check.decide(view.snapshot)
+            except PolicyError as exc:
+                self._write(None, "error", reason=str(exc))
                 self.journal.sync()
-                raise SchedlabError(f"policy {policy.describe()} failed: {exc}") from None
+                raise
             state = json.loads(json.dumps(self.policies.export_state()))
             if state != self._policy_state:
                 self._write(None, POLICY_STATE, policy=self._identity(), state=state)
