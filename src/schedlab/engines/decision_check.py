@@ -82,6 +82,11 @@ def shown(value: object) -> str:
     return text if len(text) <= SHOWN else text[: SHOWN - 1] + "…"
 
 
+def raised(policy: object, method: str, exc: Exception) -> PolicyError:
+    """The error for a policy's method that raised ``exc``."""
+    return PolicyError(f"{who(policy)}: {method}() raised {type(exc).__name__}: {exc}")
+
+
 def guarded(policy: object, method: str, call: Callable[..., T], *args: Any) -> T:
     """``call(*args)``, a policy's method: anything it raises (but schedlab's own one-line
     errors) becomes a PolicyError naming the policy and the method."""
@@ -90,21 +95,21 @@ def guarded(policy: object, method: str, call: Callable[..., T], *args: Any) -> 
     except SchedlabError:
         raise
     except Exception as exc:
-        raise PolicyError(f"{who(policy)}: {method}() raised {type(exc).__name__}: {exc}") from exc
+        raise raised(policy, method, exc) from exc
 
 
 def checked_scores(policy: object, scores: object, feasible: np.ndarray) -> np.ndarray:
     """``score()``'s answer: one real number per node (NaN nowhere a node could be chosen)."""
     if (
-        not isinstance(scores, np.ndarray)
-        or scores.shape != feasible.shape
-        or scores.dtype.kind not in "biuf"
+        isinstance(scores, np.ndarray)
+        and scores.shape == feasible.shape
+        and scores.dtype.kind in "biuf"
     ):
-        raise PolicyError(
-            f"{who(policy)}: score() returned {shown(scores)}, not one number per node "
-            f"({len(feasible)} nodes)"
-        )
-    return scores
+        return scores
+    raise PolicyError(
+        f"{who(policy)}: score() returned {shown(scores)}, not one number per node "
+        f"({len(feasible)} nodes)"
+    )
 
 
 def nan_score(policy: object, scores: np.ndarray, feasible: np.ndarray) -> PolicyError:
@@ -117,8 +122,17 @@ def checked_gpus(
     policy: object, gpus: object, state: ClusterState, node: int, num_gpu: int, milli: int
 ) -> tuple[int, ...]:
     """``pick_gpus()``'s answer: ``num_gpu`` distinct GPUs of ``node`` (none for a pod without
-    GPUs), each with ``milli`` free."""
-    try:
+    GPUs), each with ``milli`` free (a slot the node does not have has none free)."""
+    if type(gpus) is tuple and len(gpus) == num_gpu:  # the usual answer, checked in a loop
+        row = state.gpu_free[node]
+        width = len(row)
+        for g in gpus:
+            if type(g) is not int or not 0 <= g < width or row[g] < milli:
+                break
+        else:
+            if num_gpu < 2 or len(set(gpus)) == num_gpu:
+                return gpus
+    try:  # anything else: numpy integers are fine, the rest is named
         picked = tuple(int(g) for g in gpus)  # type: ignore[attr-defined]
         exact = all(isinstance(g, int | np.integer) for g in gpus)  # type: ignore[attr-defined]
     except (TypeError, ValueError):
@@ -127,30 +141,38 @@ def checked_gpus(
     free, exists = state.gpu_free[node], state.gpu_exists[node]
     ok = exact and len(picked) == num_gpu and len(set(picked)) == num_gpu
     ok = ok and all(0 <= g < width and exists[g] and free[g] >= milli for g in picked)
-    if not ok:
-        want = f"{num_gpu} distinct GPU(s) of node {node}" if num_gpu else "no GPU"
-        share = f" with {milli} milli-GPU free" if 0 < milli < GPU_MILLI else " free"
-        raise PolicyError(
-            f"{who(policy)}: pick_gpus() returned {shown(gpus)} for a pod asking "
-            f"{want}{share if num_gpu else ''} (the node has GPUs 0..{int(exists.sum()) - 1}, "
-            f"free shares {free[exists].tolist()})"
-        )
-    return picked
+    if ok:
+        return picked
+    want = f"{num_gpu} distinct GPU(s) of node {node}" if num_gpu else "no GPU"
+    share = f" with {milli} milli-GPU free" if 0 < milli < GPU_MILLI else " free"
+    raise PolicyError(
+        f"{who(policy)}: pick_gpus() returned {shown(gpus)} for a pod asking "
+        f"{want}{share if num_gpu else ''} (the node has GPUs 0..{int(exists.sum()) - 1}, "
+        f"free shares {free[exists].tolist()})"
+    )
 
 
 def checked_keys(policy: object, keys: object, count: int) -> np.ndarray:
     """``keys()``'s answer: one real number per job asked about, none NaN."""
-    if (
-        not isinstance(keys, np.ndarray)
-        or keys.shape != (count,)
-        or keys.dtype.kind not in "biuf"
-        or (keys.dtype.kind == "f" and np.isnan(keys).any())
-    ):
-        raise PolicyError(
-            f"{who(policy)}: keys() returned {shown(keys)}, not one number (no NaN) per job "
-            f"({count} jobs)"
-        )
-    return keys
+    if isinstance(keys, np.ndarray) and keys.shape == (count,):
+        kind = keys.dtype.kind
+        if (kind == "f" and not _has_nan(keys)) or kind in "biu":
+            return keys
+    raise PolicyError(
+        f"{who(policy)}: keys() returned {shown(keys)}, not one number (no NaN) per job "
+        f"({count} jobs)"
+    )
+
+
+def _has_nan(values: np.ndarray) -> bool:
+    """A NaN among ``values``: a Python loop for the few keys of one arrival (numpy's per-call
+    cost would dominate), numpy for a whole queue."""
+    if len(values) > 16:
+        return bool(np.isnan(values).any())
+    for v in values.tolist():
+        if v != v:
+            return True
+    return False
 
 
 _VERBS = {Start: "started", Resize: "resized"}
@@ -176,7 +198,12 @@ class DecisionCheck:
 
     def decide(self, snap: Snapshot) -> list[Decision]:
         """The policy's decisions at ``snap``, each checked (see the module docstring)."""
-        decisions = guarded(self.policy, "decide", self.policy.decide, snap)
+        try:  # not guarded(): a call less at every decision point
+            decisions = self.policy.decide(snap)
+        except SchedlabError:
+            raise
+        except Exception as exc:
+            raise raised(self.policy, "decide", exc) from exc
         if not isinstance(decisions, list):
             raise self._wrong(f"decide() returned {shown(decisions)}, not a list of decisions")
         for d in decisions:
@@ -193,7 +220,14 @@ class DecisionCheck:
 
     def next_wakeup(self, snap: Snapshot) -> float:
         """When the policy wants to be asked again: a time, or inf (never NaN)."""
-        wake = guarded(self.policy, "next_wakeup", self.policy.next_wakeup, snap)
+        try:
+            wake = self.policy.next_wakeup(snap)
+        except SchedlabError:
+            raise
+        except Exception as exc:
+            raise raised(self.policy, "next_wakeup", exc) from exc
+        if type(wake) is float and wake == wake:
+            return wake
         if isinstance(wake, bool) or not isinstance(wake, int | float) or wake != wake:
             raise self._wrong(f"next_wakeup() returned {shown(wake)}, not a time")
         return float(wake)
@@ -203,45 +237,59 @@ class DecisionCheck:
         if not 0 <= job < len(self.asked):
             wanted = "pending" if verb == "started" else "running"
             raise self._wrong(f"{verb} job {job}, which is not {wanted}")
-        given = 0
-        on: dict[int, int] = {}  # node → GPUs there (a node may come twice: rank order)
+        given = entries = 0
+        mask, width, bits = self.mask[job], self.width, self.bits_list
         try:
             for node, gpus in allocation:  # type: ignore[attr-defined]
                 if not 0 <= node < self.size:
                     raise ValueError
                 n = len(gpus)
-                if n and not (
-                    min(gpus) >= 0 and max(gpus) < self.width[node] and len(set(gpus)) == n
-                ):
-                    raise ValueError
-                if n and not self.bits_list[node] & self.mask[job]:
-                    raise self._wrong(
-                        f"{verb} job {job} on node {node}, whose GPU model the job does not "
-                        f"accept ({shown(allocation)})"
-                    )
+                if n:  # a node may come twice (rank order), a GPU only once
+                    if n == 1:
+                        if not 0 <= gpus[0] < width[node]:
+                            raise ValueError
+                    elif min(gpus) < 0 or max(gpus) >= width[node] or len(set(gpus)) != n:
+                        raise ValueError
+                    if not bits[node] & mask:
+                        raise self._wrong(
+                            f"{verb} job {job} on node {node}, whose GPU model the job does "
+                            f"not accept ({shown(allocation)})"
+                        )
                 given += n
-                on[node] = on.get(node, 0) + n
-        except (TypeError, ValueError):
+                entries += 1
+        except (TypeError, ValueError, IndexError):
             raise self._wrong(
                 f"{verb} job {job} on {shown(allocation)}, not nodes of the cluster each with "
                 "its GPUs (distinct, of the node)"
             ) from None
         asked = self.asked[job]
-        if not on:
+        if not entries:
             raise self._wrong(f"{verb} job {job} ({asked} GPUs asked) on an empty allocation")
+        per_node = self.per_node[job]
         if self.elastic:
             ok = given == 0 if asked == 0 else 1 <= given <= self.total
-            wanted = "no GPU" if asked == 0 else f"1..{self.total} GPUs (elastic)"
         else:
-            per_node, nodes = self.per_node[job], max(self.nodes[job], 1)
-            shaped = len(on) == nodes and all(n == per_node for n in on.values())
-            ok = given == asked and (per_node <= 0 or shaped)
-            wanted = f"{asked} GPU(s)" + (f" as {nodes} node(s) × {per_node}" if per_node else "")
+            ok = given == asked and (per_node <= 0 or self._shaped(job, allocation))
         if not ok:
+            if self.elastic:
+                wanted = "no GPU" if asked == 0 else f"1..{self.total} GPUs (elastic)"
+            else:
+                nodes = max(self.nodes[job], 1)
+                shape = f" as {nodes} node(s) × {per_node}" if per_node else ""
+                wanted = f"{asked} GPU(s){shape}"
+            on = len({node for node, _ in allocation})  # type: ignore[attr-defined]
             raise self._wrong(
-                f"{verb} job {job} on {given} GPU(s) over {len(on)} node(s) "
+                f"{verb} job {job} on {given} GPU(s) over {on} node(s) "
                 f"({shown(allocation)}); it asked for {wanted}"
             )
+
+    def _shaped(self, job: int, allocation: Any) -> bool:
+        """The job's fixed geometry: its number of nodes, each with its GPUs per node."""
+        on: dict[int, int] = {}
+        for node, gpus in allocation:
+            on[node] = on.get(node, 0) + len(gpus)
+        per_node = self.per_node[job]
+        return len(on) == max(self.nodes[job], 1) and all(n == per_node for n in on.values())
 
     def _wrong(self, what: str) -> PolicyError:
         return PolicyError(f"{who(self.policy)}: {what}")
