@@ -20,7 +20,7 @@ from schedlab.policies.registry import ordering_names, placement_names
 from schedlab.policies.wiring import build
 from schedlab.results import atomic_write
 from schedlab.serve.client import SlurmClient, SubprocessSlurm
-from schedlab.serve.config_file import read_config
+from schedlab.serve.config_file import check_port, read_config
 from schedlab.serve.import_slurm import TIMINGS, import_slurm, load_sacct
 from schedlab.serve.journal import Journal
 from schedlab.serve.lock import PartitionLock, default_state_dir
@@ -280,6 +280,8 @@ def config_from_args(args: argparse.Namespace) -> ServeConfig:
         raise InputError(f"'--seed' must be ≥ 0 (got {args.seed})")
     if not (args.interval > 0 and math.isfinite(args.interval)):
         raise InputError(f"'--interval' must be > 0 seconds and finite (got {args.interval})")
+    if args.metrics_port is not None:
+        check_port(args.metrics_port, "'--metrics-port'")
     mib = args.journal_max_mib
     if mib is not None and not (0 < mib < float("inf")):
         raise InputError(f"'--journal-max-mib' must be > 0 (got {mib})")
@@ -378,6 +380,8 @@ def run_status(args: argparse.Namespace) -> int:
     )
     journal = args.journal or (Path(settings["journal"]) if "journal" in settings else None)
     port = args.metrics_port if args.metrics_port is not None else settings.get("metrics_port")
+    if args.metrics_port is not None:
+        check_port(args.metrics_port, "'--metrics-port'")
     now = time.time()
     status = gather(state_dir, partition, SubprocessSlurm(), journal, port, now)
     if args.json:

@@ -172,9 +172,10 @@ def run(args: argparse.Namespace) -> int:
     if args.address is not None and args.engine != "ray":
         raise InputError("'--address' is for '--engine ray'")
     if args.engine == "ray":
-        from schedlab.experiments.ray_engine import require_ray
+        from schedlab.experiments.ray_engine import check_address, require_ray
 
         require_ray()  # before any output: a missing extra is a one-line error, nothing written
+        check_address(args.address)  # and an address no head node answers at, in seconds
     pack_mode = args.nodes is not None or args.pods is not None
     replay_mode = args.cluster is not None or args.traces is not None
     if pack_mode == replay_mode:

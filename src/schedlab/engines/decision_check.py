@@ -169,7 +169,7 @@ def _has_nan(values: np.ndarray) -> bool:
     cost would dominate), numpy for a whole queue."""
     if len(values) > 16:
         return bool(np.isnan(values).any())
-    for v in values.tolist():
+    for v in values.tolist():  # noqa: SIM110 - a plain loop: no generator on the hot path
         if v != v:
             return True
     return False

@@ -41,6 +41,14 @@ KEYS: dict[str, tuple[tuple[type, ...], str]] = {
 }
 
 
+def check_port(value: int, what: str, path: Path | None = None) -> int:
+    """A TCP port to listen on or ask: 1..65535 (0 would pick a port nobody is told)."""
+    if not 1 <= value <= 65535:
+        where = None if path is None else str(path)
+        raise InputError(f"{what} must be a port in 1..65535 (got {value})", path=where)
+    return value
+
+
 def read_config(path: Path) -> dict[str, Any]:
     """The file's settings, keyed like the parsed options (``min_runtime``)."""
     try:
@@ -57,6 +65,8 @@ def read_config(path: Path) -> dict[str, Any]:
         if not isinstance(value, types) or (isinstance(value, bool) and bool not in types):
             raise InputError(f"'{key}' must be {what} (got {value!r})", path=str(path))
         out[name] = value
+    if "metrics_port" in out:
+        check_port(out["metrics_port"], "'metrics_port'", path)
     for k, v in (out.get("params") or {}).items():
         if isinstance(v, dict | list):
             raise InputError(f"params.{k} must be a single value (got {v!r})", path=str(path))
