@@ -109,13 +109,15 @@ MEASURED_TABLES_WITH_TOPOLOGY = (
 )
 
 
-def base_time(perf: PerfModel, jobs: JobTable, compute: BaseTime, builtin: bool) -> BaseTime:
+def base_time(perf: PerfModel, jobs: JobTable, compute: BaseTime, builtin: bool) -> BaseTime | None:
     """The iteration time a job's performance-model rate already assumes on n GPUs.
 
-    Trace durations are compute time (the trace's run time has no network in it): C. The builtin
-    scaling model's rate includes its own all-reduce term, which the network replaces: its own
-    iteration time 1/rate. Measured tables include a communication time the model cannot take
-    apart, so they are refused.
+    Trace durations are run times measured with the trace's own network: None, for the network
+    state's reference time (the job alone on a compact placement, see
+    :mod:`schedlab.network.reference`), so that alone there a job takes its trace duration. The
+    builtin scaling model's rate includes its own all-reduce term, which the network replaces:
+    its own iteration time 1/rate. Measured tables include a communication time the model cannot
+    take apart, so they are refused.
     """
     if isinstance(perf, ThroughputTable):
         if not builtin:
@@ -129,7 +131,7 @@ def base_time(perf: PerfModel, jobs: JobTable, compute: BaseTime, builtin: bool)
             return 1.0 / rate if rate > 0 else compute(job, gpus)
 
         return from_table
-    return compute
+    return None
 
 
 def _is_generic(trace: str, fmt: str | None) -> bool:

@@ -10,8 +10,9 @@ or BERT). Communication follows RapidNetSim's ``gradient=share``: a job's share 
 alone (``comm_share.csv``, at the largest GPU count listed ≤ its size, else the smallest) sets
 its compute time C = (1 − s)·T^ref and its gradient bytes so that its collective alone takes
 s·T^ref on the packed reference placement (its GPUs on the lowest hosts of the ``vclos`` fabric,
-traffic spread evenly); T^ref = 1 s. The trace duration is the run time alone on that placement
-(``duration_is=isolated``), so a job runs duration · T/T^ref. No overlap.
+traffic spread evenly); T^ref = 1 s. The trace duration is the run time alone on that placement,
+which is how replay reads every trace duration under a network, so a job runs duration · T/T^ref.
+No overlap.
 
 Runs (FIFO without backfill): ``locality`` + worst-case sharing (electrical), ``vclos``,
 ``ocs-vclos`` on the ``ocs`` fabric, ``locality`` + isolated (ideal).
@@ -165,8 +166,8 @@ def workload(
                 "job_id": f"j{i}",
                 "submit_time": round(float(submit[i]), 3),
                 "num_gpus": n,
-                # run time alone on the reference placement = the drawn duration
-                "duration": float(durations[i]) * compute / T_REF,
+                # run time alone on the reference placement (replay's compact placement)
+                "duration": float(durations[i]),
                 "model_name": model,
                 "collective": coll,
                 "gradient_bytes": calibrate.bytes(coll, n, compute, s * T_REF),

@@ -6,8 +6,9 @@ preemption, resize), then once per decision point asks :meth:`~NetworkState.sett
 speeds changed. Only then is the sharing solver run, on the jobs whose links changed; nothing here
 runs per flow or per round. A job's rate is its performance model's rate times ``base / T``:
 ``T`` is its iteration time under sharing and ``base`` the iteration time the performance model
-already assumes (the compute time C for trace durations, the builtin model's own iteration time
-for ``--throughputs builtin``).
+already assumes (for trace durations the job's iteration time alone on a compact placement, see
+:mod:`schedlab.network.reference`; the builtin model's own iteration time for ``--throughputs
+builtin``).
 
 The state also keeps what the network metrics need, incrementally: per-link utilisation and its
 time integral, compute utilisation, machines used and fragmentation, and per job the time
@@ -29,6 +30,7 @@ from schedlab.network.crux_control import DEFAULT_LEVELS, CruxController, CruxJo
 from schedlab.network.footprint import Footprint, cross_leaf_aggregates, footprint
 from schedlab.network.jobcomm import JobComm
 from schedlab.network.plan import NetPlan
+from schedlab.network.reference import ReferenceTimes
 from schedlab.network.reservation import Reservations
 from schedlab.network.routing import FlowKey, Routing
 from schedlab.network.sharing import DEFAULT_ALPHA, SharingSolver, iteration_time
@@ -46,7 +48,8 @@ class NetworkModel:
     rule: str
     routing: Routing
     comm: JobComm
-    base_time: BaseTime
+    #: None: trace run times, whose base is the reference iteration time (compact placement).
+    base_time: BaseTime | None
     alpha: float = DEFAULT_ALPHA
     #: ``crux``: a Crux controller sets paths and priority levels (``routing`` is then
     #: ``policy`` and ``rule`` ``priority``); empty: the routing alone decides paths.
@@ -113,6 +116,8 @@ class NetworkState:
         n = len(jobs)
         self.solver = SharingSolver(model.rule, model.alpha, private=topo.link_tier == TIER_INTRA)
         self.active: dict[int, _Active] = {}
+        # Trace run times: a job alone on a compact placement of the starting fabric keeps them.
+        self.reference = ReferenceTimes(topo, model.alpha) if model.base_time is None else None
         self.changed: dict[int, None] = {}  # started jobs not in the solver, to report at settle
         # Source routing: each job's paths are reserved at its start and released at its stop.
         self.reservations = Reservations() if model.routing.mode == "source" else None
@@ -196,10 +201,15 @@ class NetworkState:
             shared = False
         t_iso = iteration_time(spec, fp.comm_time(m.alpha))
         hosts = tuple((node, len(slots)) for node, slots in allocation)
+        if m.base_time is not None:
+            base = m.base_time(job, gpus)
+        else:
+            assert self.reference is not None
+            base = self.reference.iteration_time(spec, gpus)
         act = _Active(
             fp,
             spec,
-            m.base_time(job, gpus),
+            base,
             gpus,
             hosts,
             links,
