@@ -34,9 +34,13 @@ def _replay(rows: str, topology: str, placement: str = "bestfit", **options: str
     trace = folder / "jobs.csv"
     trace.write_text(HEADER + rows)
     spec = ReplaySpec(
-        cluster="", trace=str(trace), policy="fifo", placement=placement, topology=topology,
+        cluster="",
+        trace=str(trace),
+        policy="fifo",
+        placement=placement,
+        topology=topology,
         **options,  # type: ignore[arg-type]
-    )  # fmt: skip
+    )
     return run_replay(spec)
 
 
@@ -114,8 +118,15 @@ def _scripted(rows: str, allocation: Allocation):
     )
     perf = TraceDuration()
     net = network_model(
-        topo, jobs, perf, rule="random-phase", routing="spray", seed=0, trace=str(trace),
-        fmt=None, builtin=False,
-    )  # fmt: skip
+        topo,
+        jobs,
+        perf,
+        rule="random-phase",
+        routing="spray",
+        seed=0,
+        trace=str(trace),
+        fmt=None,
+        builtin=False,
+    )
     policy = Scripted({0.0: [Start(0, allocation)]})
     return ReplayEngine(cluster, jobs, policy, make_placement("bestfit"), perf, network=net).run()

@@ -549,3 +549,27 @@ def test_replay_help_explains_the_network_model(capsys: pytest.CaptureFixture) -
         "lingjun:PATH",
     ):
         assert needle in text, needle
+
+
+def test_machine_fragmentation_over_time_by_hand(tmp_path: Path) -> None:
+    """Three 8-GPU hosts; a (4 GPUs, 100 s) on h0 and b (8 GPUs, 50 s) on h1. Until 50 s: two
+    machines in use, 4 idle GPUs on them of 16 (rate 0.25) and of all 24 (share 1/6); then only
+    h0: rate 4/8 = 0.5, share 1/6. Over the run: machines 1.5, rate 0.375."""
+    trace = tmp_path / "jobs.csv"
+    trace.write_text(
+        "job_id,submit_time,num_gpus,duration,collective,gradient_bytes,compute_time,overlap\n"
+        "a,0,4,100,ring,1e8,0.1,0\nb,0,8,50,ring,1e8,0.1,0\n"
+    )
+    out = tmp_path / "out"
+    topology = "leafspine:leaves=1,spines=1,hosts_per_leaf=3,g=8,m=1,nic_gbps=100"
+    argv = ["replay", "--topology", topology, "--trace", str(trace), "--policy", "fifo"]
+    assert main([*argv, "--out", str(out)]) == 0
+    series = {float(r["time"]): r for r in _rows(out / "timeseries.csv")}
+    assert float(series[0.0]["machines_used"]) == 2
+    assert float(series[0.0]["machine_frag_rate"]) == pytest.approx(4 / 16)
+    assert float(series[50.0]["machine_frag_rate"]) == pytest.approx(4 / 8)
+    assert float(series[100.0]["machine_frag_rate"]) == 0.0
+    net = json.loads((out / "summary.json").read_text())["network"]
+    assert net["machines_used"] == pytest.approx(1.5)
+    assert net["machine_frag_rate"] == pytest.approx(0.375)
+    assert net["machine_frag_share"] == pytest.approx(4 / 24)

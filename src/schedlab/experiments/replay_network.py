@@ -15,7 +15,7 @@ from schedlab.model.cluster import Cluster
 from schedlab.model.jobs import JobTable
 from schedlab.network.generators import parse_topology
 from schedlab.network.jobcomm import job_comm
-from schedlab.network.metrics import utilisation_by_tier
+from schedlab.network.metrics import utilisation_by_tier, window_mean
 from schedlab.network.replay_state import BaseTime, NetworkModel
 from schedlab.network.routing import Routing
 from schedlab.network.sharing import DEFAULT_RULE, check_rule
@@ -201,12 +201,15 @@ def add_series_columns(series: pd.DataFrame, record: ReplayRecord) -> pd.DataFra
     return out
 
 
-def _time_average(series: pd.DataFrame, column: str) -> float | None:
+def _time_average(series: pd.DataFrame, column: str | np.ndarray) -> float | None:
+    """Mean of a series column (or values aligned with the series) over the run's decision
+    points, first to last."""
     t = series["time"].to_numpy(dtype=np.float64)
     if len(t) < 2 or t[-1] <= t[0]:
         return None
-    v = series[column].to_numpy(dtype=np.float64)
-    return float((v[:-1] * np.diff(t)).sum() / (t[-1] - t[0]))
+    v = series[column].to_numpy(dtype=np.float64) if isinstance(column, str) else column
+    mean = window_mean(t, v, float(t[0]), float(t[-1]))
+    return mean if np.isfinite(mean) else None
 
 
 def _stats(values: np.ndarray) -> dict[str, float | None]:
@@ -249,9 +252,7 @@ def network_block(
         "routing": net.routing,
         "machines_used": _time_average(series, "machines_used"),
         "machine_frag_rate": _time_average(series, "machine_frag_rate"),
-        "machine_frag_share": _time_average(
-            pd.DataFrame({"time": series["time"], "v": net.ts_machine_frag_share}), "v"
-        ),
+        "machine_frag_share": _time_average(series, net.ts_machine_frag_share),
         "compute_util": _time_average(series, "compute_util"),
         "link_utilisation": utilisation_by_tier(net.topology, net.link_util_avg),
         "jct": _stats(jct),

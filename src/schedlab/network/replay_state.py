@@ -29,6 +29,7 @@ from schedlab.network.collectives import CommSpec
 from schedlab.network.crux_control import DEFAULT_LEVELS, CruxController, CruxJob, Path
 from schedlab.network.footprint import Footprint, cross_leaf_aggregates, footprint
 from schedlab.network.jobcomm import JobComm
+from schedlab.network.metrics import machine_fragmentation_at
 from schedlab.network.plan import NetPlan
 from schedlab.network.reference import ReferenceTimes
 from schedlab.network.reservation import Reservations
@@ -319,9 +320,11 @@ class NetworkState:
             self.t0 = now
         ts = self.ts
         ts["machines"].append(self.hosts_active)
-        idle = self.cap_active - self.busy_total
-        ts["frag_rate"].append(idle / self.cap_active if self.cap_active else 0.0)
-        ts["frag_share"].append(idle / self.total_gpus if self.total_gpus else 0.0)
+        rate, share = machine_fragmentation_at(
+            self.cap_active - self.busy_total, self.cap_active, self.total_gpus
+        )
+        ts["frag_rate"].append(rate)
+        ts["frag_share"].append(share)
         ts["compute"].append(max(0.0, self.compute_sum) / self.total_gpus)
         for name, values in self.ts_tier.items():
             i = TIERS.index(name)
