@@ -93,6 +93,8 @@ class NetworkRecord:
     comm_share: np.ndarray
     cross_host_bytes: np.ndarray
     cross_leaf_bytes: np.ndarray
+    #: Sender-side cross-host bytes of one iteration on the job's last allocation (0: one host).
+    cross_host_per_iteration: np.ndarray
     net_slowdown: np.ndarray
     ts_machines_used: np.ndarray
     ts_machine_frag_rate: np.ndarray
@@ -144,6 +146,7 @@ class NetworkState:
         self.slow_int = np.zeros(n)  # ∫ T/T^iso dt
         self.xhost = np.zeros(n)  # ∫ cross-host bytes per iteration / T dt
         self.xleaf = np.zeros(n)
+        self.xhost_iter = np.zeros(n)  # cross-host bytes per iteration, last allocation
         # Links.
         self.tier = topo.link_tier
         self.util = np.zeros(topo.num_links)
@@ -227,6 +230,7 @@ class NetworkState:
         else:
             self.changed[job] = None
         self.hosts[job], self.leaves[job] = fp.hosts, fp.leaves
+        self.xhost_iter[job] = fp.cross_host_bytes
         self.collective[job] = spec.collective
         for node, count in hosts:
             if count == 0:
@@ -353,6 +357,7 @@ class NetworkState:
             comm_share=share,
             cross_host_bytes=np.where(ran, self.xhost, np.nan),
             cross_leaf_bytes=np.where(ran, self.xleaf, np.nan),
+            cross_host_per_iteration=self.xhost_iter,
             net_slowdown=slow,
             ts_machines_used=np.asarray(self.ts["machines"], dtype=np.int64),
             ts_machine_frag_rate=np.asarray(self.ts["frag_rate"]),
