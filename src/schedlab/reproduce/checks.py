@@ -3,6 +3,7 @@
 A :class:`Check` is one row of a reproduction table. Its kind says what a verdict means:
 
 - ``within`` — ours is within an absolute (or relative) tolerance of the published value;
+- ``bound`` — ours is at most a target we set (an accuracy gate, not a published figure);
 - ``exact`` — ours equals the published value as both are printed;
 - ``order`` — a ranking (or an inequality between two figures) holds as published;
 - ``direction`` — ours changes in the published direction (same sign), size not compared;
@@ -88,6 +89,24 @@ def within(
         gated,
         "within",
         _number(published),
+        _number(ours),
+    )
+
+
+def at_most(
+    what: str, ours: float, bound: float, *, fmt: str = "{:.3f}", gated: bool = True
+) -> Check:
+    """Ours ≤ a bound we set (an accuracy target, not a published figure)."""
+    ok = math.isfinite(ours) and ours <= bound
+    return Check(
+        what,
+        f"≤ {fmt.format(bound)} (target)",
+        _text(ours, fmt),
+        "bound",
+        _verdict(ok, gated),
+        gated,
+        "bound",
+        bound,
         _number(ours),
     )
 
