@@ -34,6 +34,7 @@ COMMANDS: dict[str, str] = {
     "report": "compare replay runs in one self-contained HTML page",
     "policies": "list the policies with one line each",
     "serve": "drive a live cluster (Slurm) with a schedlab policy",
+    "reproduce": "list and run the reproductions of published results",
 }
 
 EXIT_USAGE = 2

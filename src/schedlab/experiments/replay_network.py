@@ -15,7 +15,7 @@ from schedlab.model.cluster import Cluster
 from schedlab.model.jobs import JobTable
 from schedlab.network.generators import parse_topology
 from schedlab.network.jobcomm import job_comm
-from schedlab.network.metrics import utilisation_by_tier
+from schedlab.network.metrics import utilisation_by_tier, window_mean
 from schedlab.network.options import check_routing, check_rule
 from schedlab.network.replay_state import BaseTime, NetworkModel
 from schedlab.network.routing import Routing
@@ -74,13 +74,15 @@ MEASURED_TABLES_WITH_TOPOLOGY = (
 )
 
 
-def base_time(perf: PerfModel, jobs: JobTable, compute: BaseTime, builtin: bool) -> BaseTime:
+def base_time(perf: PerfModel, jobs: JobTable, compute: BaseTime, builtin: bool) -> BaseTime | None:
     """The iteration time a job's performance-model rate already assumes on n GPUs.
 
-    Trace durations are compute time (the trace's run time has no network in it): C. The builtin
-    scaling model's rate includes its own all-reduce term, which the network replaces: its own
-    iteration time 1/rate. Measured tables include a communication time the model cannot take
-    apart, so they are refused.
+    Trace durations are run times measured with the trace's own network: None, for the network
+    state's reference time (the job alone on a compact placement, see
+    :mod:`schedlab.network.reference`), so that alone there a job takes its trace duration. The
+    builtin scaling model's rate includes its own all-reduce term, which the network replaces:
+    its own iteration time 1/rate. Measured tables include a communication time the model cannot
+    take apart, so they are refused.
     """
     if isinstance(perf, ThroughputTable):
         if not builtin:
@@ -94,7 +96,7 @@ def base_time(perf: PerfModel, jobs: JobTable, compute: BaseTime, builtin: bool)
             return 1.0 / rate if rate > 0 else compute(job, gpus)
 
         return from_table
-    return compute
+    return None
 
 
 def _is_generic(trace: str, fmt: str | None) -> bool:
@@ -164,12 +166,15 @@ def add_series_columns(series: pd.DataFrame, record: ReplayRecord) -> pd.DataFra
     return out
 
 
-def _time_average(series: pd.DataFrame, column: str) -> float | None:
+def _time_average(series: pd.DataFrame, column: str | np.ndarray) -> float | None:
+    """Mean of a series column (or values aligned with the series) over the run's decision
+    points, first to last."""
     t = series["time"].to_numpy(dtype=np.float64)
     if len(t) < 2 or t[-1] <= t[0]:
         return None
-    v = series[column].to_numpy(dtype=np.float64)
-    return float((v[:-1] * np.diff(t)).sum() / (t[-1] - t[0]))
+    v = series[column].to_numpy(dtype=np.float64) if isinstance(column, str) else column
+    mean = window_mean(t, v, float(t[0]), float(t[-1]))
+    return mean if np.isfinite(mean) else None
 
 
 def _stats(values: np.ndarray) -> dict[str, float | None]:
@@ -212,9 +217,7 @@ def network_block(
         "routing": net.routing,
         "machines_used": _time_average(series, "machines_used"),
         "machine_frag_rate": _time_average(series, "machine_frag_rate"),
-        "machine_frag_share": _time_average(
-            pd.DataFrame({"time": series["time"], "v": net.ts_machine_frag_share}), "v"
-        ),
+        "machine_frag_share": _time_average(series, net.ts_machine_frag_share),
         "compute_util": _time_average(series, "compute_util"),
         "link_utilisation": utilisation_by_tier(net.topology, net.link_util_avg),
         "jct": _stats(jct),

@@ -73,3 +73,54 @@ def model_times(mix: Mix, alpha: float) -> dict[str, np.ndarray]:
     """Iteration time of every job of ``mix`` under every sharing rule."""
     pairs = list(zip(mix.footprints, [s for s, _ in mix.jobs], strict=True))
     return {rule: iteration_times(pairs, rule, alpha) for rule in RULES if rule != "priority"}
+
+
+#: Oversubscription and jobs per leaf uplink of the crowded regimes.
+OVERSUBSCRIPTION = (1.0, 2.0, 4.0, 8.0)
+JOBS_PER_LINK = (1, 2, 4, 8)
+#: GPUs per host in the crowded regimes (each job: one host on each leaf).
+CROWDED_GPUS = 2
+
+
+def crowded_topology(oversub: float, per_link: int) -> Topology:
+    """2 leaves × ``per_link`` hosts of :data:`CROWDED_GPUS` GPUs, one 100 Gbps NIC each, 2
+    spines; each leaf's two uplinks carry 1/``oversub`` of its hosts' NIC capacity (at 1:1 an
+    uplink is as fast as half the leaf's NICs)."""
+    full = per_link * 100.0 / 2
+    return leafspine(
+        leaves=2,
+        spines=2,
+        hosts_per_leaf=per_link,
+        g=CROWDED_GPUS,
+        m=1,
+        nic_gbps=100.0,
+        uplink_gbps=full,
+        oversub=oversub,
+    )
+
+
+def crowded_mix(
+    topo: Topology, rng: np.random.Generator, routing: Routing, alpha: float, per_link: int
+) -> Mix:
+    """``per_link`` jobs, job i on host i of leaf 0 and host i of leaf 1 (all their GPUs), so
+    with ``spray`` routing every leaf uplink carries every job. Ring or halving-doubling, a
+    model's gradient, compute 0.1–4 × the collective's time alone (from light to heavy duty),
+    overlap 0 or 0.3."""
+    jobs: list[tuple[CommSpec, Allocation]] = []
+    g = int(topo.host_gpus[0])
+    for i in range(per_link):
+        place = ((i, tuple(range(g))), (per_link + i, tuple(range(g))))
+        model = str(rng.choice(sorted(GRADIENT_BYTES)))
+        spec = CommSpec(str(rng.choice(["ring", "hd"])), GRADIENT_BYTES[model], compute=1.0)
+        alone = footprint(spec, place, topo, routing, job=i).comm_time(alpha)
+        spec = CommSpec(
+            spec.collective,
+            spec.gradient_bytes,
+            compute=alone * float(rng.uniform(0.1, 4.0)),
+            overlap=float(rng.choice([0.0, 0.3])),
+        )
+        jobs.append((spec, place))
+    fps = [footprint(s, p, topo, routing, job=j) for j, (s, p) in enumerate(jobs)]
+    iso = iteration_times(list(zip(fps, [s for s, _ in jobs], strict=True)), "isolated", alpha)
+    offsets = [float(rng.uniform(0, t)) for t in iso]
+    return Mix(jobs, offsets, fps)

@@ -5,8 +5,9 @@ Separate code on purpose: the rounds (ring steps, halving-doubling stages, all-t
 pull) are generated here from the ranks, not taken from the footprint, and bandwidth is shared by
 max-min fairness between flows (a flow = job, phase, src host, src NIC, dst host, dst NIC),
 recomputed at every flow start and end. Only the topology, the placement and the ECMP path of
-each flow come from the library. Slow (pure Python events, numpy water-filling); meant for
-≤ 64 GPUs.
+each flow come from the library; under ``spray`` routing a flow is split evenly over every
+shortest switch path, which the oracle enumerates itself (one sub-flow per path). Slow (pure
+Python events, numpy water-filling); meant for ≤ 64 GPUs.
 
 Each job loops: compute C; at (1 − o)·C its collective starts; each round starts its flows
 together and ends with the last one, plus α; the iteration ends at max(compute end, collective
@@ -117,11 +118,25 @@ def _flows_of_round(
             flows.append((np.array([key[1]]), nbytes))
             continue
         hs, sn, hd, dn = key
-        path = [topo.nic_up(hs, sn)]
-        path += [link for link, _ in routing.fabric_shares(topo, job, hs, hd, sn)]
-        path.append(topo.nic_down(hd, dn))
-        flows.append((np.array(path), nbytes))
+        if routing.mode == "spray":
+            middles = _switch_paths(topo, int(topo.host_leaf[hs]), int(topo.host_leaf[hd]))
+        else:
+            middles = [[link for link, _ in routing.fabric_shares(topo, job, hs, hd, sn)]]
+        for middle in middles:
+            path = [topo.nic_up(hs, sn), *middle, topo.nic_down(hd, dn)]
+            flows.append((np.array(path), nbytes / len(middles)))
     return flows
+
+
+def _switch_paths(topo: Topology, a: int, b: int) -> list[list[int]]:
+    """Every shortest path of fabric links from switch ``a`` to switch ``b``."""
+    if a == b:
+        return [[]]
+    out = []
+    for link in topo.next_hops(a, b).tolist():
+        for rest in _switch_paths(topo, topo.link_far_end(link), b):
+            out.append([link, *rest])
+    return out
 
 
 def maxmin_rates(
