@@ -8,9 +8,9 @@ A share policy never places a job and never touches an engine: the tenant schedu
 2. ``queue_key(state, fair, leaf, job)``: the order in which queues' head jobs are tried;
 3. ``admit(state, fair, leaf, job)``: None if the head may start when it fits, else why not
    (quota, limit, borrowing);
-4. ``reclaimer(...)``, ``victim_candidates(...)``, ``allow_victim(...)`` and
-   ``accept_victims(...)``: whether a blocked head may take resources from running jobs of other
-   queues, which, and whether the whole set is allowed.
+4. ``select_victims(...)``: which running jobs of other queues a blocked head may take
+   (by default: ``reclaimer``, ``victim_candidates`` in order, ``allow_victim`` for each,
+   ``quota_fits`` for the set).
 
 The same object serves replay, sweeps and both live engines: only the state's source differs.
 Time-based policies also keep usage (:meth:`observe`) and ask to be woken every ``tick``.
@@ -18,7 +18,7 @@ Time-based policies also keep usage (:meth:`observe`) and ask to be woken every 
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, ClassVar
 
 import numpy as np
@@ -125,11 +125,41 @@ class SharePolicy:
         """May ``victim`` be taken now (``st`` already without the victims chosen so far)?"""
         return True
 
-    def accept_victims(
-        self, st: TenantState, fair: np.ndarray, leaf: int, job: int, victims: list[int]
-    ) -> bool:
-        """Is the whole set allowed (``st`` without the victims, ``job`` not yet added)?"""
-        return True
+    def quota_fits(self, st: TenantState, fair: np.ndarray, leaf: int, job: int) -> bool:
+        """Does ``job`` pass its queue's gate in ``st`` (with the victims chosen so far gone)?
+        By default: no limit on its path is passed."""
+        return limit_reason(st, leaf, job) is None
+
+    def select_victims(
+        self,
+        st: TenantState,
+        fair: np.ndarray,
+        leaf: int,
+        job: int,
+        fits: Callable[[list[int]], bool],
+    ) -> list[int] | None:
+        """The running jobs to reclaim so that ``job`` starts (None: no set works).
+
+        ``fits(victims)`` says whether the placement finds room with ``victims`` gone. The
+        default takes :meth:`victim_candidates` in order, skipping those
+        :meth:`allow_victim` refuses, until the quota and the placement fit. ``st`` is left
+        as it was found.
+        """
+        if not self.reclaimer(st, fair, leaf, job):
+            return None
+        chosen: list[int] = []
+        found = False
+        for v in self.victim_candidates(st, fair, leaf, job):
+            if not self.allow_victim(st, fair, leaf, job, v):
+                continue
+            chosen.append(v)
+            st.give_back(v)
+            if self.quota_fits(st, fair, leaf, job) and fits(chosen):
+                found = True
+                break
+        for v in chosen:
+            st.take(v)
+        return chosen if found else None
 
     def reason(self, st: TenantState, fair: np.ndarray, leaf: int, job: int, victim: int) -> str:
         """Why ``victim`` is reclaimed for ``job`` (one of :data:`REASONS`)."""
@@ -161,3 +191,26 @@ def limit_reason(st: TenantState, leaf: int, job: int) -> str | None:
                 f"{tree.limit[node, r]:g}"
             )
     return None
+
+
+def goes_before(a: list, b: list) -> bool:
+    """Whether queue key path ``a`` ([(node, key), ...] from the top level down) goes before
+    ``b``: compared from where the two paths part (just below their common ancestor), level
+    by level while the keys tie."""
+    parted = False
+    for (na, ka), (nb, kb) in zip(a, b, strict=False):
+        if na != nb:
+            parted = True
+        if parted and ka != kb:
+            return bool(ka < kb)
+    return len(a) < len(b)
+
+
+def first_queue(keys: dict[int, list]) -> int:
+    """The leaf whose key path goes first."""
+    best = None
+    for leaf, path in keys.items():
+        if best is None or goes_before(path, keys[best]):
+            best = leaf
+    assert best is not None
+    return best

@@ -42,7 +42,7 @@ from schedlab.network.plan import NetPlan
 from schedlab.policies.ordering.queue_scheduler import QueueScheduler, copy_state, give_back, take
 from schedlab.policies.scheduler import ReplayContext, SchedulingPolicy, between_rounds
 from schedlab.tenancy.leaf_queues import LeafQueues
-from schedlab.tenancy.policy import PRIORITY, SharePolicy
+from schedlab.tenancy.policy import PRIORITY, SharePolicy, first_queue
 from schedlab.tenancy.recorder import TenancyRecorder
 from schedlab.tenancy.resources import capacity, job_demand
 from schedlab.tenancy.state import TenantState, roll_up
@@ -190,6 +190,8 @@ class TenantScheduler(SchedulingPolicy):
             leaf_of=self.leaf_of,
             running=by_leaf,
             run_began=snap.runtime.run_started,
+            submit=snap.jobs.submit_time,
+            queued=self.queues.jobs,
         )
         if self.share.time_based:
             self.share.observe(snap.now, st.alloc)
@@ -264,17 +266,17 @@ class TenantScheduler(SchedulingPolicy):
             alloc: Allocation | None = None
             plan: NetPlan | None = None
             taken: list[int] = []
-            if why is None:
-                if n <= free:
-                    alloc, plan = self.inner._place_planned(job, state.view())
-                if alloc is None:
-                    alloc, plan, taken = self._reclaim(snap, st, fair, state, leaf, job, gone, free)
+            if why is None and n <= free:
+                alloc, plan = self.inner._place_planned(job, state.view())
+            if alloc is None:  # the policy's reclaim rule keeps its own gate with the victims
+                alloc, plan, taken = self._reclaim(snap, st, fair, state, leaf, job, gone, free)
             if alloc is None:
                 cap[leaf] = 0 if self.strict else min(cap[leaf], n)
                 continue
             for v in taken:
                 victims.append(v)
                 gone.add(v)
+                st.running[int(self.leaf_of[v])].remove(v)
                 free += int(snap.runtime.alloc_n[v])
             state.take(job, alloc, plan, self.ctx.jobs)
             st.take(job)
@@ -294,58 +296,60 @@ class TenantScheduler(SchedulingPolicy):
         gone: set[int],
         free: int,
     ) -> tuple[Allocation | None, NetPlan | None, list[int]]:
-        """Victims for ``job`` by the ordering (same leaf, lower rank) and the share policy
-        (other queues), taken until the placement fits; the unneeded ones are put back."""
-        candidates: list[tuple[int, bool]] = []
-        if self.ordering.preemptive:
-            candidates += [(v, True) for v in self._lower_ranked(snap, leaf, job, gone)]
-        if self.share.reclaimer(st, fair, leaf, job):
-            candidates += [
-                (v, False)
-                for v in self.share.victim_candidates(st, fair, leaf, job)
-                if v not in gone and snap.runtime.status[v] == RUNNING
-            ]
-        if not candidates:
-            return None, None, []
+        """Victims for ``job``: lower-ranked jobs of its own leaf when the ordering preempts,
+        else what the share policy selects from other queues; the placement must fit with the
+        victims gone, and those whose GPUs the job does not use are put back."""
         jobs, rt = self.ctx.jobs, snap.runtime
         assert jobs is not None
-        scratch = copy_state(state.view())
-        st.reclaim_base = st.alloc.copy()
-        chosen: list[int] = []
         need = int(self.gpus[job])
-        alloc: Allocation | None = None
-        plan: NetPlan | None = None
-        for v, same in candidates:
-            if not same and not self.share.allow_victim(st, fair, leaf, job, v):
-                continue
-            chosen.append(v)
-            st.give_back(v)
-            give_back(scratch, rt.allocation[v], int(jobs.cpu_milli[v]), int(jobs.memory_mib[v]), v)
-            free += int(rt.alloc_n[v])
-            if free >= need:
-                alloc, plan = self.inner._place_planned(job, scratch)
-                if alloc is not None:
+        found: dict[str, Any] = {}
+
+        def fits(victims: list[int]) -> bool:
+            if free + sum(int(rt.alloc_n[v]) for v in victims) < need:
+                return False
+            scratch = copy_state(state.view())
+            for v in victims:
+                cpu, mem = int(jobs.cpu_milli[v]), int(jobs.memory_mib[v])
+                give_back(scratch, rt.allocation[v] or (), cpu, mem, v)
+            alloc, plan = self.inner._place_planned(job, scratch)
+            if alloc is not None:
+                found.update(alloc=alloc, plan=plan)
+            return alloc is not None
+
+        chosen: list[int] | None = None
+        same = False
+        if self.ordering.preemptive:
+            own = self._lower_ranked(snap, leaf, job, gone)
+            for k in range(1, len(own) + 1):
+                if fits(own[:k]):
+                    chosen, same = own[:k], True
                     break
-        if alloc is None or not self.share.accept_victims(st, fair, leaf, job, chosen):
-            for v in chosen:
-                st.take(v)
+        if chosen is None:
+            st.reclaim_base = st.alloc.copy()
+            chosen = self.share.select_victims(st, fair, leaf, job, _Exclude(fits, gone, rt))
             st.reclaim_base = None
+        if not chosen or "alloc" not in found:
             return None, None, []
+        alloc, plan = found["alloc"], found["plan"]
+        for v in chosen:
+            st.give_back(v)
         used = {(node, g) for node, gpus in alloc for g in gpus}
-        kept = []
-        for v in reversed(chosen):  # put back the victims whose GPUs the job does not use
-            if not any((node, g) in used for node, gpus in rt.allocation[v] or () for g in gpus):
-                kept.append(v)
+        taken = []
+        for v in reversed(chosen):  # put back what the job does not use, if the quota allows
+            mine = {(node, g) for node, gpus in rt.allocation[v] or () for g in gpus}
+            if not mine & used:
                 st.take(v)
-        taken = [v for v in chosen if v not in kept]
+                if same or self.share.quota_fits(st, fair, leaf, job):
+                    continue
+                st.give_back(v)
+            taken.append(v)
+        taken.reverse()
         if self.recorder is not None:
             for v in taken:
-                same = int(self.leaf_of[v]) == leaf
                 why = PRIORITY if same else self.share.reason(st, fair, leaf, job, v)
                 self.recorder.reclaim(snap, leaf, job, v, why)
         for v in taken:
             state.release(v, rt.allocation[v], jobs)
-        st.reclaim_base = None
         return alloc, plan, taken
 
     def _lower_ranked(self, snap: Snapshot, leaf: int, job: int, gone: set[int]) -> list[int]:
@@ -359,23 +363,16 @@ class TenantScheduler(SchedulingPolicy):
         return below[::-1]
 
 
-def _before(a: list, b: list) -> bool:
-    """Whether queue key path ``a`` ([(node, key), ...] from the top level down) goes before
-    ``b``: compared where the two paths first part (just below their common ancestor)."""
-    for (na, ka), (nb, kb) in zip(a, b, strict=False):
-        if na != nb:
-            return bool(ka < kb)
-    return len(a) < len(b)
+class _Exclude:
+    """``fits`` for a share policy: victims already gone, or not running, never fit."""
 
+    def __init__(self, fits: Any, gone: set[int], rt: Any) -> None:
+        self.fits, self.gone, self.rt = fits, gone, rt
 
-def first_queue(keys: dict[int, list]) -> int:
-    """The leaf whose key path goes first."""
-    best = None
-    for leaf, path in keys.items():
-        if best is None or _before(path, keys[best]):
-            best = leaf
-    assert best is not None
-    return best
+    def __call__(self, victims: list[int]) -> bool:
+        if any(v in self.gone or self.rt.status[v] != RUNNING for v in victims):
+            return False
+        return bool(self.fits(victims))
 
 
 class _Planning:

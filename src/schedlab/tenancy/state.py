@@ -9,6 +9,7 @@ policy always judges the state its earlier decisions of the same cycle left.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -41,12 +42,16 @@ class TenantState:
     #: Running jobs by leaf, and when each job's current run began.
     running: dict[int, list[int]] = field(default_factory=dict)
     run_began: np.ndarray | None = None
+    #: Jobs' submit times (Kueue's creation timestamps).
+    submit: np.ndarray | None = None
     #: Jobs' priorities (higher first; 0 when the trace has none).
     job_priority: np.ndarray | None = None
     #: Time-decayed usage over capacity, per node and resource (time-based policies).
     usage: np.ndarray | None = None
     #: Jobs that may not be preempted (KAI checks their queue's deserved quota instead).
     non_preemptible: np.ndarray | None = None
+    #: The pending jobs (a function: only some policies need the list).
+    queued: Callable[[], list[int]] | None = None
     #: ``alloc`` when the current reclaim attempt began (who lost resources since).
     reclaim_base: np.ndarray | None = None
 

@@ -107,12 +107,13 @@ def _matched(config: TenancyConfig, attrs: Mapping[str, np.ndarray], n: int) -> 
 
 
 def _derived(config: TenancyConfig, attrs: Mapping[str, np.ndarray], n: int) -> np.ndarray:
-    """The path the job's tenant attributes spell (``vc/user``); blanks are 'unassigned'."""
+    """The path the job's tenant attributes spell (``vc/user``; a value ``a/b`` is a path
+    itself); blanks are 'unassigned'."""
     parts = []
     for key in config.tenant_key:
         col = np.asarray(attrs[key], dtype=object)
         col = np.where(col == "", UNASSIGNED, col)
-        parts.append(np.asarray([str(v).replace("/", "_") for v in col], dtype=object))
+        parts.append(np.asarray([str(v).strip("/") or UNASSIGNED for v in col], dtype=object))
     if not parts:
         return np.full(n, UNASSIGNED, dtype=object)
     out = parts[0]
