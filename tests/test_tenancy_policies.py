@@ -101,7 +101,7 @@ def test_h7_variant_within_nominal_takes_the_two_most_recent(policy, settings):
         else [QueueSpec(q.path, deserved=q.deserved) for q in H7_QUEUES]
     )
     record, recorder, _ = run(rows, queues, policy, cluster="12x1:V100", settings=settings)
-    preempted = {str(j) for j, n in zip(record.jobs.job_id, record.preemptions) if n}
+    preempted = {str(j) for j, n in zip(record.jobs.job_id, record.preemptions, strict=True) if n}
     assert preempted == {"a3", "a4"}  # the latest admitted
     assert held_at(recorder, 10.0, "B") == 6
 
