@@ -82,12 +82,14 @@ def tenancy_figure(
     )
     axes[0].stackplot(tb / hours, ab.T, labels=labels, colors=colours, step="post", alpha=0.85)
     _, eb = _bins(t, series("entitled", shown), end)
+    stacked = np.cumsum(eb, axis=1)  # each dashed line: the stack's edge if all held e_q
     for k in range(eb.shape[1]):
-        base = ab[:, :k].sum(axis=1)
-        axes[0].step(tb / hours, base + eb[:, k], where="post", ls="--", lw=0.8, color=colours[k])
+        axes[0].step(tb / hours, stacked[:, k], where="post", ls="--", lw=0.8, color=colours[k])
     axes[0].set_ylabel("GPUs held")
     axes[0].legend(fontsize=7, ncol=4, loc="upper right")
-    axes[0].set_title("GPUs held per queue (dashed: entitled)", fontsize=9)
+    axes[0].set_title(
+        "GPUs held per queue, stacked (dashed: the stack's edges at the entitlements)", fontsize=9
+    )
     e = series("entitled", shown)
     with np.errstate(divide="ignore", invalid="ignore"):
         ratio = np.where(e > 0, np.log2(np.maximum(series("alloc", shown), 1e-9) / e), np.nan)
