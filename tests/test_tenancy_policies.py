@@ -20,7 +20,7 @@ from tenancy_cases import held_at, run
 # -- Kueue -------------------------------------------------------------------------------------
 def _kueue(first: dict, second: dict) -> tuple[KueueQuota, int, int]:
     tree = build_tree([QueueSpec("cq1", **first), QueueSpec("cq2", **second)])
-    quota = KueueQuota(tree, np.array([100.0]))
+    quota = KueueQuota(tree, np.array([21.0]))  # the cluster: exactly the two quotas
     return quota, tree.index["cq1"], tree.index["cq2"]
 
 

@@ -216,7 +216,7 @@ def _close(ours: object, want: object, tol: float) -> bool:
 
 def _kueue_avail(first: dict, second: dict, first_alloc: float = 0.0) -> tuple[float, float]:
     tree = build_tree([QueueSpec("cq1", **first), QueueSpec("cq2", **second)])
-    quota = KueueQuota(tree, np.array([1000.0]))
+    quota = KueueQuota(tree, np.array([21.0]))  # the cluster holds exactly the two quotas
     alloc = np.zeros((3, 1))
     alloc[1, 0] = first_alloc
     avail = quota.avail(quota.usage(alloc))

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
-from schedlab.report.pack_figures import PALETTE, _save  # also sets the Agg backend
+from schedlab.report.pack_figures import PALETTE  # also sets the Agg backend
 
 if TYPE_CHECKING:
     from schedlab.report.html_report import Run
@@ -25,7 +25,15 @@ if TYPE_CHECKING:
 
 TOP = 10
 #: Points per queue in the figure (time-weighted bins beyond that).
-MAX_POINTS = 1500
+MAX_POINTS = 800
+DPI = 120
+
+
+def _save(fig: Any, stem: Path) -> list[Path]:
+    paths = [stem.with_suffix(".png"), stem.with_suffix(".svg")]
+    fig.savefig(paths[0], dpi=DPI, bbox_inches="tight")
+    fig.savefig(paths[1], bbox_inches="tight", metadata={"Date": None})
+    return paths
 
 
 def _bins(t: np.ndarray, values: np.ndarray, end: float) -> tuple[np.ndarray, np.ndarray]:
@@ -97,8 +105,7 @@ def tenancy_figure(
     tb2, rb = _bins(t, np.nan_to_num(ratio, nan=0.0), end)
     _, want = _bins(t, (series("demand", shown) > 0).astype(float), end)
     rb = np.where(want > 0.5, rb, np.nan)
-    cmap = plt.get_cmap("coolwarm").copy()
-    cmap.set_bad("#dddddd")
+    cmap = plt.get_cmap("coolwarm").with_extremes(bad="#dddddd")
     extent = (tb2[0] / hours, max(end, t[-1]) / hours, len(shown) - 0.5, -0.5)
     axes[1].imshow(
         np.ma.masked_invalid(rb.T),

@@ -7,6 +7,7 @@ its nominal quota (a cohort's own is a shared pool). Per resource:
 
 * ``local(n) = max(0, subtree(n) - lending_limit(n))`` when a lending limit is set, else 0: the
   part only ``n``'s subtree may use;
+* the root's own nominal is what the cluster has beyond all quotas;
 * ``subtree(leaf) = nominal``; ``subtree(cohort) = nominal + Σ_c (subtree(c) - local(c))``;
 * ``usage(cohort) = Σ_c max(0, usage(c) - local(c))``;
 * ``avail(root) = subtree - usage``; ``avail(n) = max(0, local - usage) + min(avail(parent),
@@ -33,6 +34,9 @@ class KueueQuota:
         self.tree = tree
         d = tree.deserved
         self.nominal = np.where(d < 0, capacity[None, :], d)
+        # What the cluster has beyond every nominal quota is the root cohort's own pool (a
+        # Cohort's resource group in Kueue), which any queue may borrow.
+        self.nominal[ROOT] = np.maximum(0.0, capacity - self.nominal[1:].sum(axis=0))
         self.lending = tree.lending_limit
         self.borrowing = tree.borrowing_limit
         n = len(tree)
