@@ -18,9 +18,9 @@ from tenancy_cases import held_at, run
 
 
 # -- Kueue -------------------------------------------------------------------------------------
-def _kueue(first: dict, second: dict) -> tuple[KueueQuota, int, int]:
+def _kueue(first: dict, second: dict, gpus: float = 21.0) -> tuple[KueueQuota, int, int]:
     tree = build_tree([QueueSpec("cq1", **first), QueueSpec("cq2", **second)])
-    quota = KueueQuota(tree, np.array([21.0]))  # the cluster: exactly the two quotas
+    quota = KueueQuota(tree, np.array([gpus]))  # the cluster: exactly the two quotas
     return quota, tree.index["cq1"], tree.index["cq2"]
 
 
@@ -49,7 +49,7 @@ def test_k3_lending_limit_keeps_the_rest_for_the_lender():
 
 
 def test_h7_drs_values():
-    quota, a, b = _kueue({"deserved": {"gpu": 6}}, {"deserved": {"gpu": 6}})
+    quota, a, b = _kueue({"deserved": {"gpu": 6}}, {"deserved": {"gpu": 6}}, gpus=12.0)
     alloc = np.zeros((3, 1))
     alloc[a, 0] = 12
     usage = quota.usage(alloc)

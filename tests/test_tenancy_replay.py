@@ -16,6 +16,7 @@ from schedlab.experiments.replay_run import ReplaySpec, run_replay
 from schedlab.model.snapshot import DONE
 from schedlab.tenancy.metrics import entitlement, fairness
 from schedlab.tenancy.recorder import TenancyRecorder
+from schedlab.tenancy.registry import share_policy_names
 from schedlab.tenancy.replay import TenancySpec
 from schedlab.tenancy.tree import QueueSpec, build_tree
 
@@ -233,21 +234,7 @@ def test_report_has_one_line_per_queue(trace, tmp_path):
     assert section.count("<tr><td>") == 2
 
 
-@pytest.mark.parametrize(
-    "policy",
-    [
-        "kai",
-        "kueue-classic",
-        "kueue-fair",
-        "volcano-proportion",
-        "drf",
-        "hdrf",
-        "yunikorn",
-        "slurm-classic",
-        "slurm-fairtree",
-        "gavel-wf",
-    ],
-)
+@pytest.mark.parametrize("policy", share_policy_names())
 def test_every_share_policy_runs_a_replay_to_the_end(policy, trace):
     spec = ReplaySpec(
         cluster="1x8:V100", trace=str(trace), policy="fifo", tenancy=TenancySpec(policy)

@@ -66,6 +66,11 @@ class _Kueue(SharePolicy):
         super().reset(tree, capacity)
         self.quota = KueueQuota(tree, capacity)
 
+    def ceiling(self) -> np.ndarray:
+        """What each queue may hold with the rest of the cohort idle."""
+        empty = np.zeros((len(self.tree), len(self.tree.resources)))
+        return np.minimum(super().ceiling(), self.quota.avail(self.quota.usage(empty)))
+
     def rule(self, leaf: int, key: str) -> Any:
         return self.tree.preemption[leaf].get(key, self.defaults.get(key, "Never"))
 

@@ -87,6 +87,17 @@ class SharePolicy:
     def import_state(self, state: Mapping[str, Any]) -> None:
         """Take back :meth:`export_state` after a reset."""
 
+    def ceiling(self) -> np.ndarray:
+        """The most each node could ever hold, per resource (``[nodes, resources]``): the
+        cluster, and every limit on the way up. A job asking more is turned away."""
+        tree = self.tree
+        out = np.empty((len(tree), len(tree.resources)))
+        for node in range(len(tree)):
+            out[node] = self.capacity
+            for n in tree.ancestors[node]:
+                out[node] = np.minimum(out[node], tree.limit[n])
+        return out
+
     # -- the four questions ----------------------------------------------------------------
     def shares(self, st: TenantState) -> np.ndarray:
         """Fair share per node and resource (default: the deserved quota)."""

@@ -42,7 +42,7 @@ from schedlab.network.plan import NetPlan
 from schedlab.policies.ordering.queue_scheduler import QueueScheduler, copy_state, give_back, take
 from schedlab.policies.scheduler import ReplayContext, SchedulingPolicy, between_rounds
 from schedlab.tenancy.leaf_queues import LeafQueues
-from schedlab.tenancy.policy import PRIORITY, SharePolicy, first_queue
+from schedlab.tenancy.policy import PRIORITY, SharePolicy, first_queue, limit_reason
 from schedlab.tenancy.recorder import TenancyRecorder
 from schedlab.tenancy.resources import capacity, job_demand
 from schedlab.tenancy.state import TenantState, roll_up
@@ -92,6 +92,7 @@ class TenantScheduler(SchedulingPolicy):
         self.gpus = jobs.num_gpus
         self.capacity = capacity(ctx.cluster, tree.resources)
         self.share.reset(tree, self.capacity)
+        self.ceiling = self.share.ceiling()
         self.queues = LeafQueues(len(tree), len(tree.resources))
         self.static = self.ordering.static
         self.watch: list[int] = []  # started or reclaimed last time: check they really were
@@ -217,28 +218,26 @@ class TenantScheduler(SchedulingPolicy):
         return out + decisions
 
     def _reject_over_limit(self, snap: Snapshot) -> list[Decision]:
-        """Jobs bigger than a limit on their queue's path can never start: turned away."""
+        """Jobs bigger than their queue could ever hold (its limits, the policy's ceiling)
+        can never start: turned away at arrival with the reason."""
         out: list[Decision] = []
-        if not np.isfinite(self.tree.limit).any():
-            return out
+        tree = self.tree
         for j in snap.new_pending:
             if j not in self.queues:
                 continue
             leaf = int(self.leaf_of[j])
-            for node in self.tree.ancestors[leaf]:
-                over = self.demand[j] > self.tree.limit[node] + 1e-9
-                if over.any():
-                    r = int(np.flatnonzero(over)[0])
-                    self.queues.remove(j, self.demand[j])
-                    self.limit_rejected.add(j)
-                    out.append(
-                        Reject(
-                            j,
-                            f"asks more {self.tree.resources[r]} than queue "
-                            f"{self.tree.label(node)!r} may hold ({self.tree.limit[node, r]:g})",
-                        )
+            over = self.demand[j] > self.ceiling[leaf] + 1e-9
+            if over.any():
+                r = int(np.flatnonzero(over)[0])
+                self.queues.remove(j, self.demand[j])
+                self.limit_rejected.add(j)
+                out.append(
+                    Reject(
+                        j,
+                        f"asks more {tree.resources[r]} than queue {tree.label(leaf)!r} may "
+                        f"hold ({self.ceiling[leaf, r]:g} under {self.share.name})",
                     )
-                    break
+                )
         return out
 
     def _fill(self, snap: Snapshot, st: TenantState, fair: np.ndarray) -> list[Decision]:
@@ -262,7 +261,7 @@ class TenantScheduler(SchedulingPolicy):
             leaf = first_queue({q: self.share.queue_key(st, fair, q, j) for q, j in heads.items()})
             job = heads[leaf]
             n = int(self.gpus[job])
-            why = self.share.admit(st, fair, leaf, job)
+            why = self.share.admit(st, fair, leaf, job) or limit_reason(st, leaf, job)
             alloc: Allocation | None = None
             plan: NetPlan | None = None
             taken: list[int] = []
@@ -333,6 +332,10 @@ class TenantScheduler(SchedulingPolicy):
         alloc, plan = found["alloc"], found["plan"]
         for v in chosen:
             st.give_back(v)
+        if limit_reason(st, leaf, job) is not None:  # limits hold whatever the policy says
+            for v in chosen:
+                st.take(v)
+            return None, None, []
         used = {(node, g) for node, gpus in alloc for g in gpus}
         taken = []
         for v in reversed(chosen):  # put back what the job does not use, if the quota allows

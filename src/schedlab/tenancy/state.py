@@ -65,7 +65,7 @@ class TenantState:
     def take(self, job: int, amount: np.ndarray | None = None) -> None:
         """``job`` starts: its demand moves from pending to allocated along its path."""
         req = self.demand[job] if amount is None else amount
-        nodes = self.tree.ancestors[int(self.leaf_of[job])]
+        nodes = self.tree.up[int(self.leaf_of[job])]
         self.alloc[nodes] += req
         self.pending[nodes] -= req
         if self.non_preemptible is not None and self.non_preemptible[job]:
@@ -74,7 +74,7 @@ class TenantState:
     def give_back(self, job: int, amount: np.ndarray | None = None) -> None:
         """``job`` is reclaimed: its holding moves back to pending along its path."""
         req = self.demand[job] if amount is None else amount
-        nodes = self.tree.ancestors[int(self.leaf_of[job])]
+        nodes = self.tree.up[int(self.leaf_of[job])]
         self.alloc[nodes] -= req
         self.pending[nodes] += req
         if self.non_preemptible is not None and self.non_preemptible[job]:

@@ -85,6 +85,8 @@ class QueueTree:
                 path.append(n)
                 n = int(self.parent[n])
             self.ancestors.append(path)
+        #: up[i]: ancestors[i] and the root.
+        self.up = [[*path, ROOT] for path in self.ancestors]
 
     def __len__(self) -> int:
         return len(self.names)

@@ -7,7 +7,8 @@ guarantee)``) and its request, and raised to its guarantee; a queue is met when 
 covered or its deserved stops changing; rounds end when nothing remains or changes. Queues are
 ordered by priority, then ``max_r alloc/deserved``; a job is admitted only while its queue stays
 within deserved; a queue within deserved with the job reclaims from queues above theirs, while
-they stay above. Applied to each sibling group (the tree's levels) like the other policies.
+they stay above. The plugin is flat: leaf queues divide the cluster (a parent's limit caps
+its leaves' capability; a parent's share is its leaves' sum).
 
 ``drf`` (Volcano ``plugins/drf``, Ghodsi et al. NSDI '11): a queue's share is its dominant
 resource share ``max_r alloc/total`` over its weight; lower first; a job may take a running job
@@ -28,7 +29,7 @@ from __future__ import annotations
 import numpy as np
 
 from schedlab.tenancy.policy import FAIR_SHARE, SharePolicy, goes_before
-from schedlab.tenancy.state import TenantState
+from schedlab.tenancy.state import TenantState, roll_up
 from schedlab.tenancy.tree import ROOT, QueueTree
 
 EPS = 1e-9
@@ -92,22 +93,34 @@ class VolcanoProportion(SharePolicy):
     name = "volcano-proportion"
     summary = "Volcano proportion: weighted deserved, guarantee, capability"
 
+    def _leaf_limits(self) -> tuple[np.ndarray, np.ndarray]:
+        """Each leaf's guarantee and capability (the smallest limit on its path)."""
+        tree = self.tree
+        leaves = tree.leaves
+        g = np.where(tree.deserved[leaves] < 0, 0.0, tree.deserved[leaves])
+        cap = np.stack([np.min(tree.limit[tree.ancestors[q]], axis=0) for q in leaves])
+        return g, cap
+
     def shares(self, st: TenantState) -> np.ndarray:
+        """The plugin is flat: the leaf queues divide the cluster; a parent's share is its
+        leaves' sum (inner queues group, their limits still cap)."""
         tree = st.tree
-        fair = np.zeros_like(st.alloc)
+        g, cap = self._leaf_limits()
+        own = np.zeros_like(st.alloc)
+        own[tree.leaves] = proportion(
+            st.capacity, st.request[tree.leaves], tree.weight[tree.leaves], g, cap
+        )
+        fair = roll_up(tree, own)
         fair[ROOT] = st.capacity
-        guarantee = np.where(tree.deserved < 0, 0.0, tree.deserved)
-        for parent in tree.preorder():
-            kids = tree.children[parent]
-            if kids:
-                fair[kids] = proportion(
-                    fair[parent],
-                    st.request[kids],
-                    tree.weight[kids],
-                    guarantee[kids],
-                    tree.limit[kids],
-                )
         return fair
+
+    def ceiling(self) -> np.ndarray:
+        """Volcano's real capability: ``min(capability, total − Σ guarantees + own)``."""
+        out = super().ceiling()
+        g, _ = self._leaf_limits()
+        leaves = self.tree.leaves
+        out[leaves] = np.minimum(out[leaves], self.capacity - g.sum(axis=0) + g)
+        return out
 
     def node_key(self, st: TenantState, fair: np.ndarray, node: int, req: np.ndarray) -> tuple:
         with np.errstate(divide="ignore", invalid="ignore"):
