@@ -15,6 +15,7 @@ from schedlab.commands.common import (
     stdout,
 )
 from schedlab.commands.sharing_options import add_sharing_options
+from schedlab.commands.tenancy_options import TENANCY_HELP, add_tenancy_options
 from schedlab.energy.options import ENERGY_CONFIG_KEYS, add_energy_options, energy_spec
 from schedlab.errors import InputError
 from schedlab.experiments.replay_run import FALLBACKS, ReplaySpec, run_replay, write_run
@@ -25,6 +26,8 @@ from schedlab.policies.api import REPLAY
 from schedlab.policies.protection import check_min_runtime
 from schedlab.policies.registry import DEFAULT_PLACEMENT, ordering_names, placement_names
 from schedlab.policies.wiring import build
+from schedlab.tenancy.replay import CONFIG_KEYS as TENANCY_CONFIG_KEYS
+from schedlab.tenancy.replay import spec_from as tenancy_spec
 
 NETWORK_HELP = """\
 network model (--topology; without it nothing below applies and replay runs as before):
@@ -66,7 +69,10 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
             "  schedlab replay --cluster cluster.toml --trace jobs.csv --trace-format generic "
             "--policy fifo --backfill --placement consolidate --out runs/fifo-bf\n\n"
             "--cluster takes a node-list CSV, a TOML cluster file, or NODESxGPUS[:MODEL] joined "
-            "by '+', e.g. 250x8:V100 or 16x8:A100+8x4:T4.\n\n" + NETWORK_HELP
+            "by '+', e.g. 250x8:V100 or 16x8:A100+8x4:T4.\n\n"
+            + NETWORK_HELP
+            + "\n\n"
+            + TENANCY_HELP
         ),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
@@ -157,6 +163,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         "and sets priority levels that --net-sharing priority enforces (default: --net-routing)",
     )
     add_energy_options(p)
+    add_tenancy_options(p)
     add_plugin_option(p)
     p.add_argument(
         "--config",
@@ -193,6 +200,7 @@ CONFIG_KEYS: dict[str, type] = {
     "net_routing": str,
     "net_control": str,
     **ENERGY_CONFIG_KEYS,
+    **TENANCY_CONFIG_KEYS,
 }
 
 
@@ -261,6 +269,7 @@ def spec_from_args(args: argparse.Namespace) -> ReplaySpec:
         net_routing=routing,
         net_control=control,
         energy=energy_spec(args, cfg),
+        tenancy=tenancy_spec(pick),
     )
     # every refusal before any work
     check_min_runtime(

@@ -104,6 +104,7 @@ class ReplayRecord:
     wall_seconds: float
     network: NetworkRecord | None = None  # only with a network model
     observer: Any = None  # the engine's observer, with what it measured
+    tenancy: Any = None  # what a tenancy layer recorded (set by the caller, not the engine)
 
 
 class ReplayEngine:

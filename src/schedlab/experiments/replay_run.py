@@ -35,6 +35,7 @@ from schedlab.policies.api import REPLAY
 from schedlab.policies.protection import check_min_runtime
 from schedlab.policies.wiring import PolicyChoice, build
 from schedlab.results import write_config, write_csv, write_json
+from schedlab.tenancy import replay as tenancy
 from schedlab.traces.cluster_spec import parse_cluster_spec
 from schedlab.traces.formats import read_jobs
 from schedlab.traces.job_common import dropped_note
@@ -77,6 +78,8 @@ class ReplaySpec:
     net_control: str = ""
     #: Power and carbon accounting (off unless ``--power-model`` or ``--ci`` is given).
     energy: EnergySpec = field(default_factory=EnergySpec)
+    #: Queues, quotas and a share policy (off unless ``--tenancy`` or ``--queues`` is given).
+    tenancy: tenancy.TenancySpec = field(default_factory=tenancy.TenancySpec)
 
     @property
     def label(self) -> str:
@@ -176,8 +179,10 @@ def run_replay(
     ``progress(jobs arrived, jobs)`` is called now and then if given."""
     if cluster is None and (spec.cluster or spec.topology is None):
         cluster = parse_cluster_spec(spec.cluster)
+    fmt = spec.trace_format
     if jobs is None:
-        jobs = read_jobs(spec.trace, spec.trace_format).jobs
+        read = read_jobs(spec.trace, spec.trace_format)
+        jobs, fmt = read.jobs, read.format
         note = dropped_note(jobs, "; summary.json counts them under 'dropped_jobs'")
         if note is not None:
             warn(note)
@@ -229,10 +234,35 @@ def run_replay(
         run = energy.prepare(spec.energy, cluster, jobs, perf)
         perf, meter = run.perf, run.meter
         energy.attach_policy(policies.scheduler, run)
+    scheduler, run = policies.scheduler, None
+    if spec.tenancy.enabled:
+        scheduler, recorder = tenancy.wrap(
+            spec.tenancy,
+            scheduler,
+            jobs,
+            cluster,
+            spec.trace,
+            fmt or _format_of(spec.trace),
+            spec.backfill,
+        )
+        run = tenancy.TenancyRun(scheduler, recorder)
     engine = ReplayEngine(
-        cluster, jobs, policies.scheduler, policies.placement, perf, config, network, meter
+        cluster, jobs, scheduler, policies.placement, perf, config, network, meter
     )
-    return engine.run(progress)
+    record = engine.run(progress)
+    if run is not None:
+        record.tenancy = run
+    return record
+
+
+def _format_of(trace: str) -> str | None:
+    """The trace's format as detected from its header (None if it cannot be read)."""
+    from schedlab.traces.formats import detect_format
+
+    try:
+        return detect_format(trace)
+    except (InputError, OSError):
+        return None
 
 
 def jobs_frame(record: ReplayRecord) -> pd.DataFrame:
@@ -411,6 +441,7 @@ def write_run(out: Path, spec: ReplaySpec, record: ReplayRecord) -> dict[str, ob
             else {}
         ),
         **config_entries(spec.energy),
+        **tenancy.config_entries(spec.tenancy),
     }
     write_config(
         out / "config.toml",
@@ -418,6 +449,9 @@ def write_run(out: Path, spec: ReplaySpec, record: ReplayRecord) -> dict[str, ob
         f"schedlab {__version__} replay run; "
         "repeat: schedlab replay --config config.toml --out DIR",
     )
+    if record.tenancy is not None:
+        end = float(series["time"].iloc[-1]) if len(series) else 0.0
+        summary["tenancy"] = tenancy.write_outputs(out, record.tenancy, jobs, end, record.jobs)
     write_json(out / "summary.json", summary)  # last: its presence marks a complete run
     return summary
 

@@ -579,7 +579,7 @@ The best value of each row is in <b>bold</b>; — means undefined (e.g. no compl
 <dl class="defs">{defs}</dl>
 <h2 id="figures">Figures</h2>
 <div class="figures">{fig_html}</div>
-{_network_section(runs)}"""
+{_network_section(runs)}{_tenancy_section(runs)}"""
     return html_page(title, body, [(r.label, r.folder) for r in runs])
 
 
@@ -604,6 +604,12 @@ def _network_section(runs: Sequence[Run]) -> str:
     from schedlab.report.network_section import network_section  # it imports this module
 
     return network_section(runs)
+
+
+def _tenancy_section(runs: Sequence[Run]) -> str:
+    from schedlab.report.tenancy_figures import tenancy_section  # it imports this module
+
+    return tenancy_section(runs)
 
 
 def build_report(run_dirs: list[Path], out: Path, title: str | None = None) -> Path:
