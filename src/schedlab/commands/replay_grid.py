@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -67,7 +68,8 @@ def print_replay_table(table: pd.DataFrame) -> None:
         t = Table(
             title=f"{trace}: mean ± 95 % CI over {'/'.join(map(str, seeds))} seed(s)",
             title_justify="left",
-            caption="wait: queue delay plus time preempted; steady: utilisation from the "
+            caption="offered: GPU time the jobs ask for ÷ the cluster's over their arrival "
+            "window; wait: queue delay plus time preempted; steady: utilisation from the "
             "first 10 % of arrivals to the last arrival",
             caption_justify="left",
         )
@@ -80,11 +82,17 @@ def print_replay_table(table: pd.DataFrame) -> None:
             keys.append("load")
         for col in keys:
             t.add_column(col, no_wrap=True)
+        # The load the runs were offered, measured over their arrival windows (mean over seeds).
+        offered = "offered_load_mean" in rows and rows["offered_load_mean"].notna().any()
+        if offered:
+            t.add_column("offered", justify="right", no_wrap=True)
         columns = [c for c in TABLE_COLUMNS if rows[f"{c[1]}_mean"].notna().any()]
         for heading, *_ in columns:
             t.add_column(heading, justify="right", no_wrap=True)
         for _, r in rows.iterrows():
             cells = [str(r[k]) if k != "load" or pd.notna(r[k]) else "—" for k in keys]
+            if offered:
+                cells.append(mean_ci(r["offered_load_mean"], math.nan, 1, 3))
             for _heading, field, scale, digits in columns:
                 cells.append(mean_ci(r[f"{field}_mean"], r[f"{field}_ci95"], scale, digits))
             t.add_row(*cells)

@@ -43,7 +43,7 @@ from schedlab.experiments.load_scaling import scale_to_load
 from schedlab.experiments.pack_sweep import default_workers
 from schedlab.experiments.pack_sweep import run_grid as run_pack_grid_local
 from schedlab.experiments.replay_network import topology_cluster
-from schedlab.experiments.replay_run import ReplaySpec
+from schedlab.experiments.replay_run import ReplaySpec, warn
 from schedlab.experiments.replay_sweep import SyntheticJobs, finished_run, run_grid, staged_task
 from schedlab.experiments.workloads import FileWorkload
 from schedlab.policies.api import PACK, REPLAY
@@ -231,6 +231,23 @@ def split_backfill(name: str) -> tuple[str, bool]:
     return name, False
 
 
+def _check_synthetic_span(jobs: int, loads: Sequence[float], total_gpus: int) -> None:
+    """Warn when the generated arrivals would span less than twice the longest run time: such
+    a run is mostly the cluster filling and draining, and its load is mostly not on the
+    cluster while the jobs arrive."""
+    for load in loads or [DEFAULT_SYNTHETIC_LOAD]:
+        source = SyntheticJobs(jobs, load)
+        span = source.arrival_span(total_gpus)
+        if span < 2 * source.duration_max:
+            warn(
+                f"{jobs} generated jobs at load {load:g} on {total_gpus} GPUs arrive over about "
+                f"{span / 3600:.1f} h, less than twice the longest run time "
+                f"({source.duration_max / 3600:g} h): the runs are mostly warm-up and drain; "
+                "give more jobs"
+            )
+            return
+
+
 def _run_replay(args: argparse.Namespace) -> int:
     if args.cluster is None and args.topology is None:
         raise InputError("a replay grid needs --cluster (or --topology) and --traces")
@@ -270,9 +287,13 @@ def _run_replay(args: argparse.Namespace) -> int:
     traces = list(args.traces or [])
     labels = [Path(t).stem for t in traces]
     if args.synthetic is not None:
-        if args.synthetic < 1:
-            raise InputError(f"'--synthetic' must be ≥ 1 jobs (got {args.synthetic})")
+        if args.synthetic < 2:
+            raise InputError(
+                f"'--synthetic' must be ≥ 2 jobs, so that they arrive over a time span that "
+                f"the load is measured over (got {args.synthetic})"
+            )
         labels.append(f"synthetic-{args.synthetic}")
+        _check_synthetic_span(args.synthetic, loads, cluster.total_gpus)
     if len(set(labels)) != len(labels):
         raise InputError("two '--traces' files share a file name; results are keyed by it")
     for trace in traces:
@@ -318,6 +339,7 @@ def _run_replay(args: argparse.Namespace) -> int:
     stdout.print(
         f"{len(tasks) - done} replays in {wall:.1f} s with {workers} worker(s)"
         + (f" ({done} done before)" if done else "")
-        + f"; wrote {args.out}/results.csv, aggregate.csv and report-<trace>.html"
+        + f"; wrote {args.out}/results.csv, aggregate.csv and "
+        + ", ".join(f"report-{trace}.html" for trace in dict.fromkeys(table["trace"]))
     )
     return 0

@@ -318,12 +318,18 @@ def replay_summary(
     )
 
 
-def write_run(out: Path, spec: ReplaySpec, record: ReplayRecord) -> dict[str, object]:
+def write_run(
+    out: Path, spec: ReplaySpec, record: ReplayRecord, extra: dict[str, object] | None = None
+) -> dict[str, object]:
     """jobs.csv, timeseries.csv, config.toml, then summary.json (its presence marks a complete
-    run); returns the summary."""
+    run); returns the summary. ``extra``: more summary fields (what a grid knows of the run)."""
     jobs = jobs_frame(record)
     series = timeseries_frame(record)
-    summary = {**replay_summary(spec, record, jobs, series), "schedlab_version": __version__}
+    summary = {
+        **replay_summary(spec, record, jobs, series),
+        **json_ready(extra or {}),
+        "schedlab_version": __version__,
+    }
     write_csv(out / "jobs.csv", jobs_for_csv(jobs))
     write_csv(out / "timeseries.csv", series)
     config = {

@@ -13,6 +13,7 @@ results do not depend on the worker count.
 from __future__ import annotations
 
 import json
+import math
 import tempfile
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
@@ -24,7 +25,7 @@ import numpy as np
 import pandas as pd
 
 from schedlab.experiments.live_progress import reporter
-from schedlab.experiments.load_scaling import scale_to_load
+from schedlab.experiments.load_scaling import offered_load, scale_to_load
 from schedlab.experiments.parallel import run_all
 from schedlab.experiments.replay_network import topology_cluster
 from schedlab.experiments.replay_run import ReplaySpec, run_replay, write_run
@@ -66,19 +67,37 @@ RESULT_FIELDS = (
     "preemptions",
     "jain_fairness",
     "dsr",
+    "offered_load",
     "wall_seconds",
 )
 
 
+#: The generated workload of ``sweep --synthetic``: Philly's GPU mix and median run time, with
+#: daily ups and downs in arrivals and run times capped at 12 h (mean 4,000 s). A few thousand
+#: jobs then arrive over a day or more, several times the longest run, so the cluster reaches the
+#: load asked for and queues form at its busy hours — what ranks policies. Philly's own month-long
+#: tail and constant arrival rate leave a run of a few thousand jobs on a few hundred GPUs
+#: without any queue at loads up to 1 (every policy identical).
+SWEEP_DURATION_MEAN = 4_000.0
+SWEEP_DURATION_MAX = 43_200.0
+SWEEP_ARRIVAL = "diurnal"
+
+
 @dataclass(frozen=True)
 class SyntheticJobs:
-    """The embedded Philly-like job generator at a target load of a cluster."""
+    """The embedded Philly-like job generator at a target load of a cluster.
+
+    The load is delivered over the arrival window: the drawn inter-arrival gaps are rescaled so
+    that ``Σ GPUs × run time ÷ (cluster GPUs × (last − first arrival))`` is ``load`` exactly (a
+    few thousand heavy-tailed draws otherwise land anywhere from 0.7 to 1.1 of it), as
+    ``sweep --load`` does to a trace."""
 
     jobs: int
     load: float
     seed: int = 0
-    duration_mean: float = SyntheticJobSpec.duration_mean
-    duration_max: float = SyntheticJobSpec.duration_max
+    duration_mean: float = SWEEP_DURATION_MEAN
+    duration_max: float = SWEEP_DURATION_MAX
+    arrival: str = SWEEP_ARRIVAL
 
     @property
     def label(self) -> str:
@@ -86,8 +105,28 @@ class SyntheticJobs:
 
     def load_jobs(self, total_gpus: int) -> JobTable:
         return _synthetic(
-            self.jobs, self.load, self.seed, total_gpus, self.duration_mean, self.duration_max
+            self.jobs,
+            self.load,
+            self.seed,
+            total_gpus,
+            self.duration_mean,
+            self.duration_max,
+            self.arrival,
         )
+
+    def arrival_span(self, total_gpus: int) -> float:
+        """Seconds the arrivals are expected to span on ``total_gpus`` at this load."""
+        spec = self.spec(total_gpus)
+        return spec.mean_interarrival * max(0, self.jobs - 1)
+
+    def spec(self, total_gpus: int) -> SyntheticJobSpec:
+        base = SyntheticJobSpec(
+            jobs=self.jobs,
+            duration_mean=self.duration_mean,
+            duration_max=self.duration_max,
+            arrival=self.arrival,
+        )
+        return load_for_gpus(base, total_gpus, self.load)
 
 
 @dataclass(frozen=True)
@@ -121,11 +160,17 @@ def _trace(path: str, trace_format: str | None) -> JobTable:
 
 @cache
 def _synthetic(
-    jobs: int, load: float, seed: int, total_gpus: int, duration_mean: float, duration_max: float
+    jobs: int,
+    load: float,
+    seed: int,
+    total_gpus: int,
+    duration_mean: float,
+    duration_max: float,
+    arrival: str,
 ) -> JobTable:
-    base = SyntheticJobSpec(jobs=jobs, duration_mean=duration_mean, duration_max=duration_max)
-    spec = load_for_gpus(base, total_gpus, load)
-    return generate_jobs(spec, np.random.default_rng(seed))
+    source = SyntheticJobs(jobs, load, seed, duration_mean, duration_max, arrival)
+    drawn = generate_jobs(source.spec(total_gpus), np.random.default_rng(seed))
+    return scale_to_load(drawn, total_gpus, load, source.label)
 
 
 def run_task(task: ReplayTask) -> dict[str, object]:
@@ -140,8 +185,11 @@ def run_task(task: ReplayTask) -> dict[str, object]:
     record = run_replay(task.spec, cluster, jobs, report)
     if report is not None:
         report(len(jobs), len(jobs))  # done: its bar goes
+    # The load the run was offered, measured on its jobs over their arrival window.
+    realised = offered_load(jobs, cluster.total_gpus)
+    extra = {"offered_load": round(realised, 6) if math.isfinite(realised) else None}
     with staged_dir(Path(task.out), "run folder") as folder:
-        summary = write_run(folder, task.spec, record)
+        summary = write_run(folder, task.spec, record, extra)
     return with_task(summary, task)
 
 
