@@ -14,7 +14,12 @@ from schedlab.commands.common import (
     read_config,
     stdout,
 )
-from schedlab.commands.replay_sharing import add_sharing_options, run_sharing_command
+from schedlab.commands.option_scope import flag, refuse_given
+from schedlab.commands.replay_sharing import (
+    SHARING_ONLY,
+    add_sharing_options,
+    run_sharing_command,
+)
 from schedlab.energy.options import ENERGY_CONFIG_KEYS, add_energy_options, energy_spec
 from schedlab.errors import InputError
 from schedlab.experiments.replay_network import (
@@ -235,8 +240,10 @@ def spec_from_args(args: argparse.Namespace) -> ReplaySpec:
     seed = pick("seed", 0)
     if seed < 0:
         raise InputError(f"'--seed' must be ≥ 0 (got {seed})")
-    if pick("net_control") and not pick("topology"):
-        raise InputError("'--net-control' needs '--topology'")
+    refuse_given(args, SHARING_ONLY, "applies to 'replay --sharing' only")
+    for net in ("net_control", "net_routing", "net_sharing"):
+        if pick(net) and not pick("topology"):
+            raise InputError(f"'{flag(net)}' needs '--topology'")
     control, routing, sharing = resolve_net_control(
         pick("net_control"), pick("net_routing"), pick("net_sharing")
     )

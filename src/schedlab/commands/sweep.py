@@ -26,9 +26,11 @@ from schedlab.commands.common import (
     run_resumable,
     stdout,
 )
+from schedlab.commands.option_scope import refuse_given
 from schedlab.commands.pack_grid import print_aggregate, run_pack_grid, write_grid_outputs
 from schedlab.commands.replay_grid import print_replay_table, write_replay_grid
 from schedlab.commands.sweep_axes import (
+    SPEC_OPTIONS,
     add_spec_options,
     parse_loads,
     parse_param_grid,
@@ -151,7 +153,14 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         default=default_workers(),
         help="worker processes (default: the number of cores)",
     )
-    p.set_defaults(run=run)
+    p.set_defaults(run=run, sweep_parser=p)
+
+
+#: Options of one kind of grid that the other kind has no use for (each refused there).
+PACK_ONLY = ("inflate", "no_figures")
+REPLAY_ONLY = ("trace_format", "placements", "synthetic", "param", "load") + tuple(
+    o.field for o in SPEC_OPTIONS
+)
 
 
 def _runner(args: argparse.Namespace, local: Callable[..., Any], kind: Any) -> Callable[..., Any]:
@@ -179,6 +188,11 @@ def run(args: argparse.Namespace) -> int:
         raise InputError(
             "give either --nodes and --pods (pack grid) or --cluster and --traces (replay grid)"
         )
+    parser = getattr(args, "sweep_parser", None)
+    if pack_mode:
+        refuse_given(args, REPLAY_ONLY, "applies to replay grids (--cluster) only", parser)
+    else:
+        refuse_given(args, PACK_ONLY, "applies to pack grids (--nodes, --pods) only", parser)
     return _run_pack(args) if pack_mode else _run_replay(args)
 
 

@@ -8,6 +8,7 @@ from typing import Any
 
 from schedlab.energy.power import POWER_MODELS
 from schedlab.energy.replay import CONFIG_KEYS, EnergySpec
+from schedlab.errors import InputError
 
 ENERGY_CONFIG_KEYS = CONFIG_KEYS
 
@@ -52,6 +53,7 @@ def energy_spec(args: argparse.Namespace, cfg: Mapping[str, Any]) -> EnergySpec:
         value = cfg.get(key, default)
         return None if value == "" else value
 
+    _refuse_unused(args, pick("power_model") is not None, pick("ci") is not None)
     spec = EnergySpec(
         power_model=pick("power_model"),
         ci=pick("ci"),
@@ -65,3 +67,22 @@ def energy_spec(args: argparse.Namespace, cfg: Mapping[str, Any]) -> EnergySpec:
     )
     spec.check()
     return spec
+
+
+#: Options that only refine the accounting that --power-model or --ci turns on.
+REFINEMENTS = ("pue", "node_base_w", "gpu_power", "power_limit", "energy_data")
+#: Options about the carbon series alone.
+CI_ONLY = ("ci_start", "ci_wrap")
+
+
+def _refuse_unused(args: argparse.Namespace, power_model: bool, ci: bool) -> None:
+    """An energy option given on the command line without the accounting it refines would
+    change nothing: refused."""
+    for key in CI_ONLY:
+        if getattr(args, key, None) is not None and not ci:
+            raise InputError(f"'--{key.replace('_', '-')}' needs '--ci'")
+    if power_model or ci:
+        return
+    for key in REFINEMENTS:
+        if getattr(args, key, None) is not None:
+            raise InputError(f"'--{key.replace('_', '-')}' needs '--power-model' or '--ci'")

@@ -16,6 +16,7 @@ from schedlab import __version__
 from schedlab.energy import replay as energy
 from schedlab.engines.replay import ReplayConfig, ReplayEngine, ReplayRecord
 from schedlab.errors import InputError
+from schedlab.experiments.load_scaling import offered_load
 from schedlab.experiments.replay_network import (
     MEASURED_TABLES_WITH_TOPOLOGY,
     add_job_columns,
@@ -296,6 +297,9 @@ def replay_summary(
             "seed": spec.seed,
             "cluster": Path(spec.cluster).name if _is_file(spec.cluster) else spec.cluster,
             "gpus": record.cluster.total_gpus,
+            # GPU time asked for ÷ the cluster's over the arrival window (NaN → null when the
+            # jobs have no durations or all arrive at once).
+            "offered_load": offered_load(record.jobs, record.cluster.total_gpus),
             **summary,
             **steady_state(jobs, series),
             **(
@@ -318,18 +322,12 @@ def replay_summary(
     )
 
 
-def write_run(
-    out: Path, spec: ReplaySpec, record: ReplayRecord, extra: dict[str, object] | None = None
-) -> dict[str, object]:
+def write_run(out: Path, spec: ReplaySpec, record: ReplayRecord) -> dict[str, object]:
     """jobs.csv, timeseries.csv, config.toml, then summary.json (its presence marks a complete
-    run); returns the summary. ``extra``: more summary fields (what a grid knows of the run)."""
+    run); returns the summary."""
     jobs = jobs_frame(record)
     series = timeseries_frame(record)
-    summary = {
-        **replay_summary(spec, record, jobs, series),
-        **json_ready(extra or {}),
-        "schedlab_version": __version__,
-    }
+    summary = {**replay_summary(spec, record, jobs, series), "schedlab_version": __version__}
     write_csv(out / "jobs.csv", jobs_for_csv(jobs))
     write_csv(out / "timeseries.csv", series)
     config = {

@@ -13,7 +13,6 @@ results do not depend on the worker count.
 from __future__ import annotations
 
 import json
-import math
 import tempfile
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
@@ -25,7 +24,7 @@ import numpy as np
 import pandas as pd
 
 from schedlab.experiments.live_progress import reporter
-from schedlab.experiments.load_scaling import offered_load, scale_to_load
+from schedlab.experiments.load_scaling import scale_to_load
 from schedlab.experiments.parallel import run_all
 from schedlab.experiments.replay_network import topology_cluster
 from schedlab.experiments.replay_run import ReplaySpec, run_replay, write_run
@@ -185,11 +184,8 @@ def run_task(task: ReplayTask) -> dict[str, object]:
     record = run_replay(task.spec, cluster, jobs, report)
     if report is not None:
         report(len(jobs), len(jobs))  # done: its bar goes
-    # The load the run was offered, measured on its jobs over their arrival window.
-    realised = offered_load(jobs, cluster.total_gpus)
-    extra = {"offered_load": round(realised, 6) if math.isfinite(realised) else None}
     with staged_dir(Path(task.out), "run folder") as folder:
-        summary = write_run(folder, task.spec, record, extra)
+        summary = write_run(folder, task.spec, record)
     return with_task(summary, task)
 
 
