@@ -32,8 +32,9 @@ from schedlab.network.sharing import RULES
 from schedlab.output_dir import staged_dir
 from schedlab.perf.models import parse_speed_factors
 from schedlab.policies.api import REPLAY
+from schedlab.policies.catalog import names
 from schedlab.policies.protection import check_min_runtime
-from schedlab.policies.registry import DEFAULT_PLACEMENT, ordering_names, placement_names
+from schedlab.policies.registry import DEFAULT_PLACEMENT
 from schedlab.policies.wiring import build
 
 NETWORK_HELP = """\
@@ -86,9 +87,15 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         "--trace-format",
         help="trace format (default: detected from the header; see 'schedlab trace stats')",
     )
-    p.add_argument("--policy", help=f"ordering: {', '.join(ordering_names())}")
     p.add_argument(
-        "--placement", help=f"placement (default bestfit): {', '.join(placement_names())}"
+        "--policy",
+        help=f"an ordering ({', '.join(names('ordering', REPLAY))}; any placement, optional "
+        f"--backfill) or a whole-cluster policy ({', '.join(names('sizing', REPLAY))}); "
+        "see 'schedlab policies'",
+    )
+    p.add_argument(
+        "--placement",
+        help=f"placement (default bestfit): {', '.join(names('placement', REPLAY))}",
     )
     p.add_argument("--backfill", action="store_true", help="EASY backfill behind a blocked head")
     p.add_argument(

@@ -11,6 +11,8 @@ from rich.table import Table
 
 from schedlab import __version__
 from schedlab.commands.common import stdout
+from schedlab.errors import InputError
+from schedlab.experiments.grid_dir import MANIFEST
 from schedlab.experiments.replay_sweep import KEY_COLUMNS, RESULT_FIELDS, WRITTEN_TO, results_table
 from schedlab.experiments.seed_stats import mean_ci, seed_stats
 from schedlab.report.grid_report import build_grid_report, make_grid
@@ -28,17 +30,61 @@ def write_replay_grid(
     write_csv(out / "aggregate.csv", aggregate)
     written = {str(s["run_dir"]): str(s.get(WRITTEN_TO, s["run_dir"])) for s in summaries}
     for trace, rows in table.groupby("trace", sort=False):
-        report = out / f"report-{trace}.html"
-        title = f"schedlab replay — {trace}"
-        if rows["seed"].nunique() > 1 or rows["load"].nunique() > 1:  # a page per policy
-            rows = rows.assign(**{WRITTEN_TO: [written[str(d)] for d in rows["run_dir"]]})
-            cells = aggregate[aggregate["trace"] == trace]
-            build_grid_report(make_grid(str(trace), rows, cells), report, title)
-        else:  # a run per policy: the run report, with its time series
-            build_report([Path(written[str(d)]) for d in rows["run_dir"]], report, title)
+        rows = rows.assign(**{WRITTEN_TO: [written[str(d)] for d in rows["run_dir"]]})
+        trace_report(rows, aggregate, out / f"report-{trace}.html")
     write_config(out / "config.toml", config, f"schedlab {__version__} replay grid")
     write_csv(out / "results.csv", table)  # last: its presence marks a complete grid
     return table
+
+
+def trace_report(
+    rows: pd.DataFrame, aggregate: pd.DataFrame, report: Path, title: str = ""
+) -> Path:
+    """The page of one trace of a grid (``rows``: its results.csv rows, with where each run
+    folder is now): a page per policy over seeds or loads, else the run report."""
+    trace = str(rows["trace"].iloc[0])
+    title = title or f"schedlab replay — {trace}"
+    if rows["seed"].nunique() > 1 or rows["load"].nunique() > 1:
+        cells = aggregate[aggregate["trace"] == trace]
+        return build_grid_report(make_grid(trace, rows, cells), report, title)
+    return build_report([Path(str(d)) for d in rows[WRITTEN_TO]], report, title)
+
+
+def is_replay_grid(folder: Path) -> bool:
+    """Whether ``folder`` is a finished replay grid (a sweep's --out with --cluster)."""
+    return (
+        (folder / MANIFEST).is_file()
+        and (folder / "results.csv").is_file()
+        and (folder / "aggregate.csv").is_file()
+        and "run_dir" in _header(folder / "results.csv")
+    )
+
+
+def _header(path: Path) -> list[str]:
+    with open(path, encoding="utf-8") as fh:
+        return fh.readline().strip().split(",")
+
+
+def report_replay_grid(folder: Path, out: Path, title: str | None = None) -> Path:
+    """The report of a finished replay grid, again, into ``out`` (the grid has one trace; with
+    several, the error names the page the sweep wrote for each)."""
+    table = pd.read_csv(folder / "results.csv", dtype={"variant": "str"}, keep_default_na=False)
+    for column in ("load", *RESULT_FIELDS):
+        if column in table:
+            table[column] = pd.to_numeric(table[column], errors="coerce")
+    traces = list(dict.fromkeys(table["trace"].astype(str)))
+    if len(traces) != 1:
+        pages = ", ".join(str(folder / f"report-{t}.html") for t in traces)
+        raise InputError(
+            f"the grid holds {len(traces)} traces; its pages are {pages} (or give the run "
+            f"folders under {folder}/runs/<trace>/)",
+            path=str(folder),
+        )
+    table = table.assign(**{WRITTEN_TO: table["run_dir"].astype(str)})
+    missing = [d for d in table[WRITTEN_TO] if not Path(d).is_dir()]
+    if missing:
+        raise InputError("a run folder the grid lists is gone", path=missing[0])
+    return trace_report(table, replay_aggregate(table), out, title or "")
 
 
 #: Columns of the terminal table: (heading, summary field, scale, digits).

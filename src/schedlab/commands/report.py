@@ -6,6 +6,7 @@ import argparse
 from pathlib import Path
 
 from schedlab.commands.common import console
+from schedlab.errors import InputError
 from schedlab.output_dir import check_out_file
 from schedlab.report.html_report import build_report
 
@@ -24,7 +25,13 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
             "example: schedlab report runs/fifo runs/srtf --out report.html --title 'FIFO vs SRTF'"
         ),
     )
-    p.add_argument("dirs", nargs="+", type=Path, metavar="DIR", help="replay run folders")
+    p.add_argument(
+        "dirs",
+        nargs="+",
+        type=Path,
+        metavar="DIR",
+        help="replay run folders, or one replay sweep folder (its page is made again)",
+    )
     p.add_argument("--out", required=True, type=Path, help="HTML file to write")
     p.add_argument("--title", help="page title (default: 'Replay report: N runs')")
     p.set_defaults(run=run)
@@ -32,6 +39,19 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     check_out_file(args.out)  # an unwritable --out fails before the folders are read
+    from schedlab.commands.replay_grid import is_replay_grid, report_replay_grid
+
+    grids = [d for d in args.dirs if is_replay_grid(Path(d))]
+    if grids:
+        if len(args.dirs) > 1:
+            raise InputError(
+                "a sweep folder is reported on its own (its runs are under runs/<trace>/: "
+                "give those run folders to compare them with others)",
+                path=str(grids[0]),
+            )
+        out = report_replay_grid(Path(grids[0]), args.out, args.title)
+        console.print(f"wrote {out} ({out.stat().st_size / 1024:.0f} KiB, sweep {grids[0]})")
+        return 0
     out = build_report(list(args.dirs), args.out, args.title)
     console.print(f"wrote {out} ({out.stat().st_size / 1024:.0f} KiB, {len(args.dirs)} runs)")
     return 0

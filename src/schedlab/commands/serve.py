@@ -16,7 +16,7 @@ from schedlab.errors import InputError
 from schedlab.input_files import check_input_file
 from schedlab.output_dir import check_out_file
 from schedlab.policies.api import SERVE
-from schedlab.policies.registry import ordering_names, placement_names
+from schedlab.policies.catalog import names
 from schedlab.policies.wiring import build
 from schedlab.results import atomic_write
 from schedlab.serve.client import SlurmClient, SubprocessSlurm
@@ -74,11 +74,16 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         help="TOML file of these settings (keys: the long options; params as a table); the "
         "command line wins",
     )
-    slurm.add_argument("--policy", default=None, help=f"ordering: {', '.join(ordering_names())}")
+    slurm.add_argument(
+        "--policy",
+        default=None,
+        help=f"ordering: {', '.join(names('ordering', SERVE) + names('sizing', SERVE))} (the "
+        "others run in simulated time only: 'schedlab policies')",
+    )
     slurm.add_argument(
         "--placement",
         default="bestfit",
-        help=f"placement (default bestfit): {', '.join(placement_names())}",
+        help=f"placement (default bestfit): {', '.join(names('placement', SERVE))}",
     )
     slurm.add_argument(
         "--backfill", action="store_true", help="EASY backfill behind a blocked head"

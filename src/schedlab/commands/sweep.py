@@ -139,7 +139,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         choices=("local", "ray"),
         default="local",
         help="where the runs go: 'local' worker processes (default) or a Ray cluster "
-        "(pip install 'schedlab[ray]')",
+        "(pip install 'ray>=2.9')",
     )
     p.add_argument(
         "--address",
@@ -158,8 +158,13 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 #: Options of one kind of grid that the other kind has no use for (each refused there).
 PACK_ONLY = ("inflate", "no_figures")
-REPLAY_ONLY = ("trace_format", "placements", "synthetic", "param", "load") + tuple(
-    o.field for o in SPEC_OPTIONS
+REPLAY_ONLY = (
+    "trace_format",
+    "placements",
+    "synthetic",
+    "param",
+    "load",
+    *(o.field for o in SPEC_OPTIONS),
 )
 
 
