@@ -116,7 +116,7 @@ def _as_json(rows: list[tuple[Listing, str | None, type]]) -> str:
 def _with_plugins(references: list[str]) -> list[tuple[Listing, str | None, type]]:
     """Every policy read from its class (built-ins and plugins): imports them all."""
     from schedlab.policies.api import capabilities
-    from schedlab.policies.plugins import load_references, plugins
+    from schedlab.policies.plugins import load_references, plugins, reference_of
     from schedlab.policies.registry import ordering_classes, placement_classes, sizing_classes
 
     load_references(references)
@@ -137,6 +137,7 @@ def _with_plugins(references: list[str]) -> list[tuple[Listing, str | None, type
                 stateful=bool(caps["stateful"]),
                 preemptive=bool(caps["preemptive"]),
                 uses_placement=bool(caps["uses_placement"]),
+                reference=reference_of(cls),
             )
             rows.append((entry, plugged.get(name), cls))
     return rows

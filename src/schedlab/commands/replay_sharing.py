@@ -14,12 +14,7 @@ from schedlab import __version__
 from schedlab.commands.common import check_inflate, check_seconds, console, stdout
 from schedlab.commands.option_scope import refuse_given
 from schedlab.energy.options import energy_spec
-from schedlab.energy.replay import (
-    EnergySpec,
-    add_series_columns,
-    config_entries,
-)
-from schedlab.energy.replay import summary_block as energy_block
+from schedlab.energy.spec import EnergySpec, config_entries
 from schedlab.engines.filler import read_fillers
 from schedlab.engines.shared_time import (
     COMPRESSED,
@@ -49,19 +44,6 @@ if TYPE_CHECKING:
 #: ``--param`` keys of the sharing engine, with how each is read.
 BOOL_PARAMS = ("evict_keeps_progress", "ls_protect", "burstable_preemptible")
 
-#: Options of ``replay --sharing`` only (a job replay refuses them).
-SHARING_ONLY = (
-    "mode",
-    "window",
-    "scale_gpus",
-    "overcommit",
-    "interference",
-    "split_cap",
-    "inflate",
-    "sample",
-    "filler",
-    "keep_unscheduled",
-)
 #: Options of a job replay that the sharing engine has no use for, with why (each is refused).
 JOB_REPLAY_ONLY: tuple[tuple[tuple[str, ...], str], ...] = (
     (
@@ -84,36 +66,6 @@ JOB_REPLAY_ONLY: tuple[tuple[tuple[str, ...], str], ...] = (
     (("trace_format",), "does not apply to 'replay --sharing': it reads Alibaba pod lists"),
     (("config",), "does not apply to 'replay --sharing': give its options on the command line"),
 )
-
-
-def add_sharing_options(p: argparse.ArgumentParser) -> None:
-    """The options of ``replay --sharing`` (ignored without it)."""
-    g = p.add_argument_group(
-        "sharing (with --sharing: pods with GPU shares and QoS classes; --trace is an Alibaba "
-        "pod list, --placement the placement plugin)"
-    )
-    g.add_argument("--sharing", action="store_true", help="run the fractional-GPU sharing engine")
-    g.add_argument(
-        "--mode",
-        help="trace (default), compressed:K (inter-arrival gaps ÷ K) or pack (the pack protocol)",
-    )
-    g.add_argument("--window", help="START:END: keep pods created in [START, END) seconds")
-    g.add_argument("--scale-gpus", type=int, help="scale the cluster down to about N GPUs")
-    g.add_argument("--overcommit", type=float, help="GPU overcommit ratio for BE (default 1)")
-    g.add_argument("--interference", type=float, help="co-location slowdown α (default 0)")
-    g.add_argument("--split-cap", type=int, help="most pods per GPU (default 10)")
-    g.add_argument("--inflate", type=float, help="pack mode: GPU request ÷ capacity (1.3)")
-    g.add_argument(
-        "--sample",
-        type=float,
-        help="write the time series at most once per this many seconds (default: every event)",
-    )
-    g.add_argument("--filler", help="TOML file of [[filler]] elastic best-effort jobs")
-    g.add_argument(
-        "--keep-unscheduled",
-        action="store_true",
-        help="keep pods deleted while pending (work = deletion − creation)",
-    )
 
 
 def _mode(text: str) -> tuple[str, float]:
@@ -247,6 +199,9 @@ def write_sharing_run(
     summary["offered_load"] = None if rho is None else round(rho, 4)
     pods, series = pods_frame(result), timeseries_frame(result)
     if meter is not None:
+        from schedlab.energy.replay import add_series_columns
+        from schedlab.energy.replay import summary_block as energy_block
+
         gpu_seconds = float(result.held_milli_seconds.sum()) / GPU_MILLI
         summary["energy"] = energy_block(meter, gpu_seconds)
         pods, series = meter.add_pod_columns(pods), add_series_columns(series, meter)

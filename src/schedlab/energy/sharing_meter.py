@@ -21,7 +21,7 @@ import pandas as pd
 from schedlab.energy.carbon import CarbonSeries
 from schedlab.energy.meter import J_PER_KWH, PowerLedger
 from schedlab.energy.power import VCPU_PER_CORE, ClusterPower
-from schedlab.energy.replay import EnergySpec
+from schedlab.energy.spec import EnergySpec
 from schedlab.errors import InputError
 from schedlab.model.cluster import GPU_MILLI, Cluster
 
