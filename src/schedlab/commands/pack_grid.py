@@ -107,7 +107,11 @@ def print_aggregate(agg: pd.DataFrame, inflate: float) -> None:
         for _, r in rows.iterrows():
             cells = [
                 str(r["policy"]),
-                mean_ci(r["unallocated_gpu_pct_100_mean"], r["unallocated_gpu_pct_100_ci95"]),
+                mean_ci(
+                    r["unallocated_gpu_pct_100_mean"],
+                    r["unallocated_gpu_pct_100_ci95"],
+                    field="unallocated_gpu_pct_100",
+                ),
                 _fmt(r["unallocated_gpu_pct_130_mean"]),
                 _fmt(r["frag_amount_pct_100_mean"]),
             ]

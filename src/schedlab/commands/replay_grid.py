@@ -14,7 +14,12 @@ from schedlab.commands.common import stdout
 from schedlab.errors import InputError
 from schedlab.experiments.grid_dir import MANIFEST
 from schedlab.experiments.replay_sweep import KEY_COLUMNS, RESULT_FIELDS, WRITTEN_TO, results_table
-from schedlab.experiments.seed_stats import mean_ci, seed_stats
+from schedlab.experiments.seed_stats import (
+    add_clipped_intervals,
+    mean_ci,
+    seed_stats,
+    time_unit,
+)
 from schedlab.report.grid_report import build_grid_report, make_grid
 from schedlab.report.html_report import build_report
 from schedlab.results import write_config, write_csv
@@ -87,11 +92,12 @@ def report_replay_grid(folder: Path, out: Path, title: str | None = None) -> Pat
     return trace_report(table, replay_aggregate(table), out, title or "")
 
 
-#: Columns of the terminal table: (heading, summary field, scale, digits).
-TABLE_COLUMNS = (
-    ("avg JCT (h)", "avg_jct", 1 / 3600, 2),
-    ("queue (h)", "avg_queue_delay", 1 / 3600, 2),
-    ("wait (h)", "avg_total_wait", 1 / 3600, 2),
+#: Columns of the terminal table: (heading, summary field, scale, digits); a scale of None is a
+#: duration, shown in s, min or h, whichever suits the column.
+TABLE_COLUMNS: tuple[tuple[str, str, float | None, int], ...] = (
+    ("avg JCT", "avg_jct", None, 2),
+    ("queue", "avg_queue_delay", None, 2),
+    ("wait", "avg_total_wait", None, 2),
     ("util %", "gpu_utilization", 100, 1),
     ("steady %", "steady_gpu_utilization", 100, 1),
     ("dsr", "dsr", 1, 3),
@@ -103,7 +109,7 @@ def replay_aggregate(table: pd.DataFrame) -> pd.DataFrame:
     metrics = [f for f in RESULT_FIELDS if f not in ("steady_window_start", "steady_window_end")]
     agg = seed_stats(table, KEY_COLUMNS, [*metrics, "steady_window_start", "steady_window_end"])
     drop = [c for c in agg.columns if c.startswith("steady_window_") and not c.endswith("_mean")]
-    return agg.drop(columns=drop)
+    return add_clipped_intervals(agg.drop(columns=drop), metrics)
 
 
 def print_replay_table(table: pd.DataFrame) -> None:
@@ -132,14 +138,22 @@ def print_replay_table(table: pd.DataFrame) -> None:
         offered = "offered_load_mean" in rows and rows["offered_load_mean"].notna().any()
         if offered:
             t.add_column("offered", justify="right", no_wrap=True)
-        columns = [c for c in TABLE_COLUMNS if rows[f"{c[1]}_mean"].notna().any()]
-        for heading, *_ in columns:
+        columns = []
+        for heading, field, scale, digits in TABLE_COLUMNS:
+            if not rows[f"{field}_mean"].notna().any():
+                continue
+            if scale is None:  # a duration: the unit that suits this column
+                divide, unit = time_unit(rows[f"{field}_mean"].tolist())
+                heading, scale = f"{heading} ({unit})", 1 / divide
+            columns.append((heading, field, scale, digits))
             t.add_column(heading, justify="right", no_wrap=True)
         for _, r in rows.iterrows():
             cells = [str(r[k]) if k != "load" or pd.notna(r[k]) else "—" for k in keys]
             if offered:
                 cells.append(mean_ci(r["offered_load_mean"], math.nan, 1, 3))
             for _heading, field, scale, digits in columns:
-                cells.append(mean_ci(r[f"{field}_mean"], r[f"{field}_ci95"], scale, digits))
+                cells.append(
+                    mean_ci(r[f"{field}_mean"], r[f"{field}_ci95"], scale, digits, field)
+                )
             t.add_row(*cells)
         stdout.print(t)
