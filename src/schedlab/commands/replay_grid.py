@@ -152,8 +152,6 @@ def print_replay_table(table: pd.DataFrame) -> None:
             if offered:
                 cells.append(mean_ci(r["offered_load_mean"], math.nan, 1, 3))
             for _heading, field, scale, digits in columns:
-                cells.append(
-                    mean_ci(r[f"{field}_mean"], r[f"{field}_ci95"], scale, digits, field)
-                )
+                cells.append(mean_ci(r[f"{field}_mean"], r[f"{field}_ci95"], scale, digits, field))
             t.add_row(*cells)
         stdout.print(t)
