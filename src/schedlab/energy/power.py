@@ -22,7 +22,7 @@ from schedlab.model.cluster import GPU_MILLI, Cluster
 from schedlab.model.gpu_models import GPU_MODELS
 
 #: Model names schedlab's cluster specs use for cards the PWR table names differently (ours).
-GPU_ALIASES = {"V100": "V100M32", "A100-80G": "A100"}
+GPU_ALIASES = {"V100": "V100M32", "A100-80G": "A100", "A800": "A100"}
 
 #: The model name of GPUs a cluster spec or topology leaves unnamed.
 UNNAMED_MODEL = "GPU"
