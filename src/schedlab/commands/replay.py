@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import math
 from pathlib import Path
 from typing import Any
 
@@ -134,6 +135,14 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         "preempted only if the policy still wants it then, as 'serve slurm --grace' (default 0)",
     )
     p.add_argument(
+        "--time-limit",
+        type=float,
+        metavar="SECONDS",
+        help="a run of a job without its own time_limit is killed after this long, as Slurm's "
+        "--time / DefaultTime (default: no limit); a generic trace may also give time_limit, "
+        "array and dependency per job (README: Slurm's habits in replay)",
+    )
+    p.add_argument(
         "--slot",
         type=float,
         help="decide once per round of this many seconds (default: at every event)",
@@ -193,6 +202,7 @@ CONFIG_KEYS: dict[str, type] = {
     "resize_overhead": float,
     "min_runtime": float,
     "grace": float,
+    "time_limit": float,
     "slot": float,
     "plugin": list,
     "throughputs_fallback": str,
@@ -232,6 +242,9 @@ def spec_from_args(args: argparse.Namespace) -> ReplaySpec:
         )
     for name in ("restart_overhead", "resize_overhead", "min_runtime", "grace"):
         check_seconds(f"--{name.replace('_', '-')}", pick(name, 0.0))
+    time_limit = pick("time_limit")
+    if time_limit is not None and not (time_limit > 0 and math.isfinite(time_limit)):
+        raise InputError(f"'--time-limit' must be > 0 seconds (got {time_limit})")
     slot = pick("slot")
     if slot is not None:
         check_seconds("--slot", slot, MIN_SLOT)
@@ -263,6 +276,7 @@ def spec_from_args(args: argparse.Namespace) -> ReplaySpec:
         resize_overhead=pick("resize_overhead", 0.0),
         min_runtime=pick("min_runtime", 0.0),
         grace=pick("grace", 0.0),
+        time_limit=time_limit,
         slot=slot,
         plugins=tuple(dict.fromkeys([*cfg.get("plugin", []), *args.plugin])),  # type: ignore[misc]
         throughputs_fallback=fallback,

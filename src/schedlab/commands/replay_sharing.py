@@ -60,7 +60,7 @@ JOB_REPLAY_ONLY: tuple[tuple[tuple[str, ...], str], ...] = (
         "does not apply to 'replay --sharing': pods run for their recorded time",
     ),
     (
-        ("min_runtime", "grace"),
+        ("min_runtime", "grace", "time_limit"),
         "does not apply to 'replay --sharing': QoS classes decide evictions there",
     ),
     (("trace_format",), "does not apply to 'replay --sharing': it reads Alibaba pod lists"),

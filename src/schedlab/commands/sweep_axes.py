@@ -55,6 +55,12 @@ def _seconds(minimum: float) -> Callable[[str, Any], Any]:
     return lambda flag, v: v if v is None else check_seconds(flag, v, minimum)
 
 
+def _positive_seconds(flag: str, v: Any) -> Any:
+    if v is not None and not (v > 0 and math.isfinite(v)):
+        raise InputError(f"'{flag}' must be > 0 seconds (got {v})")
+    return v
+
+
 SPEC_OPTIONS: tuple[SpecOption, ...] = (
     SpecOption("--restart-overhead", "seconds a preempted job needs to restart (default 0)",
                float, 0.0, check=_seconds(0.0)),
@@ -64,6 +70,8 @@ SPEC_OPTIONS: tuple[SpecOption, ...] = (
                float, convert=lambda v: v or 0.0, check=_seconds(0.0)),
     SpecOption("--grace", "seconds a victim runs on after its signal (default 0)",
                float, convert=lambda v: v or 0.0, check=_seconds(0.0)),
+    SpecOption("--time-limit", "seconds a run of a job without its own limit may last "
+               "(default: none)", float, check=_positive_seconds),
     SpecOption("--slot", "decide once per round of this many seconds (default: every event)",
                float, check=_seconds(MIN_SLOT)),
     SpecOption("--throughputs", "folder of <model>.csv throughput tables, or 'builtin'"),
