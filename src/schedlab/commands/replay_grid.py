@@ -42,6 +42,19 @@ def write_replay_grid(
     return table
 
 
+def done_line(
+    what: str, ran: int, done: int, wall: float, workers: int, out: Path, table: pd.DataFrame
+) -> str:
+    """The last line of a grid: what ran, in how long, and the files it wrote (each report by
+    its name)."""
+    reports = ", ".join(f"report-{trace}.html" for trace in dict.fromkeys(table["trace"]))
+    return (
+        f"{ran} {what} in {wall:.1f} s with {workers} worker(s)"
+        + (f" ({done} done before)" if done else "")
+        + f"; wrote {out}/results.csv, aggregate.csv and {reports}"
+    )
+
+
 def trace_report(
     rows: pd.DataFrame, aggregate: pd.DataFrame, report: Path, title: str = ""
 ) -> Path:
@@ -101,6 +114,8 @@ TABLE_COLUMNS: tuple[tuple[str, str, float | None, int], ...] = (
     ("util %", "gpu_utilization", 100, 1),
     ("steady %", "steady_gpu_utilization", 100, 1),
     ("dsr", "dsr", 1, 3),
+    ("energy kWh", "energy_kwh", 1, 0),
+    ("carbon kg", "carbon_kg", 1, 1),
 )
 
 

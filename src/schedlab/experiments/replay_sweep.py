@@ -67,8 +67,12 @@ RESULT_FIELDS = (
     "jain_fairness",
     "dsr",
     "offered_load",
+    "energy_kwh",
+    "carbon_kg",
     "wall_seconds",
 )
+#: Result fields read from the summary's energy block (runs with --power-model or --ci).
+ENERGY_FIELDS = ("energy_kwh", "carbon_kg")
 
 
 #: The generated workload of ``sweep --synthetic``: Philly's GPU mix and median run time, with
@@ -296,6 +300,7 @@ def results_table(summaries: Sequence[dict[str, object]]) -> pd.DataFrame:
             "load": s.get("load"),
             "seed": s["seed"],
             **{f: s.get(f) for f in RESULT_FIELDS},
+            **{f: (s.get("energy") or {}).get(f) for f in ENERGY_FIELDS},  # type: ignore[attr-defined]
             "run_dir": s["run_dir"],
         }
         for s in summaries

@@ -35,7 +35,7 @@ RANGES: dict[str, tuple[float, float]] = {
             "p99_jct", "avg_queue_delay", "p99_queue_delay", "avg_total_wait", "makespan",
             "preemptions", "wall_seconds", "offered_load", "deadline_jobs",
             "best_effort_avg_jct", "steady_window_start", "steady_window_end",
-            "unallocated_gpu_pct_100", "unallocated_gpu_pct_130",
+            "unallocated_gpu_pct_100", "unallocated_gpu_pct_130", "energy_kwh", "carbon_kg",
         )
     },
     **{

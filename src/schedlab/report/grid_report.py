@@ -47,6 +47,8 @@ METRICS: tuple[tuple[str, str, float | None, int, bool], ...] = (
     ("jain_fairness", "Jain fairness", 1, 3, True),
     ("dsr", "Deadline satisfactory ratio", 1, 3, True),
     ("completed", "Completed jobs", 1, 0, True),
+    ("energy_kwh", "Facility energy (kWh)", 1, 0, False),
+    ("carbon_kg", "Carbon (kg CO2e)", 1, 1, False),
 )
 #: The metrics drawn per seed and against load.
 FIGURE_METRICS = ("avg_jct", "avg_total_wait", "steady_gpu_utilization")
