@@ -30,7 +30,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         nargs="+",
         type=Path,
         metavar="DIR",
-        help="replay run folders, or one replay sweep folder (its page is made again)",
+        help="replay run folders (or sharing runs), one replay sweep folder (its page is made "
+        "again), pack run folders, or one pack grid folder",
     )
     p.add_argument("--out", required=True, type=Path, help="HTML file to write")
     p.add_argument("--title", help="page title (default: 'Replay report: N runs')")
@@ -40,7 +41,21 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     check_out_file(args.out)  # an unwritable --out fails before the folders are read
     from schedlab.commands.replay_grid import is_replay_grid, report_replay_grid
+    from schedlab.report import pack_report
 
+    dirs = [Path(d) for d in args.dirs]
+    if any(pack_report.is_pack_grid(d) or pack_report.is_pack_run(d) for d in dirs):
+        if len(dirs) == 1 and pack_report.is_pack_grid(dirs[0]):
+            page = pack_report.pack_grid_page(dirs[0], args.title)
+        elif all(pack_report.is_pack_run(d) for d in dirs):
+            page = pack_report.pack_run_page(dirs, args.title)
+        else:
+            raise InputError(
+                "pack run folders are reported with pack run folders, a pack grid on its own"
+            )
+        out = pack_report.write_page(page, args.out)
+        console.print(f"wrote {out} ({out.stat().st_size / 1024:.0f} KiB, pack)")
+        return 0
     grids = [d for d in args.dirs if is_replay_grid(Path(d))]
     if grids:
         if len(args.dirs) > 1:

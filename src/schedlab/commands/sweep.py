@@ -258,7 +258,7 @@ def _run_pack(args: argparse.Namespace) -> int:
     console.print(
         f"{len(summaries)} runs in {wall:.1f} s with {workers} worker(s); "
         f"wrote {args.out}/results.csv, aggregate.csv, curves.csv"
-        + ("" if args.no_figures else ", figures/")
+        + ("" if args.no_figures else ", figures/, report.html")
     )
     return 0
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
@@ -85,6 +85,11 @@ def plot_unallocated(
     curves: pd.DataFrame, policies: Sequence[str], stem: Path, title: str = ""
 ) -> list[Path]:
     """Unallocated GPU % against arrived %, with the ideal max(0, 100 − arrived)."""
+    return _save(draw_unallocated(curves, policies, title), stem)
+
+
+def draw_unallocated(curves: pd.DataFrame, policies: Sequence[str], title: str = "") -> Any:
+    """The figure of :func:`plot_unallocated` (a matplotlib Figure, not saved)."""
     from schedlab.report.mpl import plt
 
     fig, ax = plt.subplots(figsize=(6.4, 4.0))
@@ -98,13 +103,18 @@ def plot_unallocated(
         ax.set_ylim(0, max(5.0, float(visible.max()) * 1.1))
     ax.legend(frameon=False, fontsize=8, ncol=2)
     ax.set_title(title or "Unallocated GPU share as the workload arrives", fontsize=10)
-    return _save(fig, stem)
+    return fig
 
 
 def plot_fragmentation(
     curves: pd.DataFrame, policies: Sequence[str], stem: Path, title: str = ""
 ) -> list[Path]:
     """Fragmentation amount and ratio against arrived %, side by side."""
+    return _save(draw_fragmentation(curves, policies, title), stem)
+
+
+def draw_fragmentation(curves: pd.DataFrame, policies: Sequence[str], title: str = "") -> Any:
+    """The figure of :func:`plot_fragmentation` (not saved)."""
     from schedlab.report.mpl import plt
 
     fig, axes = plt.subplots(1, 2, figsize=(11, 4.0))
@@ -112,7 +122,7 @@ def plot_fragmentation(
         _plot_measure(ax, curves, measure, policies)
     axes[0].legend(frameon=False, fontsize=8, ncol=2)
     fig.suptitle(title or "GPU fragmentation as the workload arrives", fontsize=10)
-    return _save(fig, stem)
+    return fig
 
 
 def plot_bars_at(
@@ -123,6 +133,18 @@ def plot_bars_at(
     reference: Mapping[str, float] | None = None,
     title: str = "",
 ) -> list[Path]:
+    """Unallocated GPU % at one arrived bin: mean bar, seed-to-seed spread, one dot per seed,
+    and an optional published reference value per policy."""
+    return _save(draw_bars_at(curves, policies, bin_pct, reference, title), stem)
+
+
+def draw_bars_at(
+    curves: pd.DataFrame,
+    policies: Sequence[str],
+    bin_pct: int = 100,
+    reference: Mapping[str, float] | None = None,
+    title: str = "",
+) -> Any:
     """Unallocated GPU % at one arrived bin: mean bar, seed-to-seed spread, one dot per seed,
     and an optional published reference value per policy."""
     from schedlab.report.mpl import plt
@@ -164,7 +186,7 @@ def plot_bars_at(
     ax.set_title(
         title or f"Unallocated GPU at {bin_pct}% arrived (mean ± sd over seeds)", fontsize=10
     )
-    return _save(fig, stem)
+    return fig
 
 
 def write_pack_figures(
