@@ -19,6 +19,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
             "Read replay run folders (each with jobs.csv and summary.json, and timeseries.csv "
             "for the figures over time) and write one HTML page with a summary table and "
             "figures: JCT CDF, queue length and GPU utilisation over time, mean JCT per user. "
+            "Sharing runs get their class tables; a replay sweep folder gets its grid page again; "
+            "pack run folders or a pack grid get the pack page. "
             "The page loads nothing from outside, so it opens offline and can be mailed."
         ),
         epilog=(
