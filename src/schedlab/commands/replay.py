@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import math
 from pathlib import Path
 from typing import Any
 
@@ -14,7 +15,8 @@ from schedlab.commands.common import (
     read_config,
     stdout,
 )
-from schedlab.commands.sharing_options import add_sharing_options
+from schedlab.commands.option_scope import flag, refuse_given
+from schedlab.commands.sharing_options import SHARING_ONLY, add_sharing_options
 from schedlab.commands.tenancy_options import TENANCY_HELP, add_tenancy_options
 from schedlab.energy.options import ENERGY_CONFIG_KEYS, add_energy_options, energy_spec
 from schedlab.errors import InputError
@@ -23,8 +25,9 @@ from schedlab.network.options import NET_CONTROLS, REPLAY_ROUTING, RULES, resolv
 from schedlab.output_dir import staged_dir
 from schedlab.perf.models import parse_speed_factors
 from schedlab.policies.api import REPLAY
+from schedlab.policies.catalog import names
 from schedlab.policies.protection import check_min_runtime
-from schedlab.policies.registry import DEFAULT_PLACEMENT, ordering_names, placement_names
+from schedlab.policies.registry import DEFAULT_PLACEMENT
 from schedlab.policies.wiring import build
 from schedlab.tenancy.replay import CONFIG_KEYS as TENANCY_CONFIG_KEYS
 from schedlab.tenancy.replay import spec_from as tenancy_spec
@@ -82,9 +85,15 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         "--trace-format",
         help="trace format (default: detected from the header; see 'schedlab trace stats')",
     )
-    p.add_argument("--policy", help=f"ordering: {', '.join(ordering_names())}")
     p.add_argument(
-        "--placement", help=f"placement (default bestfit): {', '.join(placement_names())}"
+        "--policy",
+        help=f"an ordering ({', '.join(names('ordering', REPLAY))}; any placement, optional "
+        f"--backfill) or a whole-cluster policy ({', '.join(names('sizing', REPLAY))}); "
+        "see 'schedlab policies'",
+    )
+    p.add_argument(
+        "--placement",
+        help=f"placement (default bestfit): {', '.join(names('placement', REPLAY))}",
     )
     p.add_argument("--backfill", action="store_true", help="EASY backfill behind a blocked head")
     p.add_argument(
@@ -130,6 +139,14 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         metavar="SECONDS",
         help="a job the policy wants gone runs on this long (its signal to checkpoint) and is "
         "preempted only if the policy still wants it then, as 'serve slurm --grace' (default 0)",
+    )
+    p.add_argument(
+        "--time-limit",
+        type=float,
+        metavar="SECONDS",
+        help="a run of a job without its own time_limit is killed after this long, as Slurm's "
+        "--time / DefaultTime (default: no limit); a generic trace may also give time_limit, "
+        "array and dependency per job (README: Slurm's habits in replay)",
     )
     p.add_argument(
         "--slot",
@@ -192,6 +209,7 @@ CONFIG_KEYS: dict[str, type] = {
     "resize_overhead": float,
     "min_runtime": float,
     "grace": float,
+    "time_limit": float,
     "slot": float,
     "plugin": list,
     "throughputs_fallback": str,
@@ -232,14 +250,19 @@ def spec_from_args(args: argparse.Namespace) -> ReplaySpec:
         )
     for name in ("restart_overhead", "resize_overhead", "min_runtime", "grace"):
         check_seconds(f"--{name.replace('_', '-')}", pick(name, 0.0))
+    time_limit = pick("time_limit")
+    if time_limit is not None and not (time_limit > 0 and math.isfinite(time_limit)):
+        raise InputError(f"'--time-limit' must be > 0 seconds (got {time_limit})")
     slot = pick("slot")
     if slot is not None:
         check_seconds("--slot", slot, MIN_SLOT)
     seed = pick("seed", 0)
     if seed < 0:
         raise InputError(f"'--seed' must be ≥ 0 (got {seed})")
-    if pick("net_control") and not pick("topology"):
-        raise InputError("'--net-control' needs '--topology'")
+    refuse_given(args, SHARING_ONLY, "applies to 'replay --sharing' only")
+    for net in ("net_control", "net_routing", "net_sharing"):
+        if pick(net) and not pick("topology"):
+            raise InputError(f"'{flag(net)}' needs '--topology'")
     control, routing, sharing = resolve_net_control(
         pick("net_control"), pick("net_routing"), pick("net_sharing")
     )
@@ -261,6 +284,7 @@ def spec_from_args(args: argparse.Namespace) -> ReplaySpec:
         resize_overhead=pick("resize_overhead", 0.0),
         min_runtime=pick("min_runtime", 0.0),
         grace=pick("grace", 0.0),
+        time_limit=time_limit,
         slot=slot,
         plugins=tuple(dict.fromkeys([*cfg.get("plugin", []), *args.plugin])),  # type: ignore[misc]
         throughputs_fallback=fallback,

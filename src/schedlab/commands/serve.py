@@ -16,7 +16,7 @@ from schedlab.errors import InputError
 from schedlab.input_files import check_input_file
 from schedlab.output_dir import check_out_file
 from schedlab.policies.api import SERVE
-from schedlab.policies.registry import ordering_names, placement_names
+from schedlab.policies.catalog import names
 from schedlab.policies.wiring import build
 from schedlab.results import atomic_write
 from schedlab.serve.client import SlurmClient, SubprocessSlurm
@@ -31,6 +31,8 @@ from schedlab.serve.rederive import rederive
 from schedlab.serve.status import as_json, gather, render
 from schedlab.serve.topology import ServeTopology
 
+#: Rotated journal files kept by default.
+JOURNAL_KEEP = 5
 #: Replay's network options that need control of NICs or switches, which Slurm does not give.
 SIMULATOR_ONLY = ("--net-control", "--net-routing", "--net-sharing")
 
@@ -72,11 +74,16 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         help="TOML file of these settings (keys: the long options; params as a table); the "
         "command line wins",
     )
-    slurm.add_argument("--policy", default=None, help=f"ordering: {', '.join(ordering_names())}")
+    slurm.add_argument(
+        "--policy",
+        default=None,
+        help=f"ordering: {', '.join(names('ordering', SERVE) + names('sizing', SERVE))} (the "
+        "others run in simulated time only: 'schedlab policies')",
+    )
     slurm.add_argument(
         "--placement",
         default="bestfit",
-        help=f"placement (default bestfit): {', '.join(placement_names())}",
+        help=f"placement (default bestfit): {', '.join(names('placement', SERVE))}",
     )
     slurm.add_argument(
         "--backfill", action="store_true", help="EASY backfill behind a blocked head"
@@ -114,7 +121,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     slurm.add_argument(
         "--journal-keep",
         type=int,
-        default=5,
+        default=JOURNAL_KEEP,
         metavar="N",
         help="rotated journal files to keep (default 5); readers read them all, oldest first",
     )
@@ -287,6 +294,12 @@ def config_from_args(args: argparse.Namespace) -> ServeConfig:
         raise InputError(f"'--journal-max-mib' must be > 0 (got {mib})")
     if args.journal_keep < 1:
         raise InputError(f"'--journal-keep' must be ≥ 1 (got {args.journal_keep})")
+    # Journal rotation without a journal, or a count of rotated files without rotation, would
+    # change nothing.
+    if mib is not None and args.journal is None:
+        raise InputError("'--journal-max-mib' needs '--journal'")
+    if args.journal_keep != JOURNAL_KEEP and mib is None:
+        raise InputError("'--journal-keep' needs '--journal-max-mib' (nothing rotates without it)")
     for name in ("min_runtime", "grace"):
         value = getattr(args, name)
         if not 0 <= value < float("inf"):

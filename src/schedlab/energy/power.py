@@ -21,7 +21,10 @@ from schedlab.model.cluster import GPU_MILLI, Cluster
 from schedlab.model.gpu_models import GPU_MODELS, is_known_model
 
 #: Model names schedlab's cluster specs use for cards the PWR table names differently (ours).
-GPU_ALIASES = {"V100": "V100M32", "A100-80G": "A100"}
+GPU_ALIASES = {"V100": "V100M32", "A100-80G": "A100", "A800": "A100"}
+
+#: The model name of GPUs a cluster spec or topology leaves unnamed.
+UNNAMED_MODEL = "GPU"
 
 #: vCPUs per physical core in PWR's socket model.
 VCPU_PER_CORE = 2
@@ -99,6 +102,14 @@ def gpu_power_for(model: str, settings: EnergySettings) -> GpuPower:
     table = gpu_power_table(settings.root)
     name = GPU_ALIASES.get(name, name)
     if name not in table:
+        if name == UNNAMED_MODEL:
+            raise InputError(
+                f"the cluster's GPUs have no model name ({model!r}: a topology without "
+                "model=, or a NODESxGPUS cluster without :MODEL), so their power is unknown: "
+                "name the model, e.g. --topology leafspine:...,model=A100 or --cluster "
+                f"32x8:A100 (the power table has: {', '.join(sorted(table))}), or give "
+                f"--gpu-power {model}=IDLE/TDP"
+            )
         raise InputError(
             f"no power figures for GPU model {model!r} (the table has: "
             f"{', '.join(sorted(table))}); give them with --gpu-power {model}=IDLE/TDP"

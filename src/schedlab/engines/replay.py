@@ -105,6 +105,7 @@ class ReplayRecord:
     network: NetworkRecord | None = None  # only with a network model
     observer: Any = None  # the engine's observer, with what it measured
     tenancy: Any = None  # what a tenancy layer recorded (set by the caller, not the engine)
+    gate: Any = None  # the JobGate of time limits and dependencies, with what it recorded
 
 
 class ReplayEngine:
@@ -121,10 +122,14 @@ class ReplayEngine:
         network: NetworkModel | None = None,
         observer: Any = None,
         topology: Topology | None = None,
+        gate: Any = None,
     ) -> None:
         # ``observer`` (e.g. the energy meter) hears placed(now, job, allocation),
         # released(now, job, allocation), tick(now) at each decision point and finish(end).
         self.observer = observer
+        #: Slurm's habits around the policy (:class:`schedlab.engines.job_gate.JobGate`): jobs
+        #: held until their dependency holds, runs killed at their time limit; None: none.
+        self.gate = gate
         self.cluster = cluster
         #: Optional rate model of the network (see :mod:`schedlab.network.replay_state`).
         self.network = network
@@ -188,6 +193,7 @@ class _Run:
 
             self.state.net = NetLedger(ocs_port_limits(self.net.topo))
         self.obs, self.now = engine.observer, 0.0
+        self.gate = engine.gate
 
     # -- job state changes -----------------------------------------------------------------
     def stop_progress(self, job: int, now: float) -> None:
@@ -279,14 +285,44 @@ class _Run:
         self.speedup[job] = 0.0
 
     def complete(self, job: int, now: float) -> None:
-        self.stop_progress(job, now)
+        self.end_run(job, now)
         self.rt.remaining[job] = 0.0
+        if self.gate is not None:
+            self.gate.ended(job, True, now)
+
+    def end_run(self, job: int, now: float) -> None:
+        """The job's run ends for good: progress banked, its GPUs (and links) given back."""
+        self.stop_progress(job, now)
         self.vacate(job)
         if self.net is not None:
             self.net.stop(job, now)
         self.rt.status[job] = DONE
         self.end_time[job] = now
         del self.running[job]
+
+    # -- the gate's part: kills at the time limit, jobs held and let go --------------------
+    def time_out(self, job: int, now: float) -> None:
+        """The job's run reached its time limit: killed, it ends without completing."""
+        self.end_run(job, now)
+        self.gate.time_out(job)
+        self.gate.ended(job, False, now)
+
+    def gate_pass(self, now: float, new_pending: list[int]) -> int:
+        """Kill the runs at their limit, then queue the jobs the gate let go and record the ones
+        it cancelled; returns the number of kills (events)."""
+        gate, rt = self.gate, self.rt
+        kills = [job for job in gate.due_kills(now) if rt.status[job] == RUNNING]
+        for job in kills:
+            self.time_out(job, now)
+        for job in gate.take_ready():
+            rt.status[job] = PENDING
+            rt.queued_since[job] = now
+            self.pending[job] = None
+            new_pending.append(job)
+        for job, reason in gate.take_cancelled():
+            rt.status[job] = REJECTED
+            self.reject_reason[job] = reason
+        return len(kills)
 
     # -- decisions -------------------------------------------------------------------------
     def apply(self, decisions: list[Decision], now: float) -> None:
@@ -304,6 +340,8 @@ class _Run:
                 rt.status[d.job] = REJECTED
                 self.reject_reason[d.job] = d.reason
                 del self.pending[d.job]
+                if self.gate is not None:
+                    self.gate.ended(d.job, False, now)
             elif isinstance(d, Preempt):
                 expect(d.job, RUNNING, "preempted")
                 self.stop_progress(d.job, now)
@@ -364,6 +402,8 @@ class _Run:
                 del self.pending[d.job]
                 self.running[d.job] = None
                 self.schedule_completion(d.job)
+                if self.gate is not None:
+                    self.gate.started(d.job, now)
         # Overheads last, so a job started or resized now pays both its start-up and the round's.
         for d in decisions:
             if isinstance(d, Overhead):
@@ -491,7 +531,8 @@ class _Run:
             while heap and (heap[0][3] != version[heap[0][2]] or rt.status[heap[0][2]] != RUNNING):
                 heapq.heappop(heap)
             t_arr = submit[next_arrival] if next_arrival < n else INF
-            now = min(t_arr, heap[0][0] if heap else INF, wakeup)
+            gate_time = self.gate.next_time() if self.gate is not None else INF
+            now = min(t_arr, heap[0][0] if heap else INF, wakeup, gate_time)
             if now == INF or now > cfg.until:
                 break
             self.now = now
@@ -499,6 +540,9 @@ class _Run:
             while next_arrival < n and submit[next_arrival] <= now:
                 job = next_arrival
                 next_arrival += 1
+                if self.gate is not None and not self.gate.arrive(job, now):
+                    events += 1  # held: it joins the queue when the gate lets it go
+                    continue
                 rt.status[job] = PENDING
                 rt.queued_since[job] = submit[job]
                 self.pending[job] = None
@@ -509,6 +553,8 @@ class _Run:
                 if ver == self.version[job] and rt.status[job] == RUNNING:
                     self.complete(job, now)
                     events += 1
+            if self.gate is not None:
+                events += self.gate_pass(now, new_pending)
             decisions = check.decide(self.snapshot(now, new_pending))
             decision_points += 1
             protected_until = INF
@@ -574,4 +620,5 @@ class _Run:
             wall_seconds=time.perf_counter() - started,
             network=self.net.finish(end if math.isfinite(end) else last) if self.net else None,
             observer=e.observer,
+            gate=self.gate,
         )

@@ -12,8 +12,8 @@ A worker process or node lost mid-sweep fails only the tasks it was running; Ray
 (:data:`RETRIES` times), so the sweep still completes. A run that fails by itself (bad input)
 fails the sweep, as locally.
 
-Ray is an optional dependency (``pip install 'schedlab[ray]'``); nothing imports it unless this
-engine is chosen.
+Ray is an optional dependency (``pip install -e '.[ray]'`` in the checkout, or ``pip install
+'ray>=2.9'``); nothing imports it unless this engine is chosen.
 """
 
 from __future__ import annotations
@@ -41,7 +41,8 @@ def require_ray() -> Any:
         import ray
     except ImportError:
         raise InputError(
-            "'--engine ray' needs Ray: pip install 'schedlab[ray]' (or pass --engine local)"
+            "'--engine ray' needs Ray: pip install 'ray>=2.9' (from the checkout: pip install -e "
+            "'.[ray]'), or pass --engine local"
         ) from None
     return ray
 

@@ -17,6 +17,7 @@ from schedlab import __version__
 from schedlab.energy.spec import EnergySpec, config_entries
 from schedlab.engines.replay import ReplayConfig, ReplayEngine, ReplayRecord
 from schedlab.errors import InputError
+from schedlab.experiments.load_scaling import offered_load
 from schedlab.metrics.replay_metrics import job_metrics, json_ready, summarize
 from schedlab.metrics.steady_state import steady_state
 from schedlab.model.cluster import Cluster
@@ -64,6 +65,9 @@ class ReplaySpec:
     min_runtime: float = 0.0
     #: Seconds between a preemption's signal and the preemption (as ``serve slurm --grace``).
     grace: float = 0.0
+    #: Seconds a run of a job without its own ``time_limit`` may last (Slurm's DefaultTime;
+    #: None: no limit).
+    time_limit: float | None = None
     slot: float | None = None
     #: ``module:Class`` plugins to load before the policy is looked up.
     plugins: tuple[str, ...] = ()
@@ -234,6 +238,12 @@ def run_replay(
         run = energy.prepare(spec.energy, cluster, jobs, perf)
         perf, meter = run.perf, run.meter
         energy.attach_policy(policies.scheduler, run)
+    gate = None
+    if needs_gate(jobs, spec.time_limit):  # Slurm's habits, imported only when used
+        from schedlab.engines.job_gate import JobGate
+
+        jobs = jobs.sorted_by_submit()  # the gate numbers jobs as the engine does
+        gate = JobGate(jobs, spec.time_limit)
     scheduler, run = policies.scheduler, None
     if spec.tenancy.enabled:
         scheduler, recorder = tenancy.wrap(
@@ -247,8 +257,9 @@ def run_replay(
         )
         run = tenancy.TenancyRun(scheduler, recorder)
     engine = ReplayEngine(
-        cluster, jobs, scheduler, policies.placement, perf, config, network, meter
-    )
+        cluster, jobs, scheduler, policies.placement, perf, config, network, meter,
+        gate=gate,
+    )  # fmt: skip
     record = engine.run(progress)
     if run is not None:
         record.tenancy = run
@@ -265,6 +276,16 @@ def _format_of(trace: str) -> str | None:
         return None
 
 
+def needs_gate(jobs: JobTable, time_limit: float | None) -> bool:
+    """Whether the run needs the gate: a time limit, a dependency or a throttled array."""
+    return bool(
+        time_limit is not None
+        or np.isfinite(jobs.time_limit).any()
+        or (jobs.dependency != "").any()
+        or (jobs.array_throttle > 0).any()
+    )
+
+
 def jobs_frame(record: ReplayRecord) -> pd.DataFrame:
     """The per-job table: what each job asked for and what happened to it."""
     j = record.jobs
@@ -273,6 +294,9 @@ def jobs_frame(record: ReplayRecord) -> pd.DataFrame:
         "completed",
         np.where(record.status == REJECTED, "rejected", "unfinished"),
     )
+    gate = record.gate
+    if gate is not None:  # a run killed at its time limit ended, but did not complete
+        status = np.where(gate.timed_out, "timeout", status)
     frame = pd.DataFrame(
         {
             "job_id": j.job_id,
@@ -296,6 +320,11 @@ def jobs_frame(record: ReplayRecord) -> pd.DataFrame:
         frame = add_job_columns(frame, record)
     if record.reject_reason:  # why each rejected job was turned away (blank for the others)
         frame["reason"] = [record.reject_reason.get(i, "") for i in range(len(j))]
+    if gate is not None:
+        if np.isfinite(gate.limit).any():
+            frame["time_limit"] = gate.limit
+        if (j.dependency != "").any() or (j.array_throttle > 0).any():
+            frame["eligible_time"] = gate.eligible_at  # when it joined the queue
     meter = energy_meter(record)
     if meter is not None:
         from schedlab.energy.replay import add_job_columns as add_energy_columns
@@ -360,6 +389,9 @@ def replay_summary(
             "seed": spec.seed,
             "cluster": Path(spec.cluster).name if _is_file(spec.cluster) else spec.cluster,
             "gpus": record.cluster.total_gpus,
+            # GPU time asked for ÷ the cluster's over the arrival window (NaN → null when the
+            # jobs have no durations or all arrive at once).
+            "offered_load": offered_load(record.jobs, record.cluster.total_gpus),
             **summary,
             # Jobs of the trace file the reader left out (jobs.csv has no row for them).
             **({"dropped_jobs": dict(record.jobs.dropped)} if record.jobs.dropped else {}),
@@ -426,6 +458,7 @@ def write_run(out: Path, spec: ReplaySpec, record: ReplayRecord) -> dict[str, ob
         "resize_overhead": spec.resize_overhead,
         **({"min_runtime": spec.min_runtime} if spec.min_runtime else {}),
         **({"grace": spec.grace} if spec.grace else {}),
+        **({"time_limit": spec.time_limit} if spec.time_limit is not None else {}),
         "slot": spec.slot if spec.slot is not None else 0.0,
         "throughputs_fallback": spec.throughputs_fallback or "",
         **({"plugin": list(spec.plugins)} if spec.plugins else {}),

@@ -43,6 +43,13 @@ JOB_COLUMNS: dict[str, tuple[str, object]] = {
     # Whether a preempted job resumes where it stopped (True, the simulator's long-standing
     # model) or, like a requeued Slurm job without a checkpoint, starts again from nothing.
     "checkpoint": ("bool", True),
+    # Slurm's habits (:mod:`schedlab.traces.slurm_habits`): the seconds a run may last (NaN: no
+    # limit), the dependency as Slurm writes it with array IDs spelled out as task IDs ("": none),
+    # and for an array task its array's ID and throttle (0: none).
+    "time_limit": ("float64", np.nan),
+    "dependency": ("object", ""),
+    "array_job": ("object", ""),
+    "array_throttle": ("int64", 0),
 }
 
 
@@ -66,6 +73,10 @@ class JobTable:
     num_nodes: np.ndarray
     exclusive: np.ndarray
     checkpoint: np.ndarray
+    time_limit: np.ndarray
+    dependency: np.ndarray
+    array_job: np.ndarray
+    array_throttle: np.ndarray
     source: str = field(default="<memory>")
     schema_version: int = JOB_SCHEMA_VERSION
     #: Jobs of the file its reader's filters left out, by filter (``zero_gpus`` …; only those

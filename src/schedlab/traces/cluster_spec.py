@@ -1,4 +1,5 @@
-"""Cluster specs for replay: a node-list CSV, a TOML cluster file, or a compact string.
+"""Cluster specs for replay: a node-list CSV (openb's, or the Alibaba spot-GPU v2026
+``node_info_df.csv``), a TOML cluster file, or a compact string.
 
 Compact: ``NODESxGPUS[:MODEL]``, several joined by ``+`` — ``250x8:V100``, ``16x8:A100+8x4:T4``.
 Nodes of a compact spec get 8 CPU cores and 64 GiB of memory per GPU (enough that traces without
@@ -45,6 +46,10 @@ def parse_cluster_spec(spec: str) -> Cluster:
     """Whatever the user passed to ``--cluster``."""
     path = Path(spec)
     if spec.endswith(".csv"):
+        from schedlab.traces.alibaba_spot import is_spot_node_list, read_spot_node_list
+
+        if is_spot_node_list(path):  # the Alibaba spot-GPU trace v2026
+            return read_spot_node_list(path)
         return read_node_list(path)
     if spec.endswith(".toml"):
         return read_cluster_toml(path)

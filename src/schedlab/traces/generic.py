@@ -41,6 +41,18 @@ Optional (blank = the default in brackets):
     0: a preempted job loses its progress and starts again from nothing (as a requeued Slurm job
     that saves no checkpoint); 1: it resumes where it stopped.
 
+Slurm's habits, enforced by replay as Slurm does live (details and semantics in
+:mod:`schedlab.traces.slurm_habits`):
+
+``time_limit`` [none]
+    Seconds a run may last (``--time``); a run still going then is killed (status ``timeout``).
+``array`` [none]
+    ``--array`` spec (``0-9``, ``1,3,5-7``, ``0-15:4``, ``%N`` throttle): one job per task,
+    named ``ID_TASK``.
+``dependency`` [none]
+    ``--dependency`` (``afterok:a:b``, ``afterany:…``, ``afternotok:…``, ``after:…``; clauses
+    joined by ``,`` for all or ``?`` for any; quote it in the CSV when it has a comma).
+
 Communication, read only by ``replay --topology`` (see :mod:`schedlab.network.jobcomm` and
 ``docs/network.md``; other commands ignore them):
 
@@ -66,6 +78,7 @@ Example::
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -88,6 +101,7 @@ from schedlab.traces.job_common import (
     require_one_of,
     text_column,
 )
+from schedlab.traces.slurm_habits import SLURM_COLUMNS, expand, read_columns
 
 FORMAT = "generic"
 COLUMNS = ["job_id", "submit_time", "num_gpus"]
@@ -105,6 +119,7 @@ OPTIONAL = [
     "num_nodes",
     "exclusive",
     "checkpoint",
+    *SLURM_COLUMNS,
 ]
 
 
@@ -225,4 +240,17 @@ def read_generic(
     }
     if "gpu_model" in frame.columns:
         cols["gpu_model_mask"] = gpu_model_masks(frame, "gpu_model", path)
-    return finish(path, FORMAT, frame, cols, drop_zero=drop_zero, min_duration=min_duration)
+    slurm = read_columns(frame, path)
+    array = slurm.pop("array", None)
+    cols.update(slurm)
+    if array is None and "dependency" not in slurm:
+        return finish(path, FORMAT, frame, cols, drop_zero=drop_zero, min_duration=min_duration)
+    # Arrays become one job per task and dependencies name the jobs they wait for: both after
+    # the filters, with each job's file line kept for errors.
+    cols["array_job"] = array if array is not None else None
+    result = finish(path, FORMAT, frame, cols, drop_zero=drop_zero, min_duration=min_duration)
+    lines = {str(j): line_of(frame, i) for i, j in enumerate(job_id.tolist())}
+    jobs = result.jobs
+    specs = jobs.array_job if array is not None else None
+    jobs = expand(replace(jobs, array_job=np.full(len(jobs), "", dtype=object)), specs, lines, path)
+    return replace(result, jobs=jobs)
