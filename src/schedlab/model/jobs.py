@@ -43,6 +43,9 @@ JOB_COLUMNS: dict[str, tuple[str, object]] = {
     # Whether a preempted job resumes where it stopped (True, the simulator's long-standing
     # model) or, like a requeued Slurm job without a checkpoint, starts again from nothing.
     "checkpoint": ("bool", True),
+    # Relative weight in weighted-fairness policies (Gavel's LAS and water-filling): a job of
+    # weight 5 is entitled to five times the share of a job of weight 1.
+    "priority_weight": ("float64", 1.0),
 }
 
 
@@ -66,6 +69,7 @@ class JobTable:
     num_nodes: np.ndarray
     exclusive: np.ndarray
     checkpoint: np.ndarray
+    priority_weight: np.ndarray
     source: str = field(default="<memory>")
     schema_version: int = JOB_SCHEMA_VERSION
 
