@@ -79,6 +79,10 @@ class ReplayConfig:
     #: Seconds between the first time the policy wants a job gone and its preemption, as
     #: ``serve slurm --grace`` (Slurm's GraceTime; the job runs on meanwhile); 0: none.
     grace: float = 0.0
+    #: Ids of jobs to measure: the run stops once every one of them has completed or been
+    #: rejected (others still active are recorded as unfinished), as a steady-state window of
+    #: a generated trace is measured. Empty: run until every job is done.
+    stop_after: frozenset[str] = frozenset()
 
 
 @dataclass
@@ -186,6 +190,16 @@ class _Run:
         if self.net is not None:  # links and circuit ports the running jobs hold
             self.state.net = NetLedger(ocs_port_limits(self.net.topo))
         self.obs, self.now = engine.observer, 0.0
+        # Jobs the run waits for when it is told to stop after some (``stop_after``).
+        watched = engine.config.stop_after
+        self.watching = (
+            {i for i, job_id in enumerate(j.job_id.tolist()) if str(job_id) in watched}
+            if watched
+            else set()
+        )
+        if watched and len(self.watching) != len(watched):
+            missing = sorted(watched - {str(x) for x in j.job_id.tolist()})
+            raise InputError(f"'stop_after' names jobs the trace does not have: {missing[:3]}")
 
     # -- job state changes -----------------------------------------------------------------
     def stop_progress(self, job: int, now: float) -> None:
@@ -284,6 +298,7 @@ class _Run:
         self.rt.status[job] = DONE
         self.end_time[job] = now
         del self.running[job]
+        self.watching.discard(job)
 
     # -- decisions -------------------------------------------------------------------------
     def apply(self, decisions: list[Decision], now: float) -> None:
@@ -301,6 +316,7 @@ class _Run:
                 rt.status[d.job] = REJECTED
                 self.reject_reason[d.job] = d.reason
                 del self.pending[d.job]
+                self.watching.discard(d.job)
             elif isinstance(d, Preempt):
                 expect(d.job, RUNNING, "preempted")
                 self.stop_progress(d.job, now)
@@ -481,7 +497,10 @@ class _Run:
         next_arrival, wakeup, decision_points, events = 0, INF, 0, 0
         now = 0.0
         version = self.version
+        watch = bool(cfg.stop_after)
         while True:
+            if watch and not self.watching:
+                break  # every job the run was told to wait for is done
             # Completions voided by a preemption or resize are dropped here, so that they never
             # become decision points of their own.
             while heap and (heap[0][3] != version[heap[0][2]] or rt.status[heap[0][2]] != RUNNING):
