@@ -14,7 +14,8 @@ from schedlab.engines.replay import ReplayConfig, ReplayEngine
 from schedlab.model.jobs import JobTable
 from schedlab.model.snapshot import DONE, REJECTED
 from schedlab.perf.throughput_matrix import MatrixPerf, read_throughput_matrix
-from schedlab.policies.heterogeneous.gavel import GavelFifoPerf, GavelIsolated, GavelRounds
+from schedlab.policies.heterogeneous.gavel import GavelRounds
+from schedlab.policies.heterogeneous.gavel_policies import GavelFifoPerf, GavelIsolated
 from schedlab.policies.registry import make_placement
 from schedlab.traces.cluster_spec import parse_compact
 

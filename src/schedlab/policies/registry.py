@@ -28,7 +28,7 @@ from schedlab.policies.elastic.elasticflow import ElasticFlow
 from schedlab.policies.fixed_size.chronus import Chronus
 from schedlab.policies.fixed_size.gandiva import Gandiva
 from schedlab.policies.fixed_size.themis import Themis
-from schedlab.policies.heterogeneous.gavel import GavelFifo, GavelFifoPerf, GavelIsolated
+from schedlab.policies.heterogeneous.gavel_policies import GAVEL_POLICIES
 from schedlab.policies.ordering.base import Ordering
 from schedlab.policies.ordering.edf import EarliestDeadlineFirst
 from schedlab.policies.ordering.fifo import Fifo
@@ -186,9 +186,7 @@ SIZING_POLICIES: dict[str, type[SchedulingPolicy]] = {
     CarbonScaler.name: CarbonScaler,
     GreenFlow.name: GreenFlow,
     PowerFlow.name: PowerFlow,
-    GavelFifo.name: GavelFifo,
-    GavelFifoPerf.name: GavelFifoPerf,
-    GavelIsolated.name: GavelIsolated,
+    **{cls.name: cls for cls in GAVEL_POLICIES},
 }
 
 

@@ -46,8 +46,9 @@ class AllocationProblem:
 class AllocationPolicy:
     """Base of Gavel's allocation policies.
 
-    ``perf_aware``: the policy sees per-type throughputs (Gavel's ``*_perf``); the agnostic
-    ones see a flattened matrix and, in the round mechanism, a type order shuffled every round.
+    ``perf_aware``: Gavel's ``*_perf`` policies; the others (Gavel's names without "Perf")
+    flatten the matrix in their own way and, in the round mechanism, see the type order
+    shuffled every round.
     ``fifo``: the mechanism never runs a job on a type its allocation gives 0 (Gavel's FIFO
     rule). Stateful policies keep what they need between calls (keyed by job index).
     """
@@ -89,6 +90,7 @@ class Isolated(AllocationPolicy):
     """Every active job gets an equal share of each type (the baseline of FTF's ρ)."""
 
     name = "isolated"
+    perf_aware = False  # Gavel's "Isolated": its type order is shuffled every round
 
     def allocate(self, problem: AllocationProblem) -> np.ndarray:
         return isolated_allocation(problem)

@@ -66,13 +66,7 @@ from schedlab.model.snapshot import (
     Start,
 )
 from schedlab.policies.api import REPLAY_ONLY
-from schedlab.policies.heterogeneous.allocation import (
-    AllocationPolicy,
-    AllocationProblem,
-    Fifo,
-    FifoPerf,
-    Isolated,
-)
+from schedlab.policies.heterogeneous.allocation import AllocationPolicy, AllocationProblem
 from schedlab.policies.scheduler import ReplayContext, SchedulingPolicy, check_slot
 
 #: Gavel's round length and minimum time between allocation resets, in seconds.
@@ -325,11 +319,9 @@ class GavelRounds(SchedulingPolicy):
         return {int(j): x[r] for r, j in enumerate(jobs)}
 
     def problem(self, snap: Snapshot, jobs: np.ndarray) -> AllocationProblem:
-        """The allocation problem over ``jobs`` now (agnostic policies see it flattened)."""
+        """The allocation problem over ``jobs`` now (agnostic policies flatten it themselves)."""
         j = self.jobs
         throughput = np.array([self._throughputs(int(i)) for i in jobs])
-        if not self.allocation.perf_aware:
-            throughput = self.agnostic(throughput)
         return AllocationProblem(
             jobs=jobs,
             throughput=throughput,
@@ -342,10 +334,6 @@ class GavelRounds(SchedulingPolicy):
             now=snap.now,
             deadline=j.deadline[jobs],
         )
-
-    def agnostic(self, throughput: np.ndarray) -> np.ndarray:
-        """What a heterogeneity-agnostic policy sees: 1 where the job can run, 0 elsewhere."""
-        return (throughput > 0).astype(np.float64)
 
     @staticmethod
     def remaining(snap: Snapshot, jobs: np.ndarray) -> np.ndarray:
@@ -568,43 +556,3 @@ class GavelRounds(SchedulingPolicy):
         """The end of the first round that ends at or after ``t`` (Gavel's run stops there)."""
         ends = [r.end for r in self.log if r.jobs and r.end >= t]
         return min(ends) if ends else t
-
-
-class GavelFifoPerf(GavelRounds):
-    """``fifo_perf``: FIFO onto each job's fastest free type."""
-
-    name = "gavel-fifo-perf"
-    summary = "Gavel: FIFO onto each job's fastest type with room, in 360 s rounds (OSDI '20)"
-
-    def make_allocation(self) -> AllocationPolicy:
-        return FifoPerf()
-
-
-class GavelFifo(GavelRounds):
-    """``fifo``: FIFO onto a random type with room; ``compat`` copies Gavel's quirk."""
-
-    name = "gavel-fifo"
-    summary = "Gavel: FIFO onto a random type with room (heterogeneity-agnostic), 360 s rounds"
-
-    def __init__(
-        self,
-        slot: float | None = None,
-        reset_interval: float = DEFAULT_RESET_INTERVAL,
-        shuffle_seed: int = -1,
-        compat: bool = False,
-    ) -> None:
-        self.compat = compat
-        super().__init__(slot, reset_interval, shuffle_seed)
-
-    def make_allocation(self) -> AllocationPolicy:
-        return Fifo(compat=self.compat)
-
-
-class GavelIsolated(GavelRounds):
-    """``isolated``: every active job gets 1/m of each type (FTF's reference)."""
-
-    name = "gavel-isolated"
-    summary = "Gavel: an equal share of every GPU type per job (the reference of FTF's ρ)"
-
-    def make_allocation(self) -> AllocationPolicy:
-        return Isolated()
