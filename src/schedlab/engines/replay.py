@@ -18,7 +18,7 @@ import math
 import time
 from array import array
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -111,6 +111,8 @@ class ReplayRecord:
     wall_seconds: float
     network: NetworkRecord | None = None  # only with a network model
     observer: Any = None  # the engine's observer, with what it measured
+    #: What the policy reports of its own run (:meth:`SchedulingPolicy.report`; empty: nothing).
+    policy_report: dict[str, Any] = field(default_factory=dict)
 
 
 class ReplayEngine:
@@ -593,4 +595,5 @@ class _Run:
             wall_seconds=time.perf_counter() - started,
             network=self.net.finish(end if math.isfinite(end) else last) if self.net else None,
             observer=e.observer,
+            policy_report=self.policy.report(),
         )

@@ -349,6 +349,7 @@ def replay_summary(
                 if record.reject_reason
                 else {}
             ),
+            **({"policy_report": record.policy_report} if record.policy_report else {}),
             "decision_points": record.decision_points,
             "wall_seconds": round(record.wall_seconds, 3),
             "jobs_per_second": round(len(record.jobs) / record.wall_seconds, 1)

@@ -47,7 +47,7 @@ from __future__ import annotations
 import math
 import random
 from dataclasses import dataclass, field
-from typing import ClassVar
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -535,6 +535,38 @@ class GavelRounds(SchedulingPolicy):
         return tuple((node, tuple(sorted(g))) for node, g in sorted(by_node.items()))
 
     # -- figures -------------------------------------------------------------------------
+    def report(self) -> dict[str, Any]:
+        """Rounds, solves, Gavel's utilisation and lease extensions to the end of the last
+        round, dropped jobs, and every solver failure (a warning each: the round fell back to
+        the isolated allocation)."""
+        ran = [r for r in self.log if r.jobs]
+        end = ran[-1].end if ran else 0.0
+        fallbacks = list(getattr(self.allocation, "fallbacks", []))
+        dropped_slos = list(getattr(self.allocation, "dropped_slos", []))
+        warnings = [
+            f"{self.name}: the allocation solver failed at t={t:.1f} s ({why}); that round used "
+            "the isolated allocation"
+            for t, why in fallbacks
+        ]
+        warnings += [
+            f"{self.name}: the deadlines of jobs {self._names(jobs)} could not all be met at "
+            f"t={t:.1f} s; that solve ignored every deadline"
+            for t, jobs in dropped_slos
+        ]
+        return {
+            "rounds": len(ran),
+            "allocation_solves": self.solves,
+            "solver_fallbacks": len(fallbacks),
+            "gavel_utilization": self.utilisation(end) if end > 0 else 0.0,
+            "lease_extension_percent": self.lease_extension_percent(end),
+            "dropped_jobs": len(self.dropped),
+            **({"warnings": warnings} if warnings else {}),
+        }
+
+    def _names(self, jobs: list[int]) -> str:
+        shown = ", ".join(str(self.jobs.job_id[j]) for j in jobs[:5])
+        return shown + (f" and {len(jobs) - 5} more" if len(jobs) > 5 else "")
+
     def utilisation(self, end: float) -> float:
         """Gavel's cluster utilisation at ``end``: mean over GPUs of credited busy seconds of
         the rounds that ended by then, over ``end``."""

@@ -45,6 +45,8 @@ from schedlab.policies.heterogeneous.allocation import (
 #: Gavel's GCP prices, $ per GPU-hour, for the cost-aware policies.
 DEFAULT_PRICES = {"v100": 0.74, "p100": 0.43, "k80": 0.135}
 TIEBREAKS = ("sum", "none")
+#: Water-filling: how far above its level a job must get to count as growing.
+SLACK, EPSILON = 1.0001, 1e-5
 
 
 class SolverFailure(RuntimeError):
@@ -398,9 +400,10 @@ class WaterFilling(GavelLP):
         zcols = sparse.csr_matrix(
             (np.full(m, big), (np.arange(m), m * n + np.arange(m))), shape=(m, cols)
         )
-        # ŷ ≥ y;  M z_j − ŷ_j ≤ −1.0001 y_j + 1e-5;  ŷ_j + M z_j ≤ M + 1.0001 y_j
-        a = sparse.vstack([base.a_ub, -y, zcols - y, y + zcols]).tocsr()
-        upper = np.concatenate([base.b_ub, -level, -1.0001 * level + 1e-5, big + 1.0001 * level])
+        # ŷ ≥ y;  M z_j ≥ ŷ_j − 1.0001 y_j + 1e-5 (a job above its level must say so);
+        # M (1 − z_j) ≥ 1.0001 y_j − ŷ_j (a job that says so must be above it).
+        a = sparse.vstack([base.a_ub, -y, y - zcols, zcols - y]).tocsr()
+        upper = np.concatenate([base.b_ub, -level, SLACK * level - EPSILON, big - SLACK * level])
         lower = np.full(len(upper), -np.inf)
         integrality = np.concatenate([np.zeros(m * n), np.ones(m)])
         ub_z = np.where(frozen, 0.0, 1.0)
@@ -412,5 +415,5 @@ class WaterFilling(GavelLP):
             options={"mip_rel_gap": 1e-4},
         )
         if result.status != 0 or result.x is None:
-            raise SolverFailure(f"water-filling MILP: {result.message}")
+            return np.zeros(m, dtype=bool)  # as Gavel: no job is known to grow, all freeze
         return result.x[m * n :] > 0.5
