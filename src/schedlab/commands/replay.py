@@ -312,6 +312,8 @@ def run(args: argparse.Namespace) -> int:
         with console.status(f"replaying {spec.label} under {spec.policy}"):
             record = run_replay(spec)
         summary = write_run(out, spec, record)
+    for warning in record.policy_report.get("warnings", []):
+        console.print(f"schedlab: warning: {warning}", markup=False)
     stdout.print(_one_line(summary))
     console.print(f"wrote {args.out}/jobs.csv, timeseries.csv, summary.json, config.toml")
     return 0

@@ -18,7 +18,7 @@ import math
 import time
 from array import array
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -78,6 +78,10 @@ class ReplayConfig:
     #: Seconds between the first time the policy wants a job gone and its preemption, as
     #: ``serve slurm --grace`` (Slurm's GraceTime; the job runs on meanwhile); 0: none.
     grace: float = 0.0
+    #: Ids of jobs to measure: the run stops once every one of them has completed or been
+    #: rejected (others still active are recorded as unfinished), as a steady-state window of
+    #: a generated trace is measured. Empty: run until every job is done.
+    stop_after: frozenset[str] = frozenset()
 
 
 @dataclass
@@ -106,6 +110,8 @@ class ReplayRecord:
     observer: Any = None  # the engine's observer, with what it measured
     tenancy: Any = None  # what a tenancy layer recorded (set by the caller, not the engine)
     gate: Any = None  # the JobGate of time limits and dependencies, with what it recorded
+    #: What the policy reports of its own run (:meth:`SchedulingPolicy.report`; empty: nothing).
+    policy_report: dict[str, Any] = field(default_factory=dict)
 
 
 class ReplayEngine:
@@ -194,6 +200,16 @@ class _Run:
             self.state.net = NetLedger(ocs_port_limits(self.net.topo))
         self.obs, self.now = engine.observer, 0.0
         self.gate = engine.gate
+        # Jobs the run waits for when it is told to stop after some (``stop_after``).
+        watched = engine.config.stop_after
+        self.watching = (
+            {i for i, job_id in enumerate(j.job_id.tolist()) if str(job_id) in watched}
+            if watched
+            else set()
+        )
+        if watched and len(self.watching) != len(watched):
+            missing = sorted(watched - {str(x) for x in j.job_id.tolist()})
+            raise InputError(f"'stop_after' names jobs the trace does not have: {missing[:3]}")
 
     # -- job state changes -----------------------------------------------------------------
     def stop_progress(self, job: int, now: float) -> None:
@@ -299,6 +315,7 @@ class _Run:
         self.rt.status[job] = DONE
         self.end_time[job] = now
         del self.running[job]
+        self.watching.discard(job)
 
     # -- the gate's part: kills at the time limit, jobs held and let go --------------------
     def time_out(self, job: int, now: float) -> None:
@@ -342,6 +359,7 @@ class _Run:
                 del self.pending[d.job]
                 if self.gate is not None:
                     self.gate.ended(d.job, False, now)
+                self.watching.discard(d.job)
             elif isinstance(d, Preempt):
                 expect(d.job, RUNNING, "preempted")
                 self.stop_progress(d.job, now)
@@ -525,7 +543,10 @@ class _Run:
         next_arrival, wakeup, decision_points, events = 0, INF, 0, 0
         now = 0.0
         version = self.version
+        watch = bool(cfg.stop_after)
         while True:
+            if watch and not self.watching:
+                break  # every job the run was told to wait for is done
             # Completions voided by a preemption or resize are dropped here, so that they never
             # become decision points of their own.
             while heap and (heap[0][3] != version[heap[0][2]] or rt.status[heap[0][2]] != RUNNING):
@@ -621,4 +642,5 @@ class _Run:
             network=self.net.finish(end if math.isfinite(end) else last) if self.net else None,
             observer=e.observer,
             gate=self.gate,
+            policy_report=self.policy.report(),
         )

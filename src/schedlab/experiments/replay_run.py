@@ -32,6 +32,13 @@ from schedlab.perf.models import (
     table_gaps,
 )
 from schedlab.perf.scaling import throughput_table
+from schedlab.perf.throughput_matrix import (
+    MatrixPerf,
+    check_matrix_columns,
+    is_matrix_file,
+    matrix_gaps,
+    read_throughput_matrix,
+)
 from schedlab.policies.api import REPLAY
 from schedlab.policies.protection import check_min_runtime
 from schedlab.policies.wiring import PolicyChoice, build
@@ -105,6 +112,13 @@ FALLBACKS = ("linear",)
 def load_perf(spec: ReplaySpec) -> PerfModel:
     if spec.throughputs == BUILTIN_THROUGHPUTS:
         return ThroughputTable(throughput_table(), spec.speed)
+    if is_matrix_file(spec.throughputs):
+        if spec.speed:
+            raise InputError(
+                "'--speed' does not apply to a throughput matrix: it has a column per GPU model "
+                f"already ({spec.throughputs})"
+            )
+        return MatrixPerf(read_throughput_matrix(spec.throughputs))  # type: ignore[arg-type]
     if spec.throughputs:
         table, measured = read_throughput_files(spec.throughputs)
         return ThroughputTable(table, spec.speed, measured)
@@ -127,14 +141,17 @@ def check_table_coverage(
             f"'--throughputs-fallback' must be one of {', '.join(FALLBACKS)} "
             f"(got {spec.throughputs_fallback!r})"
         )
-    if not isinstance(perf, ThroughputTable):
+    if isinstance(perf, MatrixPerf):
+        gaps, source = matrix_gaps(jobs, perf.matrix), "throughput matrix"
+    elif isinstance(perf, ThroughputTable):
+        gaps, source = table_gaps(jobs, perf.table, perf.measured), "throughput tables"
+    else:
         return
-    gaps = table_gaps(jobs, perf.table, perf.measured)
     if not gaps:
         return
     job, reason = gaps[0]
     what = (
-        f"{len(gaps)} of {len(jobs)} jobs are not covered by the throughput tables "
+        f"{len(gaps)} of {len(jobs)} jobs are not covered by the {source} "
         f"(first: job {jobs.job_id[job]!r}, which {reason})"
     )
     if spec.throughputs_fallback is None:
@@ -215,6 +232,8 @@ def run_replay(
             control=spec.net_control,
         )
     assert cluster is not None
+    if isinstance(perf, MatrixPerf):
+        check_matrix_columns(perf.matrix, cluster, spec.cluster)
     check_speed_models(spec, cluster)
     policies = build(REPLAY, spec.choice)
     assert policies.scheduler is not None
@@ -402,6 +421,7 @@ def replay_summary(
                 if record.reject_reason
                 else {}
             ),
+            **({"policy_report": record.policy_report} if record.policy_report else {}),
             "decision_points": record.decision_points,
             "wall_seconds": round(record.wall_seconds, 3),
             "jobs_per_second": round(len(record.jobs) / record.wall_seconds, 1)

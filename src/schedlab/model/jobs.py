@@ -50,6 +50,9 @@ JOB_COLUMNS: dict[str, tuple[str, object]] = {
     "dependency": ("object", ""),
     "array_job": ("object", ""),
     "array_throttle": ("int64", 0),
+    # Relative weight in weighted-fairness policies (Gavel's LAS and water-filling): a job of
+    # weight 5 is entitled to five times the share of a job of weight 1.
+    "priority_weight": ("float64", 1.0),
 }
 
 
@@ -77,6 +80,7 @@ class JobTable:
     dependency: np.ndarray
     array_job: np.ndarray
     array_throttle: np.ndarray
+    priority_weight: np.ndarray
     source: str = field(default="<memory>")
     schema_version: int = JOB_SCHEMA_VERSION
     #: Jobs of the file its reader's filters left out, by filter (``zero_gpus`` …; only those

@@ -40,6 +40,9 @@ Optional (blank = the default in brackets):
 ``checkpoint`` [1]
     0: a preempted job loses its progress and starts again from nothing (as a requeued Slurm job
     that saves no checkpoint); 1: it resumes where it stopped.
+``priority_weight`` [1]
+    A job's weight (> 0) in weighted-fairness policies (Gavel's LAS: weight 5 is entitled to five
+    times the share of weight 1).
 
 Slurm's habits, enforced by replay as Slurm does live (details and semantics in
 :mod:`schedlab.traces.slurm_habits`):
@@ -120,6 +123,7 @@ OPTIONAL = [
     "exclusive",
     "checkpoint",
     *SLURM_COLUMNS,
+    "priority_weight",
 ]
 
 
@@ -173,6 +177,19 @@ def _checkpoint(frame: pd.DataFrame, path: Path) -> np.ndarray | None:
     text = filled["checkpoint"].astype(str).str.strip()
     filled["checkpoint"] = filled["checkpoint"].where(text != "", "1")
     return int_column(filled, "checkpoint", path, low=0) > 0
+
+
+def _weights(frame: pd.DataFrame, path: Path) -> np.ndarray | None:
+    """The optional ``priority_weight`` column: blank is 1, anything else a number > 0."""
+    if "priority_weight" not in frame.columns:
+        return None
+    weights = _blank_float(frame, "priority_weight", path)
+    line = _first(frame, weights <= 0)
+    if line is not None:
+        raise InputError(
+            "'priority_weight' must be > 0", path=str(path), row=line, column="priority_weight"
+        )
+    return np.where(np.isnan(weights), 1.0, weights)
 
 
 def _first(frame: pd.DataFrame, mask: np.ndarray) -> int | None:
@@ -237,6 +254,7 @@ def read_generic(
         "memory_mib": _blank_int(frame, "memory_mib", path),
         **_geometry(frame, num_gpus, path),
         "checkpoint": _checkpoint(frame, path),
+        "priority_weight": _weights(frame, path),
     }
     if "gpu_model" in frame.columns:
         cols["gpu_model_mask"] = gpu_model_masks(frame, "gpu_model", path)
