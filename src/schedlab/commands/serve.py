@@ -12,6 +12,7 @@ from pathlib import Path
 
 from schedlab.commands.common import add_plugin_option, console
 from schedlab.commands.replay import parse_params
+from schedlab.commands.serve_kubernetes import add_kubernetes_parser
 from schedlab.errors import InputError
 from schedlab.input_files import check_input_file
 from schedlab.output_dir import check_out_file
@@ -165,6 +166,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     )
     add_plugin_option(slurm)
     slurm.set_defaults(run=run_slurm, serve_parser=slurm)
+    add_kubernetes_parser(targets)
     add_status_parser(targets)
     add_check_parser(targets)
 

@@ -1,0 +1,261 @@
+"""Decisions → API calls: bind through ``pods/binding``, preempt through ``pods/eviction``, say
+why a pod waits on its ``PodScheduled`` condition and in an Event.
+
+* A start binds each pod of the job (a gang: every pod, in name order, to the allocation's
+  nodes in order) with a ``Binding`` whose annotations carry the chosen GPU devices (the API
+  server copies them onto the pod: ``schedlab.io/gpu-devices``). Before any call, the whole job
+  is taken on a ledger of the cluster as the API objects show it, so nothing is bound that would
+  put a node over its GPUs, CPU or memory, whatever the policy said.
+* 409 Conflict on a bind means the pod is bound already (another instance, or a retry after a
+  lost reply): accepted, never retried. 404 means the pod was deleted between the decision and
+  the bind. Either way the remaining pods of a gang are still bound (pods bound stay bound; a
+  gang left part-bound is completed first at the next cycle) and the journal says so.
+* A preemption evicts each pod of the victim (policy/v1 Eviction, which honours
+  PodDisruptionBudgets: 429 means a budget forbids it now, journaled as ``protect``), with
+  ``--grace`` as the pods' termination grace period.
+* A reason is written only when it differs from the one the pod shows, and its Event only then.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any, Protocol
+
+from schedlab.model.cluster import GPU_MILLI, ClusterState
+from schedlab.model.snapshot import Allocation
+from schedlab.serve.kubernetes.api import KubeError
+from schedlab.serve.kubernetes.objects import DEVICES_KEY, NodeInfo, PodInfo
+
+Record = dict[str, Any]
+COMPONENT = "schedlab"
+
+
+class WriteAPI(Protocol):
+    def post(self, path: str, body: Any) -> dict[str, Any]: ...
+    def patch(self, path: str, body: Any, strategic: bool = False) -> dict[str, Any]: ...
+
+
+def now_text(t: float) -> str:
+    return datetime.fromtimestamp(t, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def pod_path(pod: PodInfo) -> str:
+    return f"/api/v1/namespaces/{pod.namespace}/pods/{pod.name}"
+
+
+def binding(pod: PodInfo, node: str, gpus: tuple[int, ...]) -> dict[str, Any]:
+    meta: dict[str, Any] = {"name": pod.name, "namespace": pod.namespace}
+    if pod.gpus:
+        meta["annotations"] = {DEVICES_KEY: ",".join(str(g) for g in gpus)}
+    if pod.uid:
+        meta["uid"] = pod.uid
+    return {
+        "apiVersion": "v1",
+        "kind": "Binding",
+        "metadata": meta,
+        "target": {"apiVersion": "v1", "kind": "Node", "name": node},
+    }
+
+
+def unschedulable_message(pod: PodInfo, nodes: list[NodeInfo], state: ClusterState) -> str:
+    """Why no node takes ``pod`` now, worded as kube-scheduler words it
+    (``0/4 nodes are available: 4 Insufficient nvidia.com/gpu.``); "" when some node would."""
+    counts: dict[str, int] = {}
+    fits = 0
+    for i, node in enumerate(nodes):
+        why = ""
+        if node.unschedulable:
+            why = "node(s) were unschedulable"
+        elif not node.ready:
+            why = "node(s) were not ready"
+        elif not pod.fits_node(node):
+            why = "node(s) didn't match Pod's node affinity/selector or had untolerated taints"
+        elif (
+            pod.gpus
+            and int(
+                (state.gpu_exists[i] & (state.gpu_free[i] >= (pod.gpu_milli or GPU_MILLI))).sum()
+            )
+            < pod.gpus
+        ):
+            why = "Insufficient nvidia.com/gpu"
+        elif state.cpu_free[i] < pod.cpu_milli:
+            why = "Insufficient cpu"
+        elif state.mem_free[i] < pod.memory_mib:
+            why = "Insufficient memory"
+        if why:
+            counts[why] = counts.get(why, 0) + 1
+        else:
+            fits += 1
+    if fits:
+        return ""
+    parts = ", ".join(f"{n} {why}" for why, n in sorted(counts.items()))
+    return f"0/{len(nodes)} nodes are available: {parts}."
+
+
+@dataclass
+class Binder:
+    """Carries out one cycle's decisions; every outcome is a journal record through ``sink``."""
+
+    api: WriteAPI
+    stamp: Callable[[], Record]
+    sink: Callable[[Record], None]
+    shadow: bool = False
+    bound: list[str] = field(default_factory=list)  # pod keys bound this cycle
+
+    def record(self, job: str | None, action: str, **fields: Any) -> Record:
+        rec = {**self.stamp(), "job": job, "action": action, **fields}
+        self.sink(rec)
+        return rec
+
+    def bind_job(
+        self,
+        key: str,
+        pods: list[PodInfo],
+        allocation: Allocation,
+        names: list[str],
+        ledger: ClusterState,
+        extra: dict[str, Any],
+    ) -> Record:
+        """Bind every pod of one job (see the module docstring); the job's record."""
+        if len(pods) != len(allocation):
+            return self.record(
+                key,
+                "skip",
+                reason=f"policy gave {len(allocation)} node(s) for a job of {len(pods)} pod(s)",
+                **extra,
+            )
+        trial = ledger.copy()
+        for pod, (node, gpus) in zip(pods, allocation, strict=True):
+            milli = pod.gpu_milli if gpus else 0
+            try:
+                trial.allocate(node, gpus, pod.cpu_milli, pod.memory_mib, milli, len(gpus))
+            except ValueError as exc:
+                return self.record(key, "skip", reason=f"would over-commit: {exc}", **extra)
+        placed, failed = [], []
+        for pod, (node, gpus) in zip(pods, allocation, strict=True):
+            if self.shadow:
+                placed.append(pod.key)
+                continue
+            try:
+                self.api.post(f"{pod_path(pod)}/binding", binding(pod, names[node], gpus))
+            except KubeError as exc:
+                if exc.status == 409:
+                    failed.append((pod.key, "conflict: already bound by someone else; left as is"))
+                elif exc.status == 404:
+                    failed.append((pod.key, "gone: deleted between the decision and the bind"))
+                else:
+                    failed.append((pod.key, str(exc)))
+                continue
+            placed.append(pod.key)
+            milli = pod.gpu_milli if gpus else 0
+            ledger.allocate(node, gpus, pod.cpu_milli, pod.memory_mib, milli, len(gpus))
+            self._event(
+                pod, "Normal", "Scheduled", f"Successfully assigned {pod.key} to {names[node]}"
+            )
+        self.bound += placed
+        if failed and placed:
+            return self.record(
+                key, "start", partial=True, bound=placed, failed=dict(failed), **extra
+            )
+        if failed:
+            return self.record(
+                key,
+                "error",
+                attempted="start",
+                reason="; ".join(f"{k}: {w}" for k, w in failed),
+                **extra,
+            )
+        return self.record(key, "start", **extra)
+
+    def evict(self, key: str, pods: list[PodInfo], grace: float, extra: dict[str, Any]) -> Record:
+        """Evict every pod of a running job (Eviction API)."""
+        blocked = []
+        for pod in pods:
+            if self.shadow:
+                continue
+            body = {
+                "apiVersion": "policy/v1",
+                "kind": "Eviction",
+                "metadata": {"name": pod.name, "namespace": pod.namespace},
+                "deleteOptions": {"gracePeriodSeconds": int(grace)},
+            }
+            try:
+                self.api.post(f"{pod_path(pod)}/eviction", body)
+            except KubeError as exc:
+                if exc.status == 404:
+                    continue  # already gone
+                if exc.status == 429:
+                    blocked.append(pod.key)
+                    continue
+                return self.record(key, "error", attempted="preempt", reason=str(exc), **extra)
+            self._event(
+                pod,
+                "Normal",
+                "Preempted",
+                f"Preempted by schedlab to run other work (grace {grace:g} s)",
+            )
+        if blocked:
+            return self.record(
+                key,
+                "protect",
+                reason=f"a PodDisruptionBudget forbids evicting {', '.join(blocked)} now",
+                **extra,
+            )
+        return self.record(key, "preempt", **extra)
+
+    def show_reason(self, pod: PodInfo, reason: str, message: str, now: float) -> Record | None:
+        """Write ``PodScheduled=False`` with ``reason``/``message`` and a FailedScheduling Event,
+        when the pod does not show them already."""
+        if pod.scheduled_reason == reason and pod.scheduled_message == message:
+            return None
+        if self.shadow:
+            return None
+        condition = {
+            "type": "PodScheduled",
+            "status": "False",
+            "reason": reason,
+            "message": message,
+            "lastTransitionTime": now_text(now),
+        }
+        try:
+            self.api.patch(
+                f"{pod_path(pod)}/status", {"status": {"conditions": [condition]}}, strategic=True
+            )
+        except KubeError as exc:
+            if exc.status == 404:
+                return None
+            return self.record(pod.key, "error", attempted="reason", reason=str(exc))
+        self._event(pod, "Warning", "FailedScheduling", message)
+        return None
+
+    def _event(self, pod: PodInfo, kind: str, reason: str, message: str) -> None:
+        """An Event about ``pod`` from schedlab (best effort: an Event lost is not an error)."""
+        stamp = datetime.now(UTC)
+        body = {
+            "apiVersion": "v1",
+            "kind": "Event",
+            "metadata": {
+                "generateName": f"{pod.name}.",
+                "namespace": pod.namespace,
+            },
+            "involvedObject": {
+                "apiVersion": "v1",
+                "kind": "Pod",
+                "name": pod.name,
+                "namespace": pod.namespace,
+                "uid": pod.uid,
+            },
+            "reason": reason,
+            "message": message[:1024],
+            "type": kind,
+            "source": {"component": COMPONENT},
+            "reportingComponent": COMPONENT,
+            "firstTimestamp": stamp.strftime("%Y-%m-%dT%H:%M:%SZ"),
+            "lastTimestamp": stamp.strftime("%Y-%m-%dT%H:%M:%SZ"),
+            "count": 1,
+        }
+        with contextlib.suppress(KubeError):
+            self.api.post(f"/api/v1/namespaces/{pod.namespace}/events", body)

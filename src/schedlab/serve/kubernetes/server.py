@@ -1,0 +1,507 @@
+"""The serve loop with Kubernetes as its engine: read the caches, build the snapshot, ask the
+policy, bind, journal — at every cycle, driven by watch events.
+
+The same policy objects, built and started by the same wiring as ``serve slurm`` and replay
+(:func:`schedlab.policies.wiring.build` for the ``serve`` engine), the same journal and record
+kinds (``serve``, ``arrive``, ``start``, ``preempt``, ``finish``, ``policy-state``, ``cycle``,
+``error``, ``warning``, ``stop``), the same repeat rule (a lasting error or warning is journaled
+when it starts), the same preemption protections (``--min-runtime``; ``--grace`` is the
+evicted pods' termination grace period, Kubernetes' own SIGTERM-then-SIGKILL) and the same
+``CycleReport`` for ``/metrics``. What is Kubernetes' own: where state comes from (watch-fed
+caches of pods, nodes and PodGroups, :mod:`.cache`), how decisions are carried out (bindings and
+evictions, :mod:`.binder`), and who may act (a Lease, :mod:`.lease`).
+
+Nothing is kept between cycles that is not also in the API server or the journal: a pod bound is
+never pending again, so a restarted scheduler never binds it twice; a run the journal left open
+is watched again and its end journaled.
+"""
+
+from __future__ import annotations
+
+import json
+import signal
+import threading
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import FrameType
+from typing import Any
+
+from schedlab.errors import InputError
+from schedlab.model.snapshot import Preempt, Reject, Start
+from schedlab.policies.api import SERVE
+from schedlab.policies.protection import drop_blocked_starts, gpus_of, protected_until
+from schedlab.policies.wiring import PolicyChoice, build
+from schedlab.serve.journal import Journal, read_journal
+from schedlab.serve.kubernetes.api import KubeError
+from schedlab.serve.kubernetes.binder import Binder, unschedulable_message
+from schedlab.serve.kubernetes.cache import Cache
+from schedlab.serve.kubernetes.decide import decide
+from schedlab.serve.kubernetes.lease import Lease
+from schedlab.serve.kubernetes.objects import NodeInfo, parse_node, parse_pod
+from schedlab.serve.kubernetes.view import KubeView, build_view
+from schedlab.serve.loop import POLICY_STATE, REPEATING, CycleReport, saved_policy_state
+
+Record = dict[str, Any]
+PODGROUPS = "/apis/scheduling.x-k8s.io/v1alpha1/podgroups"
+
+
+@dataclass(frozen=True)
+class KubeConfig:
+    """What ``schedlab serve kubernetes`` was asked to do."""
+
+    policy: str
+    placement: str = "bestfit"
+    backfill: bool = False
+    params: Mapping[str, str] = field(default_factory=dict)
+    plugins: tuple[str, ...] = ()
+    scheduler_name: str = "schedlab"
+    interval: float = 1.0
+    seed: int = 0
+    until_idle: bool = False
+    shadow: bool = False
+    min_runtime: float = 0.0
+    grace: float = 30.0
+    lease_namespace: str = "default"
+    lease_name: str = "schedlab"
+    lease_seconds: float = 15.0
+    identity: str = ""
+
+    @property
+    def choice(self) -> PolicyChoice:
+        return PolicyChoice(
+            self.policy, self.placement, self.backfill, self.params, plugins=self.plugins
+        )
+
+    @property
+    def label(self) -> str:
+        return self.choice.label
+
+
+def open_runs(path: Path | None) -> dict[str, list[str]]:
+    """The runs a journal leaves open (a ``start`` and no ``finish`` or ``preempt`` after it),
+    with their pods, which a restarted scheduler watches to journal their end."""
+    runs: dict[str, list[str]] = {}
+    if path is None or not path.exists():
+        return runs
+    for r in read_journal(path):
+        job = r.get("job")
+        if not isinstance(job, str):
+            continue
+        if r["action"] == "start":
+            runs[job] = list(r.get("bound") or r.get("pods") or [])
+        elif r["action"] in ("finish", "preempt"):
+            runs.pop(job, None)
+    return runs
+
+
+class KubeServer:
+    """Drives a Kubernetes cluster with one schedlab policy; see the module docstring."""
+
+    def __init__(
+        self,
+        api: Any,
+        config: KubeConfig,
+        journal: Journal,
+        clock: Callable[[], float] = time.time,
+        watch: bool = True,
+    ) -> None:
+        if not config.interval > 0:
+            raise InputError(f"'--interval' must be > 0 seconds (got {config.interval})")
+        self.api = api
+        self.config = config
+        self.policies = build(SERVE, config.choice)
+        self.journal = journal
+        self.clock = clock
+        self.now = clock()
+        self.cycle_no = 0
+        self.stop_reason: str | None = None
+        self.changed = threading.Event()
+        self.pods = Cache(api, "/api/v1/pods", "pods", changed=self.changed)
+        self.nodes = Cache(api, "/api/v1/nodes", "nodes", changed=self.changed)
+        self.groups: Cache | None = Cache(api, PODGROUPS, "podgroups", changed=self.changed)
+        self.watch = watch
+        self.lease = Lease(
+            api,
+            config.lease_namespace,
+            config.lease_name,
+            config.identity,
+            config.lease_seconds,
+        )
+        self.binder = Binder(api, self._stamp, self._sink, shadow=config.shadow)
+        self._policy_state = saved_policy_state(journal.path, self._identity())
+        self._repeats: tuple[set[str], set[str]] = (set(), set())
+        self._arrived: set[str] = set()
+        self._active: dict[str, list[str]] = open_runs(journal.path)
+        self._recovered = set(self._active)
+        self._why: dict[str, str] = {}
+        self._leading: bool | None = None  # None: not known yet (journaled at the first cycle)
+        self._signalled: dict[str, float] = {}
+
+    # -- journal -------------------------------------------------------------------------------
+    def _identity(self) -> Record:
+        c = self.config
+        return {
+            "policy": c.label,
+            "placement": c.placement,
+            "params": dict(c.params),
+            "seed": c.seed,
+        }
+
+    def _stamp(self) -> Record:
+        return {"time": round(self.now, 3), "cycle": self.cycle_no}
+
+    def _write(self, job: str | None, action: str, **fields: Any) -> None:
+        self._sink({**self._stamp(), "job": job, "action": action, **fields})
+
+    def _sink(self, record: Record) -> None:
+        if record["action"] in REPEATING:
+            key = json.dumps(
+                {k: v for k, v in record.items() if k not in ("time", "cycle")}, sort_keys=True
+            )
+            self._repeats[1].add(key)
+            if key in self._repeats[0]:
+                return
+        self.journal.write(record)
+
+    # -- reading -------------------------------------------------------------------------------
+    def start_watches(self) -> None:
+        """List everything once (errors here are the user's: unreachable, unauthorised), then
+        follow the collections in the background."""
+        self.pods.relist()
+        self.nodes.relist()
+        assert self.groups is not None
+        try:
+            self.groups.relist()
+        except KubeError as exc:
+            if exc.status != 404:
+                raise
+            self._write(
+                None,
+                "warning",
+                reason="the PodGroup CRD (scheduling.x-k8s.io) is not installed: gangs are "
+                "read from the schedlab.io/min-member annotation only",
+            )
+            self.groups = None
+        if self.watch:
+            for cache in (self.pods, self.nodes, self.groups):
+                if cache is not None:
+                    cache.start()
+
+    def min_members(self) -> dict[str, int]:
+        if self.groups is None:
+            return {}
+        out = {}
+        for obj in self.groups.items():
+            meta = obj.get("metadata") or {}
+            key = f"{meta.get('namespace')}/{meta.get('name')}"
+            try:
+                out[key] = int((obj.get("spec") or {}).get("minMember") or 0)
+            except (TypeError, ValueError):
+                self._write(None, "warning", reason=f"PodGroup {key}: minMember is not a number")
+        return out
+
+    def read_nodes(self) -> list[NodeInfo]:
+        return [parse_node(o) for o in self.nodes.items()]
+
+    def view(self) -> KubeView:
+        pods = [parse_pod(o) for o in self.pods.items()]
+        return build_view(
+            pods, self.read_nodes(), self.now, self.config.scheduler_name, self.min_members()
+        )
+
+    # -- a cycle -------------------------------------------------------------------------------
+    def _observe(self, view: KubeView) -> None:
+        """Journal jobs first seen queued and runs that ended."""
+        for i in view.snapshot.pending_set:
+            job = view.jobs[i]
+            if job.key in self._arrived:
+                continue
+            self._arrived.add(job.key)
+            head = job.head
+            allowed = view.eligible[i]
+            self._write(
+                job.key,
+                "arrive",
+                pods=[p.key for p in job.pods],
+                gpus=job.num_gpus,
+                gpus_per_pod=head.gpus,
+                cpu_milli=head.cpu_milli,
+                memory_mib=head.memory_mib,
+                submit_time=job.submit,
+                estimate=head.estimate if head.estimate != float("inf") else None,
+                queue=job.queue,
+                priority=head.priority,
+                checkpoint=head.checkpoint,
+                **(
+                    {}
+                    if allowed.all()
+                    else {
+                        "allowed": [n.name for n, ok in zip(view.nodes, allowed, strict=True) if ok]
+                    }
+                ),
+            )
+        for pod in view.fractional:
+            if pod.key not in self._arrived:
+                self._arrived.add(pod.key)
+                self._write(
+                    pod.key,
+                    "arrive",
+                    pods=[pod.key],
+                    gpus=pod.gpus,
+                    gpu_milli=pod.gpu_milli,
+                    cpu_milli=pod.cpu_milli,
+                    memory_mib=pod.memory_mib,
+                    submit_time=pod.created,
+                    queue=pod.queue,
+                )
+        for job, pods in list(self._active.items()):
+            states = [view.pods[k].phase if k in view.pods else "GONE" for k in pods]
+            if all(s in ("Succeeded", "Failed", "GONE") for s in states):
+                extra = {"recovered": True} if job in self._recovered else {}
+                state = (
+                    "Succeeded"
+                    if all(s == "Succeeded" for s in states)
+                    else ("Failed" if "Failed" in states else "GONE")
+                )
+                self._write(job, "finish", pods=pods, state=state, **extra)
+                del self._active[job]
+        self._recovered.clear()
+
+    def _guard(self, view: KubeView, decisions: list[Any]) -> list[Any]:
+        """Preemptions --min-runtime allows now, and the starts that need no GPU of a victim
+        that stays."""
+        kept, blocked = [], set()
+        for d in decisions:
+            if not isinstance(d, Preempt):
+                continue
+            job = view.jobs[d.job]
+            began = view.snapshot.runtime.run_started[d.job]
+            if protected_until(float(began), self.now, self.config.min_runtime) is not None:
+                blocked |= gpus_of(view.snapshot.runtime.allocation[d.job])
+                why = f"its run has not lasted the {self.config.min_runtime:g} s minimum yet"
+                if self._why.get(job.key) != why:
+                    self._why[job.key] = why
+                    self._write(job.key, "protect", reason=why)
+                continue
+            kept.append(d)
+        others = [d for d in decisions if not isinstance(d, Preempt)]
+        return kept + drop_blocked_starts(others, blocked)
+
+    def cycle(self) -> CycleReport:
+        self.cycle_no += 1
+        self.now = self.clock()
+        self._repeats = (self._repeats[1], set())
+        t0 = time.perf_counter()
+        for cache in (self.pods, self.nodes, self.groups):
+            for note in cache.take_notes() if cache is not None else ():
+                self._write(None, "warning", reason=note)
+        leading = self.lease.hold(self.now)
+        if leading != self._leading:
+            self._leading = leading
+            seen = self.lease.last_seen
+            self._write(
+                None,
+                "lead" if leading else "standby",
+                lease=f"{self.config.lease_namespace}/{self.config.lease_name}",
+                identity=self.config.identity,
+                **({} if leading or seen is None else {"holder": seen.holder}),
+            )
+        if self.lease.error:
+            self._write(None, "error", attempted="lease", reason=self.lease.error)
+        if not leading:
+            self.journal.sync()
+            return CycleReport(
+                self.cycle_no, ok=True, time=self.now, seconds=time.perf_counter() - t0
+            )
+        view = self.view()
+        self._observe(view)
+        for key, what in view.problems:
+            self._write(key, "warning", reason=what)
+        self.binder.bound = []
+        decided = decide(self.policies, view, self.config.seed, None, self._policy_state)
+        state = json.loads(json.dumps(decided.state))
+        if state != self._policy_state:
+            self._write(None, POLICY_STATE, policy=self._identity(), state=state)
+            self._policy_state = state
+        for job, why in decided.dropped:
+            self._write(view.jobs[job].key, "skip", reason=f"start does not fit: {why}")
+        decisions = self._guard(view, decided.decisions)
+        # What the API objects show taken (unavailable nodes lend nothing): every bind is
+        # checked against it.
+        ledger = view.snapshot.state.copy()
+        names = [n.name for n in view.nodes]
+        started: list[str] = []
+        errors = 0
+        for d in [d for d in decisions if not isinstance(d, Start)]:
+            job = view.jobs[d.job]
+            if isinstance(d, Preempt):
+                nodes = sorted({names[n] for n, _ in view.snapshot.runtime.allocation[d.job] or ()})
+                rec = self.binder.evict(
+                    job.key,
+                    job.pods,
+                    self.config.grace,
+                    {"pods": [p.key for p in job.pods], "nodes": nodes},
+                )
+                if rec["action"] == "preempt":
+                    self._active.pop(job.key, None)
+                errors += rec["action"] == "error"
+            elif isinstance(d, Reject):
+                self._write(job.key, "reject", reason=d.reason)
+            else:
+                self._write(
+                    job.key,
+                    "skip",
+                    reason=f"{type(d).__name__} decisions have no Kubernetes counterpart",
+                )
+        for d in [d for d in decisions if isinstance(d, Start)]:
+            job = view.jobs[d.job]
+            extra = {
+                "pods": [p.key for p in job.pods],
+                "nodes": [names[n] for n, _ in d.allocation],
+                "gpu_idx": [list(g) for _, g in d.allocation],
+                "gpus": job.num_gpus,
+                "submit_time": job.submit,
+            }
+            rec = self.binder.bind_job(job.key, job.pods, d.allocation, names, ledger, extra)
+            if rec["action"] == "start":
+                started.append(job.key)
+                self._active[job.key] = list(rec.get("bound") or extra["pods"])
+            errors += rec["action"] == "error"
+        for share in decided.shares:
+            pod = share.pod
+            extra = {
+                "pods": [pod.key],
+                "nodes": [names[share.node]],
+                "gpu_idx": [list(share.gpus)],
+                "gpus": pod.gpus,
+                "gpu_milli": pod.gpu_milli,
+                "submit_time": pod.created,
+            }
+            rec = self.binder.bind_job(
+                pod.key, [pod], ((share.node, share.gpus),), names, ledger, extra
+            )
+            if rec["action"] == "start":
+                started.append(pod.key)
+                self._active[pod.key] = [pod.key]
+            errors += rec["action"] == "error"
+        self._reasons(view, ledger)
+        report = CycleReport(
+            cycle=self.cycle_no,
+            ok=True,
+            queued=len(view.snapshot.pending_set) + len(view.fractional) - len(started),
+            running=len(view.snapshot.running_set) + len(started),
+            decisions=len(decisions) + len(decided.shares),
+            started=len(started),
+            errors=errors,
+            idle=view.idle and not started,
+            seconds=time.perf_counter() - t0,
+            time=self.now,
+        )
+        if decisions or decided.shares or errors:
+            self._write(
+                None,
+                "cycle",
+                seconds=round(report.seconds, 4),
+                decisions=report.decisions,
+                started=report.started,
+                queued=report.queued,
+                running=report.running,
+                errors=report.errors,
+            )
+        self.journal.sync()
+        return report
+
+    def _reasons(self, view: KubeView, ledger: Any) -> None:
+        """Say on each waiting pod why, once per change of reason."""
+        bound = set(self.binder.bound)
+        label = self.config.label
+        waiting: list[tuple[Any, str]] = []
+        for i in view.snapshot.pending_set:
+            for pod in view.jobs[i].pods:
+                if pod.key not in bound:
+                    waiting.append((pod, ""))
+        waiting += [(p, "") for p in view.fractional if p.key not in bound]
+        for key, why in {**view.waiting, **view.impossible}.items():
+            waiting.append((view.pods[key], why))
+        for key, why in view.problems:
+            if key in view.pods and view.pods[key].scheduler == self.config.scheduler_name:
+                waiting.append((view.pods[key], why))
+        for pod, why in waiting:
+            message = (
+                why
+                or unschedulable_message(pod, view.nodes, ledger)
+                or (
+                    f"waiting for policy {label} to place it: jobs ahead of it in the policy's "
+                    "order come first"
+                )
+            )
+            if self._why.get(pod.key) != message:
+                self._why[pod.key] = message
+                if why and pod.key in view.impossible:
+                    self._write(pod.key, "reject", reason=why)
+            self.binder.show_reason(pod, "Unschedulable", message, self.now)
+
+    # -- the loop ------------------------------------------------------------------------------
+    def _on_signal(self, signum: int, _frame: FrameType | None) -> None:
+        self.stop_reason = signal.Signals(signum).name
+        self.changed.set()
+
+    def serve_record(self) -> Record:
+        c = self.config
+        nodes = sorted(self.read_nodes(), key=lambda n: n.name)
+        return dict(
+            engine="kubernetes",
+            policy=c.label,
+            placement=c.placement,
+            params=dict(c.params),
+            plugins=list(c.plugins),
+            scheduler_name=c.scheduler_name,
+            interval=c.interval,
+            seed=c.seed,
+            shadow=c.shadow,
+            min_runtime=c.min_runtime,
+            grace=c.grace,
+            identity=c.identity,
+            nodes=[n.name for n in nodes],
+            node_gpus=[n.gpus for n in nodes],
+            node_models=[n.model if n.gpus else "" for n in nodes],
+            node_cpu_milli=[n.cpu_milli for n in nodes],
+            node_memory_mib=[n.memory_mib for n in nodes],
+        )
+
+    def run(self, report: Callable[[CycleReport], None] | None = None) -> int:
+        """Cycle on every change (at most every ``interval`` seconds, at least every ten
+        intervals) until SIGTERM/SIGINT, or with ``until_idle`` until nothing is left."""
+        self.start_watches()
+        self._write(None, "serve", **self.serve_record())
+        previous = {
+            sig: signal.signal(sig, self._on_signal) for sig in (signal.SIGTERM, signal.SIGINT)
+        }
+        try:
+            while self.stop_reason is None:
+                began = time.monotonic()
+                self.changed.clear()
+                result = self.cycle()
+                if report is not None:
+                    report(result)
+                if self.config.until_idle and result.ok and result.idle and self._leading is True:
+                    self.stop_reason = "idle"
+                    break
+                rest = self.config.interval - (time.monotonic() - began)
+                if rest > 0:
+                    time.sleep(rest)
+                if not result.started:  # nothing changed by us: wait for news
+                    # ... but renew the Lease well within its duration.
+                    self.changed.wait(min(self.config.interval * 9, self.lease.duration / 3))
+        finally:
+            for sig, handler in previous.items():
+                signal.signal(sig, handler)
+            for cache in (self.pods, self.nodes, self.groups):
+                if cache is not None:
+                    cache.stop()
+            self.lease.release()
+            self._write(None, "stop", reason=self.stop_reason or "error")
+            self.journal.close()
+        return 0
