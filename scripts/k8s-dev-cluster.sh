@@ -217,7 +217,7 @@ start() {
         --service-cluster-ip-range 10.0.0.0/24 --service-account-issuer https://kubernetes.default.svc \
         --service-account-key-file "$DIR/pki/sa.pub" --service-account-signing-key-file "$DIR/pki/sa.key" \
         --token-auth-file "$DIR/tokens.csv" --authorization-mode RBAC \
-        --disable-admission-plugins ServiceAccount --enable-priority-and-fairness=false
+        --disable-admission-plugins ServiceAccount,TaintNodesByCondition --enable-priority-and-fairness=false
     wait_ready
     local admin sched
     admin=$(sed -n 1p "$DIR/tokens.csv" | cut -d, -f1)

@@ -99,6 +99,8 @@ def create_nodes(
             if exc.status != 409:
                 raise
         api.patch(f"/api/v1/nodes/{name}/status", node_status(gpus, cpus, memory_gib))
+        # What the node lifecycle controller (absent here) does once a node is Ready.
+        api.patch(f"/api/v1/nodes/{name}", {"spec": {"taints": None}})
         names.append(name)
     return names
 

@@ -16,6 +16,7 @@ bound the pod) from a 404 (the pod was deleted) from an unreachable server.
 from __future__ import annotations
 
 import json
+import ssl
 from collections.abc import Iterator, Mapping
 from typing import Any
 
@@ -60,12 +61,15 @@ class KubeAPI:
         headers = {"Accept": "application/json", "User-Agent": "schedlab"}
         if creds.token:
             headers["Authorization"] = f"Bearer {creds.token}"
-        verify: bool | str = creds.ca_file if (creds.verify and creds.ca_file) else creds.verify
+        verify: bool | ssl.SSLContext = creds.verify
+        if creds.verify:
+            verify = ssl.create_default_context(cafile=creds.ca_file)
+            if creds.client_cert is not None:
+                verify.load_cert_chain(*creds.client_cert)
         self._client = httpx.Client(
             base_url=creds.server,
             headers=headers,
             verify=verify,
-            cert=creds.client_cert,
             timeout=timeout,
         )
 
