@@ -422,3 +422,84 @@ def test_pdb_blocks_eviction(tmp_path: Path) -> None:
     (protect,) = records(server, "protect")
     assert "PodDisruptionBudget" in protect["reason"]
     assert bound(api) == {"default/low": "node1"}
+
+
+def test_takeover_journals_the_runs_it_did_not_start(tmp_path: Path) -> None:
+    api = cluster(2)
+    clock = Clock()
+    api.add_pod(pod("p", 2))
+    api.add_pod(pod("g-0", 1, group="g", min_member=2))
+    api.add_pod(pod("g-1", 1, group="g", min_member=2))
+    first = make(api, tmp_path, clock, identity="first", lease_seconds=4)
+    cycle(first)
+    assert len(bound(api)) == 3
+    clock.t += 5  # the first was killed: its Lease expired
+    second = make(api, tmp_path, clock, identity="second", lease_seconds=4)
+    cycle(second)
+    starts = records(second, "start")
+    assert [(r["job"], r["pods"], r["recovered"]) for r in starts] == [
+        ("default/p", ["default/p"], True),
+        ("default/podgroup/g", ["default/g-0", "default/g-1"], True),
+    ]
+    api.update_pod("default/p", {"status": {"phase": "Succeeded"}})
+    cycle(second)
+    (finish,) = records(second, "finish")
+    assert finish["job"] == "default/p" and finish["state"] == "Succeeded"
+    assert len([c for c in api.calls if c[1].endswith("/binding")]) == 3
+
+
+# -- serve check ----------------------------------------------------------------------------
+def busy_run(tmp_path: Path, policy: str = "fifo", placement: str = "bestfit") -> Path:
+    """Arrivals over several cycles, pods finishing, a gang, shares, a node selector."""
+    api = cluster(3)
+    api.nodes["node2"]["metadata"]["labels"]["pool"] = "b"
+    clock = Clock()
+    server = make(api, tmp_path, clock, policy=policy, placement=placement)
+    server._write(None, "serve", **server.serve_record())
+    sizes = [8, 4, 2, 1, 4, 8, 2, 2, 1, 4]
+    for step in range(6):
+        for k in range(step, len(sizes), 3):
+            name = f"s{step}-{k}"
+            stamp = f"2027-01-15T08:00:{10 + step:02d}Z"
+            api.add_pod(pod(name, sizes[k], created=stamp, deadline=60 * (k + 1)))
+        if step == 1:
+            for k in range(3):
+                api.add_pod(
+                    pod(f"g-{k}", 2, group="g", min_member=3, created="2027-01-15T08:00:11Z")
+                )
+            api.add_pod(pod("sel", 2, selector={"pool": "b"}, created="2027-01-15T08:00:11Z"))
+            api.add_pod(pod("f", milli=300, created="2027-01-15T08:00:11Z"))
+        cycle(server)
+        clock.t += 10
+        for key, p in list(api.pods.items()):
+            if p["spec"].get("nodeName") and (hash(key) + step) % 2 == 0:
+                api.update_pod(key, {"status": {"phase": "Succeeded"}})
+    server.journal.sync()
+    assert server.journal.path is not None
+    return server.journal.path
+
+
+@pytest.mark.parametrize(
+    ("policy", "placement"), [("fifo", "bestfit"), ("sjf", "gpu-packing"), ("fifo", "fgd")]
+)
+def test_check_rederives_every_start(tmp_path: Path, policy: str, placement: str) -> None:
+    from schedlab.serve.kubernetes.check import check
+
+    path = busy_run(tmp_path, policy, placement)
+    result = check(path)
+    starts = [r for r in read_journal(path) if r["action"] == "start"]
+    assert result.starts == len(starts) > 10
+    assert result.agree, result.mismatches
+
+
+def test_check_finds_a_start_the_policy_would_not_make(tmp_path: Path) -> None:
+    from schedlab.serve.kubernetes.check import check
+
+    path = busy_run(tmp_path)
+    lines = path.read_text().splitlines()
+    k = next(i for i, ln in enumerate(lines) if '"action":"start"' in ln and '"node1"' in ln)
+    lines[k] = lines[k].replace('"node1"', '"node3"', 1)
+    path.write_text("\n".join(lines) + "\n")
+    result = check(path)
+    assert not result.agree
+    assert result.mismatches[0].live == ["node3"] or "node3" in (result.mismatches[0].live or [])

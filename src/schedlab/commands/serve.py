@@ -190,7 +190,10 @@ def add_check_parser(targets: argparse._SubParsersAction) -> None:
 
 
 def run_check(args: argparse.Namespace) -> int:
-    result = rederive(args.journal)
+    check_input_file(args.journal, "journal")
+    from schedlab.serve.kubernetes.check import check, is_kubernetes_journal
+
+    result = check(args.journal) if is_kubernetes_journal(args.journal) else rederive(args.journal)
     for m in result.mismatches:
         live = ",".join(m.live) if m.live is not None else "not started"
         derived = ",".join(m.derived) if m.derived is not None else "not started"

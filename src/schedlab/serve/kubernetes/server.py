@@ -18,6 +18,7 @@ is watched again and its end journaled.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import signal
 import threading
@@ -79,6 +80,26 @@ class KubeConfig:
         return self.choice.label
 
 
+def run_start(record: Record) -> float:
+    """When a ``start`` record's run began: the cycle that bound it, or for a run found bound
+    (``recovered``) the pods' start time the API server showed."""
+    return float(record.get("started") or record["time"])
+
+
+def journaled_pods(path: Path | None) -> tuple[dict[str, float], float | None]:
+    """Every pod a journal records a start of, with when its run began, and the time of the
+    journal's last line (None: a new journal)."""
+    pods: dict[str, float] = {}
+    last: float | None = None
+    if path is None or not path.exists():
+        return pods, last
+    for r in read_journal(path):
+        last = float(r.get("time") or last or 0.0)
+        if r["action"] == "start":
+            pods.update(dict.fromkeys(r.get("bound") or r.get("pods") or [], run_start(r)))
+    return pods, last
+
+
 def open_runs(path: Path | None) -> dict[str, list[str]]:
     """The runs a journal leaves open (a ``start`` and no ``finish`` or ``preempt`` after it),
     with their pods, which a restarted scheduler watches to journal their end."""
@@ -135,6 +156,7 @@ class KubeServer:
         self._arrived: set[str] = set()
         self._active: dict[str, list[str]] = open_runs(journal.path)
         self._recovered = set(self._active)
+        self._tracked, self._resumed_at = journaled_pods(journal.path)
         self._why: dict[str, str] = {}
         self._leading: bool | None = None  # None: not known yet (journaled at the first cycle)
         self._signalled: dict[str, float] = {}
@@ -206,7 +228,15 @@ class KubeServer:
         return [parse_node(o) for o in self.nodes.items()]
 
     def view(self) -> KubeView:
+        # A run began when it was bound (as the journal says, which is what serve check
+        # sees), not when the kubelet reported it started.
         pods = [parse_pod(o) for o in self.pods.items()]
+        pods = [
+            dataclasses.replace(p, started=self._tracked[p.key])
+            if p.bound and p.key in self._tracked
+            else p
+            for p in pods
+        ]
         return build_view(
             pods, self.read_nodes(), self.now, self.config.scheduler_name, self.min_members()
         )
@@ -256,6 +286,7 @@ class KubeServer:
                     submit_time=pod.created,
                     queue=pod.queue,
                 )
+        self._recover_starts(view)
         for job, pods in list(self._active.items()):
             states = [view.pods[k].phase if k in view.pods else "GONE" for k in pods]
             if all(s in ("Succeeded", "Failed", "GONE") for s in states):
@@ -268,6 +299,41 @@ class KubeServer:
                 self._write(job, "finish", pods=pods, state=state, **extra)
                 del self._active[job]
         self._recovered.clear()
+
+    def _recover_starts(self, view: KubeView) -> None:
+        """Pods of this scheduler bound by a run this journal does not record (an instance
+        killed between the bind and its journal line, or another instance before a takeover):
+        their start is journaled from the API objects (``recovered``), so the journal accounts
+        for every run and their end is journaled too. At the first cycle after a restart, runs
+        that also ended while no scheduler watched get their start and finish."""
+        since, self._resumed_at = self._resumed_at, None
+        names = {n.name: i for i, n in enumerate(view.nodes)}
+        found: dict[str, list[Any]] = {}
+        for pod in view.pods.values():
+            if pod.scheduler != self.config.scheduler_name or not pod.bound:
+                continue
+            if pod.key in self._tracked or pod.node not in names:
+                continue
+            if pod.terminal and (since is None or pod.started < since - 1.0):
+                continue
+            key = f"{pod.namespace}/podgroup/{pod.group}" if pod.group else pod.key
+            found.setdefault(key, []).append(pod)
+        for key, pods in sorted(found.items()):
+            pods.sort(key=lambda p: p.name)
+            fields = {
+                "pods": [p.key for p in pods],
+                "nodes": [p.node for p in pods],
+                "gpu_idx": [list(p.devices) for p in pods],
+                "gpus": sum(p.gpus for p in pods),
+                "submit_time": min(p.created for p in pods),
+            }
+            if pods[0].fractional:
+                fields["gpu_milli"] = pods[0].gpu_milli
+            began = min(p.started or self.now for p in pods)
+            self._write(key, "start", recovered=True, started=round(began, 3), **fields)
+            self._tracked.update(dict.fromkeys(fields["pods"], began))
+            self._active[key] = list(fields["pods"])
+            self._recovered.add(key)
 
     def _guard(self, view: KubeView, decisions: list[Any]) -> list[Any]:
         """Preemptions --min-runtime allows now, and the starts that need no GPU of a victim
@@ -368,6 +434,7 @@ class KubeServer:
             if rec["action"] == "start":
                 started.append(job.key)
                 self._active[job.key] = list(rec.get("bound") or extra["pods"])
+                self._tracked.update(dict.fromkeys(self._active[job.key], round(self.now, 3)))
             errors += rec["action"] == "error"
         for share in decided.shares:
             pod = share.pod
@@ -385,6 +452,7 @@ class KubeServer:
             if rec["action"] == "start":
                 started.append(pod.key)
                 self._active[pod.key] = [pod.key]
+                self._tracked[pod.key] = round(self.now, 3)
             errors += rec["action"] == "error"
         self._reasons(view, ledger)
         report = CycleReport(
