@@ -148,3 +148,104 @@ def test_small_run_binds_everything_once(tmp_path: Path) -> None:
     assert "theirs" not in {p.split("/")[1] for p in bound_pods}
     # theirs held 6 of node1's GPUs throughout: no pod of more than 2 GPUs went there.
     assert all(r["gpus"] <= 2 for r in starts if r["nodes"] == ["node1"])
+
+
+def workload(ns_a: str, ns_b: str, name: str) -> list[dict[str, Any]]:
+    """200 pods over two namespaces: whole pods of 1/2/4/8 GPUs, gangs of 2–4 pods, GPU
+    shares; each runs 1 or 2 s on the kubelet stand-in."""
+    pods: list[dict[str, Any]] = []
+    k = 0
+    sizes = [1, 2, 4, 8]
+    while len(pods) < 200:
+        ns = ns_a if k % 2 == 0 else ns_b
+        run = {RUN: str(1 + k % 2)}
+        if k % 10 == 3 and len(pods) <= 196:
+            members = 2 + k % 3
+            for m in range(members):
+                pods.append(
+                    pod(
+                        f"g{k}-{m}",
+                        sizes[k % 3],
+                        ns=ns,
+                        scheduler=name,
+                        group=f"g{k}",
+                        min_member=members,
+                        annotations=run,
+                    )
+                )
+        elif k % 10 == 7:
+            pods.append(
+                pod(f"f{k}", ns=ns, scheduler=name, milli=250 * (1 + k % 3), annotations=run)
+            )
+        else:
+            pods.append(pod(f"p{k}", sizes[k % 4], ns=ns, scheduler=name, annotations=run))
+        k += 1
+    return pods[:200]
+
+
+def starts_of(path: Path) -> list[dict[str, Any]]:
+    return [r for r in read_journal(path) if r["action"] == "start"] if path.exists() else []
+
+
+def test_200_pods_with_a_kill_and_a_standby_taking_over(tmp_path: Path) -> None:
+    from schedlab.serve.kubernetes.check import check
+
+    api, kubeconfig = live_cluster()
+    ns_a, ns_b = fresh_namespace(api, "e2e-a"), fresh_namespace(api, "e2e-b")
+    name = ns_a
+    pods = workload(ns_a, ns_b, name)
+    first_j, second_j = tmp_path / "first.jsonl", tmp_path / "second.jsonl"
+    with CapacityWatch(api, {name}) as watch:
+        for obj in pods[:120]:
+            create_pod(api, obj)
+        first = serve(kubeconfig, first_j, name, "--identity", "first", until_idle=False)
+        deadline = time.time() + 30
+        while (
+            not any(r["action"] == "lead" for r in read_journal(first_j))
+            if first_j.exists()
+            else True
+        ):
+            assert time.time() < deadline, "the first instance never took the Lease"
+            time.sleep(0.1)
+        second = serve(kubeconfig, second_j, name, "--identity", "second")  # the standby
+        deadline = time.time() + 60
+        while len(starts_of(first_j)) < 25 and time.time() < deadline:
+            time.sleep(0.2)
+        first.kill()  # SIGKILL, mid-run
+        first.wait()
+        for obj in pods[120:]:
+            create_pod(api, obj)
+        _, err = second.communicate(timeout=240)
+        assert second.returncode == 0, err
+        # The first again, on its own journal: it finds its open runs ended.
+        again = serve(kubeconfig, first_j, name, "--identity", "first")
+        _, err = again.communicate(timeout=60)
+        assert again.returncode == 0, err
+    assert watch.violations == []
+    objects = {**phases(api, ns_a), **{f"b/{k}": v for k, v in phases(api, ns_b).items()}}
+    assert len(objects) == 200
+    assert {p["status"]["phase"] for p in objects.values()} == {"Succeeded"}
+    live = [r for r in starts_of(first_j) + starts_of(second_j) if not r.get("recovered")]
+    bound = [p for r in live for p in r.get("bound") or r["pods"]]
+    everyone = {f"{o['metadata']['namespace']}/{o['metadata']['name']}" for o in pods}
+    assert len(starts_of(first_j)) >= 25
+    # Every pod bound exactly once (a pod the first bound and did not journal before the kill
+    # is found bound by the second, or found done by the first's restart: a recovered start,
+    # never a second bind).
+    every = starts_of(first_j) + starts_of(second_j)
+    recovered = [p for r in every if r.get("recovered") for p in r["pods"]]
+    assert sorted(bound + [p for p in recovered if p not in bound]) == sorted(everyone)
+    assert len(bound) == len(set(bound))
+    # Gangs whole: every gang's pods in one start record, on distinct nodes.
+    for r in live:
+        if "/podgroup/" in r["job"] and not r.get("partial"):
+            assert len(set(r["nodes"])) == len(r["nodes"]) == len(r["pods"])
+    records = list(read_journal(second_j))
+    assert [r["action"] for r in records if r["action"] in ("lead", "standby")] == [
+        "standby",
+        "lead",
+    ]
+    for path in (first_j, second_j):
+        result = check(path)
+        assert result.agree, result.mismatches
+    assert check(second_j).starts > 50

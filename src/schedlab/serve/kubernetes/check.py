@@ -184,8 +184,12 @@ class _Walk:
             if not r.get("recovered"):
                 self.compare(job, [str(n) for n in r.get("nodes") or ()], r)
         elif action in ("finish", "preempt"):
-            for p in self.runs.pop(job, []):
+            ended = [str(p) for p in r.get("pods") or []] if r.get("partial") else None
+            pods = self.runs.pop(job, [])
+            for p in pods if ended is None else ended:
                 self.running.pop(p, None)
+            if ended is not None:
+                self.runs[job] = [p for p in pods if p not in ended]
         elif action == "reject":
             for p in [p for p, j in self.queued.items() if j == job or p == job]:
                 del self.queued[p]

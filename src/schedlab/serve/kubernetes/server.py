@@ -113,7 +113,10 @@ def open_runs(path: Path | None) -> dict[str, list[str]]:
         if r["action"] == "start":
             runs[job] = list(r.get("bound") or r.get("pods") or [])
         elif r["action"] in ("finish", "preempt"):
-            runs.pop(job, None)
+            if r.get("partial") and job in runs:
+                runs[job] = [p for p in runs[job] if p not in (r.get("pods") or [])]
+            else:
+                runs.pop(job, None)
     return runs
 
 
@@ -288,16 +291,24 @@ class KubeServer:
                 )
         self._recover_starts(view)
         for job, pods in list(self._active.items()):
-            states = [view.pods[k].phase if k in view.pods else "GONE" for k in pods]
-            if all(s in ("Succeeded", "Failed", "GONE") for s in states):
-                extra = {"recovered": True} if job in self._recovered else {}
-                state = (
-                    "Succeeded"
-                    if all(s == "Succeeded" for s in states)
-                    else ("Failed" if "Failed" in states else "GONE")
-                )
-                self._write(job, "finish", pods=pods, state=state, **extra)
+            states = {k: view.pods[k].phase if k in view.pods else "GONE" for k in pods}
+            ended = [k for k in pods if states[k] in ("Succeeded", "Failed", "GONE")]
+            if not ended:
+                continue
+            kinds = {states[k] for k in ended}
+            state = (
+                "Succeeded"
+                if kinds == {"Succeeded"}
+                else ("Failed" if "Failed" in kinds else "GONE")
+            )
+            extra: dict[str, Any] = {"recovered": True} if job in self._recovered else {}
+            if len(ended) < len(pods):
+                # Pods of a gang end one by one: each frees its room when it ends.
+                extra["partial"] = True
+                self._active[job] = [k for k in pods if k not in ended]
+            else:
                 del self._active[job]
+            self._write(job, "finish", pods=ended, state=state, **extra)
         self._recovered.clear()
 
     def _recover_starts(self, view: KubeView) -> None:
@@ -314,7 +325,12 @@ class KubeServer:
                 continue
             if pod.key in self._tracked or pod.node not in names:
                 continue
-            if pod.terminal and (since is None or pod.started < since - 1.0):
+            # A run that also ended was ours only if it began just before our journal's last
+            # line (the kill came between the bind and the journal): later, the Lease was
+            # another instance's, which journaled it.
+            if pod.terminal and (
+                since is None or not since - 1.0 <= pod.started < since + self.lease.duration
+            ):
                 continue
             key = f"{pod.namespace}/podgroup/{pod.group}" if pod.group else pod.key
             found.setdefault(key, []).append(pod)
