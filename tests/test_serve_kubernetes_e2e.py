@@ -131,7 +131,7 @@ def test_small_run_binds_everything_once(tmp_path: Path) -> None:
     try:
         with CapacityWatch(api, {name}) as watch:
             proc = serve(kubeconfig, journal, name)
-            out, err = proc.communicate(timeout=120)
+            _, err = proc.communicate(timeout=120)
     finally:
         api.delete(f"/api/v1/namespaces/{ns}/pods/theirs", {"gracePeriodSeconds": 0})
     assert proc.returncode == 0, err

@@ -24,6 +24,8 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Protocol
 
+import numpy as np
+
 from schedlab.model.cluster import GPU_MILLI, ClusterState
 from schedlab.model.snapshot import Allocation
 from schedlab.serve.kubernetes.api import KubeError
@@ -60,39 +62,37 @@ def binding(pod: PodInfo, node: str, gpus: tuple[int, ...]) -> dict[str, Any]:
     }
 
 
-def unschedulable_message(pod: PodInfo, nodes: list[NodeInfo], state: ClusterState) -> str:
+def unschedulable_message(
+    pod: PodInfo, nodes: list[NodeInfo], state: ClusterState, allowed: np.ndarray
+) -> str:
     """Why no node takes ``pod`` now, worded as kube-scheduler words it
-    (``0/4 nodes are available: 4 Insufficient nvidia.com/gpu.``); "" when some node would."""
-    counts: dict[str, int] = {}
-    fits = 0
-    for i, node in enumerate(nodes):
-        why = ""
-        if node.unschedulable:
-            why = "node(s) were unschedulable"
-        elif not node.ready:
-            why = "node(s) were not ready"
-        elif not pod.fits_node(node):
-            why = "node(s) didn't match Pod's node affinity/selector or had untolerated taints"
-        elif (
-            pod.gpus
-            and int(
-                (state.gpu_exists[i] & (state.gpu_free[i] >= (pod.gpu_milli or GPU_MILLI))).sum()
-            )
-            < pod.gpus
-        ):
-            why = "Insufficient nvidia.com/gpu"
-        elif state.cpu_free[i] < pod.cpu_milli:
-            why = "Insufficient cpu"
-        elif state.mem_free[i] < pod.memory_mib:
-            why = "Insufficient memory"
-        if why:
-            counts[why] = counts.get(why, 0) + 1
-        else:
-            fits += 1
-    if fits:
+    (``0/4 nodes are available: 4 Insufficient nvidia.com/gpu.``); "" when some node would.
+    ``allowed``: the nodes the pod's selector, affinity and tolerations let it use. Each node
+    counts once, under the first reason that holds, in this order."""
+    n = len(nodes)
+    cordoned = np.fromiter((x.unschedulable for x in nodes), bool, n)
+    unready = np.fromiter((not x.ready for x in nodes), bool, n)
+    milli = pod.gpu_milli or GPU_MILLI
+    fit_gpus = (state.gpu_exists & (state.gpu_free >= milli)).sum(axis=1) >= pod.gpus
+    checks = (
+        ("node(s) were unschedulable", cordoned),
+        ("node(s) were not ready", unready),
+        ("node(s) didn't match Pod's node affinity/selector or had untolerated taints", ~allowed),
+        ("Insufficient nvidia.com/gpu", ~fit_gpus if pod.gpus else np.zeros(n, bool)),
+        ("Insufficient cpu", state.cpu_free < pod.cpu_milli),
+        ("Insufficient memory", state.mem_free < pod.memory_mib),
+    )
+    left = np.ones(n, bool)
+    counts = []
+    for why, bad in checks:
+        hit = left & bad
+        if hit.any():
+            counts.append((why, int(hit.sum())))
+        left &= ~bad
+    if left.any():
         return ""
-    parts = ", ".join(f"{n} {why}" for why, n in sorted(counts.items()))
-    return f"0/{len(nodes)} nodes are available: {parts}."
+    parts = ", ".join(f"{k} {why}" for why, k in sorted(counts))
+    return f"0/{n} nodes are available: {parts}."
 
 
 @dataclass

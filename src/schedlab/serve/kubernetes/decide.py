@@ -136,7 +136,8 @@ def decide(
             policies.import_state(state)
         assert policies.placer is not None
         for pod in view.fractional:
-            exclude = {i for i, n in enumerate(view.nodes) if not pod.fits_node(n)}
+            assert view.masks is not None
+            exclude = set(np.flatnonzero(~view.masks.of(pod)).tolist())
             request = PodRequest(
                 pod.cpu_milli, pod.memory_mib, pod.gpus, pod.gpu_milli, ANY_MODEL_MASK
             )

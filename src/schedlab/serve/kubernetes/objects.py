@@ -252,6 +252,11 @@ class PodInfo:
     def fractional(self) -> bool:
         return 0 < self.gpu_milli < GPU_MILLI
 
+    @property
+    def constraints(self) -> tuple[object, ...]:
+        """What decides which nodes the pod may use (pods alike share one verdict per node)."""
+        return (self.node_selector, self.affinity, self.tolerations)
+
     def fits_node(self, node: NodeInfo) -> bool:
         """Whether the pod may run on ``node`` at all: selector, required affinity, taints."""
         labels = node.labels

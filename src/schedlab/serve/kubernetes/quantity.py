@@ -10,6 +10,7 @@ capacity down, so rounding never over-commits a node.
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from fractions import Fraction
@@ -24,15 +25,13 @@ _QUANTITY = re.compile(
 )
 
 
-def parse_quantity(text: object, where: str) -> Fraction:
-    """The exact value of a quantity; :class:`InputError` naming ``where`` and the text when it
-    is not one (``'12Gx'``)."""
-    if isinstance(text, bool) or not isinstance(text, str | int | float):
-        raise InputError(f"{where}: not a quantity (got {text!r})")
-    raw = str(text).strip()
+@functools.lru_cache(maxsize=4096)
+def _exact(raw: str) -> Fraction | None:
+    """The value of a quantity's text, None when it is not one (cached: a queue repeats a
+    handful of quantities thousands of times)."""
     m = _QUANTITY.match(raw)
     if m is None:
-        raise InputError(f"{where}: malformed quantity {raw!r} (e.g. 500m, 2, 64Gi, 1.5G)")
+        return None
     value = Fraction(m.group("num"))
     if m.group("bin"):
         value *= 1024 ** _BINARY[m.group("bin")]
@@ -40,6 +39,18 @@ def parse_quantity(text: object, where: str) -> Fraction:
         value *= Fraction(10) ** int(m.group("exp")[1:])
     else:
         value *= Fraction(10) ** _DECIMAL[m.group("dec") or ""]
+    return value
+
+
+def parse_quantity(text: object, where: str) -> Fraction:
+    """The exact value of a quantity; :class:`InputError` naming ``where`` and the text when it
+    is not one (``'12Gx'``)."""
+    if isinstance(text, bool) or not isinstance(text, str | int | float):
+        raise InputError(f"{where}: not a quantity (got {text!r})")
+    raw = str(text).strip()
+    value = _exact(raw)
+    if value is None:
+        raise InputError(f"{where}: malformed quantity {raw!r} (e.g. 500m, 2, 64Gi, 1.5G)")
     if value < 0:
         raise InputError(f"{where}: negative quantity {raw!r}")
     return value

@@ -160,7 +160,10 @@ class KubeServer:
         self._active: dict[str, list[str]] = open_runs(journal.path)
         self._recovered = set(self._active)
         self._tracked, self._resumed_at = journaled_pods(journal.path)
-        self._why: dict[str, str] = {}
+        self._why: dict[str, str] = {}  # the last protection journaled per job
+        self._shown: dict[str, str] = {}  # the reason last written on each waiting pod
+        self._pod_memo: dict[Any, Any] = {}
+        self._node_memo: dict[Any, Any] = {}
         self._leading: bool | None = None  # None: not known yet (journaled at the first cycle)
         self._signalled: dict[str, float] = {}
 
@@ -227,13 +230,30 @@ class KubeServer:
                 self._write(None, "warning", reason=f"PodGroup {key}: minMember is not a number")
         return out
 
+    def _parsed(
+        self, objects: list[dict[str, Any]], parse: Callable[[Any], Any], memo: dict
+    ) -> list:
+        """Objects parsed once per resourceVersion (a steady queue is not parsed again)."""
+        out, fresh = [], {}
+        for obj in objects:
+            meta = obj.get("metadata") or {}
+            key = (meta.get("namespace"), meta.get("name"))
+            version = meta.get("resourceVersion")
+            hit = memo.get(key)
+            info = hit[1] if hit is not None and version and hit[0] == version else parse(obj)
+            fresh[key] = (version, info)
+            out.append(info)
+        memo.clear()
+        memo.update(fresh)
+        return out
+
     def read_nodes(self) -> list[NodeInfo]:
-        return [parse_node(o) for o in self.nodes.items()]
+        return self._parsed(self.nodes.items(), parse_node, self._node_memo)
 
     def view(self) -> KubeView:
         # A run began when it was bound (as the journal says, which is what serve check
         # sees), not when the kubelet reported it started.
-        pods = [parse_pod(o) for o in self.pods.items()]
+        pods = self._parsed(self.pods.items(), parse_pod, self._pod_memo)
         pods = [
             dataclasses.replace(p, started=self._tracked[p.key])
             if p.bound and p.key in self._tracked
@@ -512,20 +532,28 @@ class KubeServer:
         for key, why in view.problems:
             if key in view.pods and view.pods[key].scheduler == self.config.scheduler_name:
                 waiting.append((view.pods[key], why))
+        memo: dict[tuple[object, ...], str] = {}
+        shown: dict[str, str] = {}
+        assert view.masks is not None
         for pod, why in waiting:
-            message = (
-                why
-                or unschedulable_message(pod, view.nodes, ledger)
-                or (
-                    f"waiting for policy {label} to place it: jobs ahead of it in the policy's "
-                    "order come first"
-                )
-            )
-            if self._why.get(pod.key) != message:
-                self._why[pod.key] = message
-                if why and pod.key in view.impossible:
-                    self._write(pod.key, "reject", reason=why)
+            message = why
+            if not message:
+                shape = (pod.gpus, pod.gpu_milli, pod.cpu_milli, pod.memory_mib, pod.constraints)
+                if shape not in memo:
+                    memo[shape] = unschedulable_message(
+                        pod, view.nodes, ledger, view.masks.of(pod)
+                    ) or (
+                        f"waiting for policy {label} to place it: jobs ahead of it in the "
+                        "policy's order come first"
+                    )
+                message = memo[shape]
+            shown[pod.key] = message
+            if self._shown.get(pod.key) == message:
+                continue  # written already (the cache may not show it yet)
+            if why and pod.key in view.impossible:
+                self._write(pod.key, "reject", reason=why)
             self.binder.show_reason(pod, "Unschedulable", message, self.now)
+        self._shown = shown
 
     # -- the loop ------------------------------------------------------------------------------
     def _on_signal(self, signum: int, _frame: FrameType | None) -> None:

@@ -39,6 +39,25 @@ from schedlab.policies.placement.base import PodRequest, best_fit_gpus
 from schedlab.serve.kubernetes.objects import UNLIMITED_SECONDS, NodeInfo, PodInfo
 
 
+class NodeMasks:
+    """Which nodes a pod may use at all, computed once per distinct set of constraints (a
+    thousand pods usually share a handful)."""
+
+    def __init__(self, nodes: list[NodeInfo]) -> None:
+        self.nodes = nodes
+        self._memo: dict[tuple[object, ...], np.ndarray] = {}
+
+    def of(self, pod: PodInfo) -> np.ndarray:
+        key = pod.constraints
+        mask = self._memo.get(key)
+        if mask is None:
+            nodes = self.nodes
+            mask = np.fromiter((pod.fits_node(n) for n in nodes), bool, len(nodes))
+            mask.setflags(write=False)
+            self._memo[key] = mask
+        return mask
+
+
 def natural(name: str) -> tuple[object, ...]:
     """``node2`` before ``node10``."""
     return tuple(int(p) if p.isdigit() else p for p in re.split(r"(\d+)", name))
@@ -80,6 +99,7 @@ class KubeView:
     impossible: dict[str, str] = field(default_factory=dict)  # pod key → why it never fits
     problems: list[tuple[str, str]] = field(default_factory=list)  # (pod key, what is wrong)
     pods: dict[str, PodInfo] = field(default_factory=dict)  # every pod seen, by key
+    masks: NodeMasks | None = None  # the nodes each pod may use
 
     @property
     def queued(self) -> list[int]:
@@ -222,13 +242,15 @@ def build_view(
         j for j in jobs if not (j.head.fractional and not j.head.bound) and not j.head.fractional
     ]
     impossible: dict[str, str] = {}
+    masks = NodeMasks(node_list)
     eligible: list[np.ndarray] = []
     kept: list[Job] = []
     verdicts: dict[tuple[int, int, int], str | None] = {}
     for job in jobs:
-        mask = np.fromiter(
-            (all(p.fits_node(n) for p in job.pods) for n in node_list), bool, len(node_list)
-        )
+        mask = masks.of(job.head)
+        for p in job.pods[1:]:
+            if p.constraints != job.head.constraints:
+                mask = mask & masks.of(p)
         if not job.head.bound:
             shape = (job.head.gpus, len(job.pods), hash(mask.tobytes()))
             if shape not in verdicts:
@@ -240,7 +262,7 @@ def build_view(
         kept.append(job)
         eligible.append(mask)
     for pod in fractional:
-        mask = np.fromiter((pod.fits_node(n) for n in node_list), bool, len(node_list))
+        mask = masks.of(pod)
         ok = mask & (cluster.num_gpus >= pod.gpus)
         if not ok.any():
             impossible[pod.key] = (
@@ -259,6 +281,7 @@ def build_view(
         impossible=impossible,
         problems=problems,
         pods=all_pods,
+        masks=masks,
     )
 
 
