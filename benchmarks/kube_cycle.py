@@ -29,11 +29,10 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
-from kube_objects import node, pod  # noqa: E402
-
-from schedlab.serve.journal import Journal  # noqa: E402
-from schedlab.serve.kubernetes.fake import FakeKube  # noqa: E402
-from schedlab.serve.kubernetes.server import KubeConfig, KubeServer  # noqa: E402
+from kube_objects import node, pod
+from schedlab.serve.journal import Journal
+from schedlab.serve.kubernetes.fake import FakeKube
+from schedlab.serve.kubernetes.server import KubeConfig, KubeServer
 
 SIZES = [1, 1, 1, 2, 2, 4, 8]
 
