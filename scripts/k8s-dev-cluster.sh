@@ -22,7 +22,8 @@
 #
 # Two kubeconfigs: DIR/admin.kubeconfig (group system:masters: creates pods, nodes, anything) and
 # DIR/schedlab.kubeconfig (user schedlab, only what the ClusterRole grants). The printed
-# KUBECONFIG names the admin one; SCHEDLAB_KUBECONFIG the scheduler's.
+# KUBECONFIG names the admin one; SCHEDLAB_KUBECONFIG the scheduler's; SCHEDLAB_KUBE_SCHEDULER
+# the kube-scheduler binary built beside kube-apiserver (for the extender tests).
 #
 # stop ends only the processes this script started, by the PIDs recorded under DIR/run.
 set -euo pipefail
@@ -183,6 +184,7 @@ wait_ready() {  # the API server's /readyz, with the admin token
 print_env() {
     echo "export KUBECONFIG=$DIR/admin.kubeconfig"
     echo "export SCHEDLAB_KUBECONFIG=$DIR/schedlab.kubeconfig"
+    echo "export SCHEDLAB_KUBE_SCHEDULER=$CACHE/kube-scheduler"
 }
 
 start() {

@@ -69,6 +69,18 @@ def add_kubernetes_parser(targets: argparse._SubParsersAction) -> None:
     k.add_argument("--lease-name", default="schedlab", help="name of the Lease")
     k.add_argument("--lease-seconds", type=float, default=15.0, help="lease duration")
     k.add_argument("--identity", default=None, help="this instance's Lease identity")
+    k.add_argument(
+        "--extender",
+        action="store_true",
+        help="answer kube-scheduler's extender calls (filter, prioritize, bind) with --placement "
+        "instead of scheduling pods itself",
+    )
+    k.add_argument(
+        "--listen",
+        default="127.0.0.1:8888",
+        metavar="HOST:PORT",
+        help="where --extender listens (default 127.0.0.1:8888)",
+    )
     k.add_argument("--quiet", action="store_true")
     add_plugin_option(k)
     k.set_defaults(run=run_kubernetes, serve_parser=k)
@@ -115,7 +127,60 @@ def _config(args: argparse.Namespace):  # type: ignore[no-untyped-def]
     return config
 
 
+def listen_address(text: str) -> tuple[str, int]:
+    host, sep, port = text.rpartition(":")
+    if not sep or not port.isdigit() or not 0 <= int(port) < 65536:
+        raise InputError(f"'--listen' must be HOST:PORT (got {text!r})")
+    return host or "127.0.0.1", int(port)
+
+
+def run_extender(args: argparse.Namespace) -> int:
+    import signal
+    import threading
+
+    from schedlab.commands.serve import merge_config_file
+    from schedlab.output_dir import check_out_file
+    from schedlab.policies.api import SERVE
+    from schedlab.policies.registry import make_placement
+    from schedlab.serve.journal import Journal
+    from schedlab.serve.kubernetes.api import KubeAPI, KubeError
+    from schedlab.serve.kubernetes.extender import Extender, serve_extender
+    from schedlab.serve.kubernetes.kubeconfig import load_credentials
+
+    merge_config_file(args)
+    host, port = listen_address(args.listen)
+    make_placement(args.placement, SERVE)  # a bad name before anything is opened
+    if args.journal is not None:
+        check_out_file(args.journal, "'--journal'")
+    api = KubeAPI(load_credentials(args.kubeconfig, args.context))
+    extender = Extender(api, args.placement, Journal(args.journal), seed=args.seed)
+    try:
+        extender.start()
+    except KubeError as exc:
+        raise InputError(f"Kubernetes API: {exc}") from None
+    try:
+        server = serve_extender(extender, host, port)
+    except OSError as exc:
+        raise InputError(f"'--listen' {args.listen}: cannot listen ({exc.strerror})") from None
+    done = threading.Event()
+    previous = {s: signal.signal(s, lambda *_: done.set()) for s in (signal.SIGTERM, signal.SIGINT)}
+    if not args.quiet:
+        console.print(f"kube-scheduler extender on {host}:{port} with placement {args.placement}")
+    try:
+        done.wait()
+    finally:
+        for s, handler in previous.items():
+            signal.signal(s, handler)
+        server.shutdown()
+        extender.stop()
+        extender.journal.close()
+        api.close()
+    return 0
+
+
 def run_kubernetes(args: argparse.Namespace) -> int:
+    if args.extender:
+        return run_extender(args)
     from schedlab.output_dir import check_out_file
     from schedlab.serve.journal import Journal
     from schedlab.serve.kubernetes.api import KubeAPI, KubeError

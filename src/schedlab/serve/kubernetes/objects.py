@@ -358,6 +358,11 @@ def parse_pod(raw: Obj) -> PodInfo:
             count = whole(parse_quantity(notes.get(GPU_COUNT_KEY, "1"), count_where), count_where)
             if count < 1:
                 raise InputError(f"{count_where}: must be ≥ 1 (got {count})")
+            if milli < GPU_MILLI and count != 1:
+                raise InputError(
+                    f"{count_where}: a share of less than a whole GPU ({GPU_MILLI_KEY} {milli}) "
+                    f"is of one GPU (got {count}), as in the openb traces"
+                )
             if gpus:
                 raise InputError(f"{where}: asks for {GPU_RESOURCE} and {GPU_MILLI_KEY} at once")
             gpus = count
