@@ -21,7 +21,7 @@ from schedlab.policies.registry import ordering_names, placement_names
 from schedlab.policies.wiring import build
 from schedlab.results import atomic_write
 from schedlab.serve.client import SlurmClient, SubprocessSlurm
-from schedlab.serve.config_file import read_config
+from schedlab.serve.config_file import PATH_KEYS, read_config
 from schedlab.serve.import_slurm import TIMINGS, import_slurm, load_sacct
 from schedlab.serve.journal import Journal
 from schedlab.serve.lock import PartitionLock, default_state_dir
@@ -244,11 +244,12 @@ def _usage(p: argparse.ArgumentParser) -> int:
     return 2
 
 
-def merge_config_file(args: argparse.Namespace) -> None:
-    """Take every setting the command line left at its default from ``--config``."""
+def merge_config_file(args: argparse.Namespace, keys: dict | None = None) -> None:
+    """Take every setting the command line left at its default from ``--config`` (``keys``:
+    the command's TOML keys, ``serve slurm``'s by default)."""
     if args.config is None:
         return
-    settings = read_config(args.config)
+    settings = read_config(args.config) if keys is None else read_config(args.config, keys)
     parser = args.serve_parser
     for name, value in settings.items():
         if name == "params":
@@ -256,7 +257,7 @@ def merge_config_file(args: argparse.Namespace) -> None:
             args.param = pairs + list(args.param)
         elif name == "plugins":
             args.plugin = [str(p) for p in value] + list(args.plugin)
-        elif name in ("journal", "state_dir"):
+        elif name in PATH_KEYS:
             if getattr(args, name) is None:
                 setattr(args, name, Path(value))
         elif getattr(args, name) == parser.get_default(name):

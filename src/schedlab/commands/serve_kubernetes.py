@@ -91,10 +91,11 @@ def _config(args: argparse.Namespace):  # type: ignore[no-untyped-def]
     from schedlab.commands.serve import merge_config_file
     from schedlab.policies.api import SERVE
     from schedlab.policies.wiring import build
+    from schedlab.serve.config_file import KUBE_KEYS
     from schedlab.serve.kubernetes.lease import default_identity
     from schedlab.serve.kubernetes.server import KubeConfig
 
-    merge_config_file(args)
+    merge_config_file(args, KUBE_KEYS)
     if not args.policy:
         raise InputError("'--policy' is required (on the command line or in --config)")
     if not (args.interval > 0 and math.isfinite(args.interval)):
@@ -142,12 +143,13 @@ def run_extender(args: argparse.Namespace) -> int:
     from schedlab.output_dir import check_out_file
     from schedlab.policies.api import SERVE
     from schedlab.policies.registry import make_placement
+    from schedlab.serve.config_file import KUBE_KEYS
     from schedlab.serve.journal import Journal
     from schedlab.serve.kubernetes.api import KubeAPI, KubeError
     from schedlab.serve.kubernetes.extender import Extender, serve_extender
     from schedlab.serve.kubernetes.kubeconfig import load_credentials
 
-    merge_config_file(args)
+    merge_config_file(args, KUBE_KEYS)
     host, port = listen_address(args.listen)
     make_placement(args.placement, SERVE)  # a bad name before anything is opened
     if args.journal is not None:

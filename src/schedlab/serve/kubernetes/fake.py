@@ -122,6 +122,7 @@ class FakeKube:
         timeout: float = 60.0,
         params: Mapping[str, Any] | None = None,
     ) -> Iterator[tuple[str, Obj]]:
+        self.calls.append(("WATCH", path))
         self._fault("WATCH", path)
         name, _ = self._collection(path)
         since = int(resource_version or 0)
