@@ -503,3 +503,59 @@ def test_check_finds_a_start_the_policy_would_not_make(tmp_path: Path) -> None:
     result = check(path)
     assert not result.agree
     assert result.mismatches[0].live == ["node3"] or "node3" in (result.mismatches[0].live or [])
+
+
+# -- the network from node labels -------------------------------------------------------------
+def labelled(n: int = 4, leaf_nodes: int = 2) -> FakeKube:
+    api = FakeKube()
+    for i in range(1, n + 1):
+        labels = {"schedlab.io/leaf": f"leaf{(i - 1) // leaf_nodes + 1}", "schedlab.io/spine": "s"}
+        api.add_node(node(f"node{i}", labels=labels))
+    return api
+
+
+def test_network_placement_keeps_a_gang_under_one_leaf(tmp_path: Path) -> None:
+    from schedlab.serve.kubernetes.check import check
+
+    api = labelled()
+    # node1 (leaf1) is half taken: a gang of two 8-GPU pods fits only under leaf2 in one leaf.
+    api.add_pod(pod("x", 4, scheduler="other", node="node1", phase="Running"))
+    for k in range(2):
+        api.add_pod(pod(f"g-{k}", 8, group="g", min_member=2))
+    server = make(api, tmp_path, placement="locality")
+    server._write(None, "serve", **server.serve_record())
+    cycle(server)
+    assert sorted(v for k, v in bound(api).items() if "/g-" in k) == ["node3", "node4"]
+    (serve,) = records(server, "serve")
+    assert serve["topology"] == "node labels schedlab.io/leaf,schedlab.io/spine"
+    assert "[[switches]]" in serve["topology_toml"]
+    # serve check assumes no other scheduler's pods (the journal cannot say): here it
+    # re-derives the start on the empty cluster, under leaf1, and says they differ.
+    (miss,) = check(server.journal.path).mismatches  # type: ignore[arg-type]
+    assert (miss.live, miss.derived) == (["node3", "node4"], ["node1", "node2"])
+
+
+def test_check_rederives_network_placements(tmp_path: Path) -> None:
+    from schedlab.serve.kubernetes.check import check
+
+    api = labelled(6, leaf_nodes=3)
+    clock = Clock()
+    server = make(api, tmp_path, clock, placement="locality")
+    server._write(None, "serve", **server.serve_record())
+    for step in range(4):
+        for k in range(2 + step % 2):
+            api.add_pod(
+                pod(f"s{step}g-{k}", 4 + 4 * (step % 2), group=f"s{step}g", min_member=2 + step % 2)
+            )
+        api.add_pod(pod(f"s{step}p", 2 + step, created=f"2027-01-15T08:00:0{step}Z"))
+        cycle(server)
+        clock.t += 5
+    result = check(server.journal.path)  # type: ignore[arg-type]
+    assert result.starts >= 4 and result.agree, result.mismatches
+
+
+def test_network_placement_without_labels_is_refused(tmp_path: Path) -> None:
+    api = cluster(2)
+    server = make(api, tmp_path, placement="locality")
+    with pytest.raises(InputError, match="node node1 has no label schedlab.io/leaf"):
+        server.serve_record()

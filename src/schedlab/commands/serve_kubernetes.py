@@ -70,6 +70,13 @@ def add_kubernetes_parser(targets: argparse._SubParsersAction) -> None:
     k.add_argument("--lease-seconds", type=float, default=15.0, help="lease duration")
     k.add_argument("--identity", default=None, help="this instance's Lease identity")
     k.add_argument(
+        "--topology-labels",
+        default="schedlab.io/leaf,schedlab.io/spine",
+        metavar="KEYS",
+        help="node label keys naming the network's levels, lowest first, for network "
+        "placements (default schedlab.io/leaf,schedlab.io/spine)",
+    )
+    k.add_argument(
         "--extender",
         action="store_true",
         help="answer kube-scheduler's extender calls (filter, prioritize, bind) with --placement "
@@ -123,6 +130,7 @@ def _config(args: argparse.Namespace):  # type: ignore[no-untyped-def]
         lease_name=args.lease_name,
         lease_seconds=args.lease_seconds,
         identity=args.identity or default_identity(),
+        topology_labels=tuple(k.strip() for k in args.topology_labels.split(",") if k.strip()),
     )
     build(SERVE, config.choice)  # every refusal before anything is opened
     return config

@@ -57,6 +57,7 @@ KUBE_KEYS: dict[str, tuple[tuple[type, ...], str]] = {
     "identity": ((str,), "an identity"),
     "extender": ((bool,), "true or false"),
     "listen": ((str,), "HOST:PORT"),
+    "topology_labels": ((str,), "label keys, lowest level first, comma-separated"),
 }
 #: Keys whose values are file names.
 PATH_KEYS = frozenset({"journal", "state_dir", "kubeconfig"})

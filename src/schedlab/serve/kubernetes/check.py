@@ -33,6 +33,7 @@ from schedlab.serve.kubernetes.server import run_start
 from schedlab.serve.kubernetes.view import build_view
 from schedlab.serve.rederive import Mismatch, Rederived
 from schedlab.serve.serve_record import policy_choice
+from schedlab.serve.topology import ServeTopology
 
 Record = dict[str, Any]
 HOSTNAME = "kubernetes.io/hostname"
@@ -126,6 +127,7 @@ class _Walk:
     derived: dict[str, list[str]] | None = None
     answered: set[str] = field(default_factory=set)
     time: float = 0.0
+    network: ServeTopology | None = None  # the serve record's, read once
 
     def identity(self) -> Record:
         s = self.serve or {}
@@ -141,6 +143,7 @@ class _Walk:
         if action == "serve":
             self.close(complete=False)
             self.serve, self.process = r, self.process + 1
+            self.network = None
             self.queued.clear()  # a new process journals its queue again
             return
         if action == "stop":
@@ -226,7 +229,14 @@ class _Walk:
         view = build_view(self.pods(), nodes, self.time, "")
         self.result.cycles += 1
         policies = build(SERVE, policy_choice(self.serve))
-        decided = decide(policies, view, int(self.serve.get("seed") or 0), None, self.group_state)
+        if self.network is None:
+            self.network = ServeTopology.from_record(self.serve)
+        topology = (
+            self.network.for_nodes(view.nodes, view.cluster) if self.network.available else None
+        )
+        decided = decide(
+            policies, view, int(self.serve.get("seed") or 0), topology, self.group_state
+        )
         names = [n.name for n in view.nodes]
         self.derived = {}
         for d in decided.decisions:

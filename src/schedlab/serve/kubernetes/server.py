@@ -32,6 +32,7 @@ from typing import Any
 from schedlab.errors import InputError
 from schedlab.model.snapshot import Preempt, Reject, Start
 from schedlab.policies.api import SERVE
+from schedlab.policies.placement.job_placement import JobPlacementPolicy
 from schedlab.policies.protection import drop_blocked_starts, gpus_of, protected_until
 from schedlab.policies.wiring import PolicyChoice, build
 from schedlab.serve.journal import Journal, read_journal
@@ -41,7 +42,8 @@ from schedlab.serve.kubernetes.cache import Cache
 from schedlab.serve.kubernetes.decide import decide
 from schedlab.serve.kubernetes.lease import Lease
 from schedlab.serve.kubernetes.objects import NodeInfo, parse_node, parse_pod
-from schedlab.serve.kubernetes.view import KubeView, build_view
+from schedlab.serve.kubernetes.topology import network_from_labels
+from schedlab.serve.kubernetes.view import KubeView, build_view, natural
 from schedlab.serve.loop import POLICY_STATE, REPEATING, CycleReport, saved_policy_state
 
 Record = dict[str, Any]
@@ -68,6 +70,8 @@ class KubeConfig:
     lease_name: str = "schedlab"
     lease_seconds: float = 15.0
     identity: str = ""
+    #: Node label keys naming the network's levels, lowest first (network placements).
+    topology_labels: tuple[str, ...] = ("schedlab.io/leaf", "schedlab.io/spine")
 
     @property
     def choice(self) -> PolicyChoice:
@@ -163,6 +167,8 @@ class KubeServer:
         self._why: dict[str, str] = {}  # the last protection journaled per job
         self._shown: dict[str, str] = {}  # the reason last written on each waiting pod
         self._pod_memo: dict[Any, Any] = {}
+        self._network: Any = None
+        self._network_key: Any = None
         self._node_memo: dict[Any, Any] = {}
         self._leading: bool | None = None  # None: not known yet (journaled at the first cycle)
         self._signalled: dict[str, float] = {}
@@ -216,6 +222,26 @@ class KubeServer:
             for cache in (self.pods, self.nodes, self.groups):
                 if cache is not None:
                     cache.start()
+
+    @property
+    def needs_network(self) -> bool:
+        """Whether the placement places on the network (then it gets the labels' tree)."""
+        placement = self.policies.placement
+        return isinstance(placement, JobPlacementPolicy) or bool(
+            getattr(placement, "requires_topology", False)
+        )
+
+    def topology(self, nodes: list[NodeInfo]) -> Any:
+        """The network under ``nodes`` from their labels (None when the placement does not
+        place on the network); rebuilt when a node or a level label changes."""
+        if not self.needs_network:
+            return None
+        levels = self.config.topology_labels
+        key = tuple((n.name, n.gpus, tuple(n.labels.get(k) for k in levels)) for n in nodes)
+        if key != self._network_key:
+            self._network = network_from_labels(nodes, levels)
+            self._network_key = key
+        return self._network.for_nodes(nodes)
 
     def min_members(self) -> dict[str, int]:
         if self.groups is None:
@@ -422,7 +448,13 @@ class KubeServer:
         for key, what in view.problems:
             self._write(key, "warning", reason=what)
         self.binder.bound = []
-        decided = decide(self.policies, view, self.config.seed, None, self._policy_state)
+        try:
+            topology = self.topology(view.nodes)
+        except InputError as exc:  # nodes changed under a network placement
+            self._write(None, "error", reason=f"topology: {exc}")
+            self.journal.sync()
+            return CycleReport(self.cycle_no, ok=False, time=self.now)
+        decided = decide(self.policies, view, self.config.seed, topology, self._policy_state)
         state = json.loads(json.dumps(decided.state))
         if state != self._policy_state:
             self._write(None, POLICY_STATE, policy=self._identity(), state=state)
@@ -562,7 +594,11 @@ class KubeServer:
 
     def serve_record(self) -> Record:
         c = self.config
-        nodes = sorted(self.read_nodes(), key=lambda n: n.name)
+        nodes = sorted(self.read_nodes(), key=lambda n: natural(n.name))
+        network: Record = {}
+        if self.needs_network:
+            self.topology(nodes)  # a placement that needs a network without one: refused here
+            network = {"topology": self._network.source, **self._network.for_replay(nodes)}
         return dict(
             engine="kubernetes",
             policy=c.label,
@@ -581,6 +617,7 @@ class KubeServer:
             node_models=[n.model if n.gpus else "" for n in nodes],
             node_cpu_milli=[n.cpu_milli for n in nodes],
             node_memory_mib=[n.memory_mib for n in nodes],
+            **network,
         )
 
     def run(self, report: Callable[[CycleReport], None] | None = None) -> int:
