@@ -557,5 +557,5 @@ def test_check_rederives_network_placements(tmp_path: Path) -> None:
 def test_network_placement_without_labels_is_refused(tmp_path: Path) -> None:
     api = cluster(2)
     server = make(api, tmp_path, placement="locality")
-    with pytest.raises(InputError, match="node node1 has no label schedlab.io/leaf"):
+    with pytest.raises(InputError, match=r"node node1 has no label schedlab\.io/leaf"):
         server.serve_record()
