@@ -559,3 +559,73 @@ def test_network_placement_without_labels_is_refused(tmp_path: Path) -> None:
     server = make(api, tmp_path, placement="locality")
     with pytest.raises(InputError, match=r"node node1 has no label schedlab\.io/leaf"):
         server.serve_record()
+
+
+# -- a run as a replay workload -------------------------------------------------------------
+def unbroken_run(tmp_path: Path) -> KubeServer:
+    """Arrivals over cycles and pods ending, whole GPUs and gangs, no other scheduler; a
+    gang's pods end together (a replay job ends as one)."""
+    api = cluster(3)
+    clock = Clock()
+    server = make(api, tmp_path, clock, placement="bestfit")
+    server._write(None, "serve", **server.serve_record())
+    sizes = [8, 4, 2, 1, 4, 8, 2, 2, 1, 4, 1, 2]
+    ends: dict[str, float] = {}
+
+    def step_on() -> None:
+        cycle(server)
+        for r in records(server, "start"):
+            for p in r["pods"]:
+                ends.setdefault(p, clock.t + 10 * (1 + sum(map(ord, r["job"])) % 3))
+        clock.t += 5
+        for key, end in ends.items():
+            if end <= clock.t and api.pods[key]["status"]["phase"] != "Succeeded":
+                api.update_pod(key, {"status": {"phase": "Succeeded"}})
+
+    for step in range(10):
+        for k in range(step % 3 + 1):
+            name = f"s{step}-{k}"
+            stamp = f"2027-01-15T08:00:{step:02d}Z"
+            api.add_pod(pod(name, sizes[(step + k) % len(sizes)], created=stamp))
+        if step == 2:
+            for m in range(2):
+                api.add_pod(
+                    pod(f"g-{m}", 4, group="g", min_member=2, created="2027-01-15T08:00:02Z")
+                )
+        step_on()
+    for _ in range(30):  # until every pod has ended
+        step_on()
+    cycle(server)
+    return server
+
+
+def test_import_kubernetes_replays_to_the_same_placements(tmp_path: Path, capsys) -> None:
+    from schedlab.cli import main
+    from schedlab.serve.compare import replay_starts
+
+    server = unbroken_run(tmp_path)
+    path = server.journal.path
+    assert path is not None
+    out = tmp_path / "run.csv"
+    assert main(["trace", "import-kubernetes", "--journal", str(path), "--out", str(out)]) == 0
+    err = capsys.readouterr().err
+    assert "--cluster 3x8:A100-80G" in err and "--policy fifo" in err
+    (serve,) = records(server, "serve")
+    live = {r["job"]: [tuple(r["nodes"])] for r in records(server, "start")}
+    replayed = replay_starts(out, serve)
+    assert len(live) >= 15
+    assert replayed == live
+
+
+def test_import_kubernetes_refuses_a_slurm_journal(tmp_path: Path) -> None:
+    from schedlab.cli import main
+
+    path = tmp_path / "j.jsonl"
+    path.write_text('{"time": 1, "cycle": 0, "job": null, "action": "serve", "policy": "fifo"}\n')
+    assert (
+        main(
+            ["trace", "import-kubernetes", "--journal", str(path), "--out", str(tmp_path / "o.csv")]
+        )
+        == 2
+    )
+    assert not (tmp_path / "o.csv").exists()

@@ -239,3 +239,52 @@ def run_kubernetes(args: argparse.Namespace) -> int:
     if not args.quiet:
         console.print(f"stopped after {server.cycle_no} cycles ({server.stop_reason})")
     return status
+
+
+# -- schedlab trace import-kubernetes (registered by the trace command) -----------------------
+def add_import_kubernetes_parser(actions: argparse._SubParsersAction) -> None:
+    p = actions.add_parser(
+        "import-kubernetes",
+        help="turn a 'serve kubernetes' journal into a workload CSV",
+        description=(
+            "Build a schedlab workload (generic CSV) from the journal of a 'schedlab serve "
+            "kubernetes' run, on the scheduler's own clock (arrivals at the cycle that first saw "
+            "a job, run times from its bind to the cycle that saw it end), so 'schedlab replay' "
+            "meets the live run's decision points. Prints the replay command."
+        ),
+        epilog="example:\n  schedlab trace import-kubernetes --journal serve.jsonl --out run.csv",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("--journal", type=Path, required=True, help="the serve journal (JSONL)")
+    p.add_argument("--out", type=Path, required=True, help="workload CSV to write")
+    p.set_defaults(run=run_import_kubernetes)
+
+
+def run_import_kubernetes(args: argparse.Namespace) -> int:
+    import shlex
+
+    from schedlab.commands.serve import topology_file
+    from schedlab.input_files import check_input_file
+    from schedlab.output_dir import check_out_file
+    from schedlab.results import atomic_write
+    from schedlab.serve.kubernetes.import_run import import_kubernetes, replay_command
+
+    check_input_file(args.journal, "journal")
+    check_out_file(args.out)
+    result = import_kubernetes(args.journal)
+    tree = None
+    if result.serve.get("topology_toml"):
+        tree = topology_file(args.out)
+        check_out_file(tree)
+        text = str(result.serve["topology_toml"])
+        atomic_write(tree, lambda fh: fh.write(text))
+    atomic_write(args.out, lambda fh: result.frame.to_csv(fh, index=False))
+    skipped = ", ".join(f"{n} {why}" for why, n in result.left_out.items())
+    console.print(
+        f"wrote {args.out}: {len(result.frame)} jobs"
+        + (f" (left out: {skipped})" if skipped else ""),
+        soft_wrap=True,
+    )
+    command = replay_command(result, Path(shlex.quote(str(args.out))), tree)
+    console.print(f"replay it: {command}", soft_wrap=True)
+    return 0
