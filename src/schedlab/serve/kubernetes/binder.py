@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Protocol
@@ -33,6 +34,8 @@ from schedlab.serve.kubernetes.objects import DEVICES_KEY, NodeInfo, PodInfo
 
 Record = dict[str, Any]
 COMPONENT = "schedlab"
+#: API calls in flight at once (binds, reasons, Events).
+CALLS_AT_ONCE = 16
 
 
 class WriteAPI(Protocol):
@@ -104,71 +107,102 @@ class Binder:
     sink: Callable[[Record], None]
     shadow: bool = False
     bound: list[str] = field(default_factory=list)  # pod keys bound this cycle
+    executor: ThreadPoolExecutor | None = None
+    pending: list[Future[Any]] = field(default_factory=list)
 
     def record(self, job: str | None, action: str, **fields: Any) -> Record:
         rec = {**self.stamp(), "job": job, "action": action, **fields}
         self.sink(rec)
         return rec
 
-    def bind_job(
+    def _pool(self) -> ThreadPoolExecutor:
+        if self.executor is None:
+            self.executor = ThreadPoolExecutor(CALLS_AT_ONCE, thread_name_prefix="kube-call")
+        return self.executor
+
+    def _later(self, call: Callable[[], Any]) -> None:
+        """A call whose answer the cycle does not wait for (Events); :meth:`flush` waits."""
+        self.pending.append(self._pool().submit(call))
+
+    def flush(self) -> None:
+        """Wait for the calls started by :meth:`_later`, journaling the reasons that failed."""
+        for future in self.pending:
+            failure = future.result()
+            if isinstance(failure, dict):
+                self.record(failure["job"], "error", attempted="reason", reason=failure["reason"])
+        self.pending = []
+
+    def bind_jobs(
         self,
-        key: str,
-        pods: list[PodInfo],
-        allocation: Allocation,
+        plans: list[tuple[str, list[PodInfo], Allocation, dict[str, Any]]],
         names: list[str],
         ledger: ClusterState,
-        extra: dict[str, Any],
-    ) -> Record:
-        """Bind every pod of one job (see the module docstring); the job's record."""
-        if len(pods) != len(allocation):
-            return self.record(
-                key,
-                "skip",
-                reason=f"policy gave {len(allocation)} node(s) for a job of {len(pods)} pod(s)",
-                **extra,
-            )
+    ) -> list[Record]:
+        """Bind every pod of each job (see the module docstring): each job is first taken on a
+        trial ledger holding the jobs before it, then every bind is sent at once (the API server
+        answers them in parallel, as kube-scheduler's binding cycles are); the records come in
+        the jobs' order, and ``ledger`` takes the pods bound."""
         trial = ledger.copy()
-        for pod, (node, gpus) in zip(pods, allocation, strict=True):
-            milli = pod.gpu_milli if gpus else 0
+        out: list[Record | None] = []
+        calls: dict[tuple[int, int], Future[None] | None] = {}
+        for k, (key, pods, allocation, extra) in enumerate(plans):
+            if len(pods) != len(allocation):
+                why = f"policy gave {len(allocation)} node(s) for a job of {len(pods)} pod(s)"
+                out.append(self.record(key, "skip", reason=why, **extra))
+                continue
+            attempt = trial.copy()
             try:
-                trial.allocate(node, gpus, pod.cpu_milli, pod.memory_mib, milli, len(gpus))
+                for pod, (node, gpus) in zip(pods, allocation, strict=True):
+                    milli = pod.gpu_milli if gpus else 0
+                    attempt.allocate(node, gpus, pod.cpu_milli, pod.memory_mib, milli, len(gpus))
             except ValueError as exc:
-                return self.record(key, "skip", reason=f"would over-commit: {exc}", **extra)
-        placed, failed = [], []
-        for pod, (node, gpus) in zip(pods, allocation, strict=True):
-            if self.shadow:
+                out.append(self.record(key, "skip", reason=f"would over-commit: {exc}", **extra))
+                continue
+            trial = attempt
+            out.append(None)
+            for m, (pod, (node, gpus)) in enumerate(zip(pods, allocation, strict=True)):
+                body = binding(pod, names[node], gpus)
+                calls[k, m] = (
+                    None
+                    if self.shadow
+                    else self._pool().submit(self.api.post, f"{pod_path(pod)}/binding", body)
+                )
+        for k, (key, pods, allocation, extra) in enumerate(plans):
+            if out[k] is not None:
+                continue
+            placed, failed = [], []
+            for m, (pod, (node, gpus)) in enumerate(zip(pods, allocation, strict=True)):
+                call = calls[k, m]
+                try:
+                    if call is not None:
+                        call.result()
+                except KubeError as exc:
+                    if exc.status == 409:
+                        failed.append(
+                            (pod.key, "conflict: already bound by someone else; left as is")
+                        )
+                    elif exc.status == 404:
+                        failed.append((pod.key, "gone: deleted between the decision and the bind"))
+                    else:
+                        failed.append((pod.key, str(exc)))
+                    continue
                 placed.append(pod.key)
-                continue
-            try:
-                self.api.post(f"{pod_path(pod)}/binding", binding(pod, names[node], gpus))
-            except KubeError as exc:
-                if exc.status == 409:
-                    failed.append((pod.key, "conflict: already bound by someone else; left as is"))
-                elif exc.status == 404:
-                    failed.append((pod.key, "gone: deleted between the decision and the bind"))
-                else:
-                    failed.append((pod.key, str(exc)))
-                continue
-            placed.append(pod.key)
-            milli = pod.gpu_milli if gpus else 0
-            ledger.allocate(node, gpus, pod.cpu_milli, pod.memory_mib, milli, len(gpus))
-            self._event(
-                pod, "Normal", "Scheduled", f"Successfully assigned {pod.key} to {names[node]}"
-            )
-        self.bound += placed
-        if failed and placed:
-            return self.record(
-                key, "start", partial=True, bound=placed, failed=dict(failed), **extra
-            )
-        if failed:
-            return self.record(
-                key,
-                "error",
-                attempted="start",
-                reason="; ".join(f"{k}: {w}" for k, w in failed),
-                **extra,
-            )
-        return self.record(key, "start", **extra)
+                milli = pod.gpu_milli if gpus else 0
+                ledger.allocate(node, gpus, pod.cpu_milli, pod.memory_mib, milli, len(gpus))
+                if not self.shadow:
+                    text = f"Successfully assigned {pod.key} to {names[node]}"
+                    self._later(lambda p=pod, t=text: self._event(p, "Normal", "Scheduled", t))
+            self.bound += placed
+            if failed and placed:
+                out[k] = self.record(
+                    key, "start", partial=True, bound=placed, failed=dict(failed), **extra
+                )
+            elif failed:
+                why = "; ".join(f"{p}: {w}" for p, w in failed)
+                out[k] = self.record(key, "error", attempted="start", reason=why, **extra)
+            else:
+                out[k] = self.record(key, "start", **extra)
+        return [r for r in out if r is not None]
 
     def evict(self, key: str, pods: list[PodInfo], grace: float, extra: dict[str, Any]) -> Record:
         """Evict every pod of a running job (Eviction API)."""
@@ -206,13 +240,14 @@ class Binder:
             )
         return self.record(key, "preempt", **extra)
 
-    def show_reason(self, pod: PodInfo, reason: str, message: str, now: float) -> Record | None:
+    def show_reason(self, pod: PodInfo, reason: str, message: str, now: float) -> None:
         """Write ``PodScheduled=False`` with ``reason``/``message`` and a FailedScheduling Event,
-        when the pod does not show them already."""
+        when the pod does not show them already (sent at once with the cycle's other calls; a
+        failure is journaled at :meth:`flush`)."""
         if pod.scheduled_reason == reason and pod.scheduled_message == message:
-            return None
+            return
         if self.shadow:
-            return None
+            return
         condition = {
             "type": "PodScheduled",
             "status": "False",
@@ -220,16 +255,20 @@ class Binder:
             "message": message,
             "lastTransitionTime": now_text(now),
         }
-        try:
-            self.api.patch(
-                f"{pod_path(pod)}/status", {"status": {"conditions": [condition]}}, strategic=True
-            )
-        except KubeError as exc:
-            if exc.status == 404:
-                return None
-            return self.record(pod.key, "error", attempted="reason", reason=str(exc))
-        self._event(pod, "Warning", "FailedScheduling", message)
-        return None
+
+        def call() -> dict[str, str] | None:
+            try:
+                self.api.patch(
+                    f"{pod_path(pod)}/status",
+                    {"status": {"conditions": [condition]}},
+                    strategic=True,
+                )
+            except KubeError as exc:
+                return None if exc.status == 404 else {"job": pod.key, "reason": str(exc)}
+            self._event(pod, "Warning", "FailedScheduling", message)
+            return None
+
+        self._later(call)
 
     def _event(self, pod: PodInfo, kind: str, reason: str, message: str) -> None:
         """An Event about ``pod`` from schedlab (best effort: an Event lost is not an error)."""

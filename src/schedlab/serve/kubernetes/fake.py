@@ -9,6 +9,7 @@ from __future__ import annotations
 import copy
 import itertools
 import re
+import threading
 from collections.abc import Iterator, Mapping
 from typing import Any
 
@@ -32,10 +33,24 @@ def _merge(into: Obj, patch: Mapping[str, Any]) -> None:
             into[k] = copy.deepcopy(v)
 
 
+def _serialised(method: Any) -> Any:
+    """One call at a time, as the scheduler sends some in parallel from a thread pool."""
+
+    def call(self: FakeKube, *args: Any, **kwargs: Any) -> Any:
+        with self.lock:
+            result = method(self, *args, **kwargs)
+            return list(result) if method.__name__ == "watch" else result
+
+    call.__name__ = method.__name__
+    call.__doc__ = method.__doc__
+    return call
+
+
 class FakeKube:
     """Pods, nodes, PodGroups (``None``: the CRD is not installed), Leases and Events."""
 
     def __init__(self, podgroups: bool = True) -> None:
+        self.lock = threading.RLock()
         self.pods: dict[str, Obj] = {}
         self.nodes: dict[str, Obj] = {}
         self.podgroups: dict[str, Obj] | None = {} if podgroups else None
@@ -109,12 +124,14 @@ class FakeKube:
             return "podgroups", self.podgroups
         raise KubeError(404, f"GET {path}: 404 NotFound")
 
+    @_serialised
     def list(self, path: str, params: Mapping[str, Any] | None = None) -> tuple[list[Obj], str]:
         self.calls.append(("LIST", path))
         self._fault("LIST", path)
         _, objects = self._collection(path)
         return [copy.deepcopy(o) for o in objects.values()], str(self.version)
 
+    @_serialised
     def watch(
         self,
         path: str,
@@ -132,6 +149,7 @@ class FakeKube:
             if version > since and collection == name:
                 yield kind, copy.deepcopy(obj)
 
+    @_serialised
     def get(self, path: str, params: Mapping[str, Any] | None = None) -> Obj:
         self.calls.append(("GET", path))
         self._fault("GET", path)
@@ -149,6 +167,7 @@ class FakeKube:
             return copy.deepcopy(self.pods[key])
         raise KubeError(404, f"GET {path}: 404 NotFound")
 
+    @_serialised
     def post(self, path: str, body: Mapping[str, Any]) -> Obj:
         self.calls.append(("POST", path))
         self._fault("POST", path)
@@ -205,6 +224,7 @@ class FakeKube:
         self._bump("pods", "MODIFIED", pod)
         return {"kind": "Status", "status": "Success"}
 
+    @_serialised
     def put(self, path: str, body: Mapping[str, Any]) -> Obj:
         self.calls.append(("PUT", path))
         self._fault("PUT", path)
@@ -222,6 +242,7 @@ class FakeKube:
             return copy.deepcopy(obj)
         raise KubeError(404, f"PUT {path}: 404 NotFound")
 
+    @_serialised
     def patch(self, path: str, body: Mapping[str, Any], strategic: bool = False) -> Obj:
         self.calls.append(("PATCH", path))
         self._fault("PATCH", path)
@@ -250,6 +271,7 @@ class FakeKube:
             return {}
         raise KubeError(404, f"PATCH {path}: 404 NotFound")
 
+    @_serialised
     def delete(self, path: str, body: Mapping[str, Any] | None = None) -> Obj:
         self.calls.append(("DELETE", path))
         m = _POD.match(path)

@@ -489,6 +489,7 @@ class KubeServer:
                     "skip",
                     reason=f"{type(d).__name__} decisions have no Kubernetes counterpart",
                 )
+        plans: list[tuple[str, list[Any], Any, dict[str, Any]]] = []
         for d in [d for d in decisions if isinstance(d, Start)]:
             job = view.jobs[d.job]
             extra = {
@@ -498,12 +499,7 @@ class KubeServer:
                 "gpus": job.num_gpus,
                 "submit_time": job.submit,
             }
-            rec = self.binder.bind_job(job.key, job.pods, d.allocation, names, ledger, extra)
-            if rec["action"] == "start":
-                started.append(job.key)
-                self._active[job.key] = list(rec.get("bound") or extra["pods"])
-                self._tracked.update(dict.fromkeys(self._active[job.key], round(self.now, 3)))
-            errors += rec["action"] == "error"
+            plans.append((job.key, job.pods, d.allocation, extra))
         for share in decided.shares:
             pod = share.pod
             extra = {
@@ -514,15 +510,15 @@ class KubeServer:
                 "gpu_milli": pod.gpu_milli,
                 "submit_time": pod.created,
             }
-            rec = self.binder.bind_job(
-                pod.key, [pod], ((share.node, share.gpus),), names, ledger, extra
-            )
+            plans.append((pod.key, [pod], ((share.node, share.gpus),), extra))
+        for rec in self.binder.bind_jobs(plans, names, ledger):
             if rec["action"] == "start":
-                started.append(pod.key)
-                self._active[pod.key] = [pod.key]
-                self._tracked[pod.key] = round(self.now, 3)
+                started.append(str(rec["job"]))
+                self._active[rec["job"]] = list(rec.get("bound") or rec["pods"])
+                self._tracked.update(dict.fromkeys(self._active[rec["job"]], round(self.now, 3)))
             errors += rec["action"] == "error"
         self._reasons(view, ledger)
+        self.binder.flush()
         report = CycleReport(
             cycle=self.cycle_no,
             ok=True,
