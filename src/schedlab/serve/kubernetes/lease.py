@@ -1,8 +1,8 @@
 """One active scheduler: leader election on a ``coordination.k8s.io/v1`` Lease.
 
 The instance whose identity is the Lease's ``holderIdentity`` acts; every other one waits. The
-holder renews (``renewTime``) at every cycle; a standby takes the Lease over once ``renewTime +
-leaseDurationSeconds`` has passed without renewal (the holder was killed or lost the API
+holder renews (``renewTime``) every third of the lease duration; a standby takes the Lease over
+once ``renewTime + leaseDurationSeconds`` has passed without renewal (the holder was killed or lost the API
 server). Every write carries the resourceVersion read, so two standbys racing for an expired
 Lease cannot both win: the API server refuses the second update with 409 Conflict. A holder
 that cannot renew for a whole lease duration stops acting by itself (it may be cut off from the
@@ -84,6 +84,8 @@ class Lease:
     def hold(self, now: float) -> bool:
         """Try to hold the Lease at ``now``: True when this instance is the leader."""
         self.error = ""
+        if self.held_since is not None and 0 <= now - self.last_renew < self.duration / 3:
+            return True  # renewed lately: a renewal every third of the duration is enough
         try:
             try:
                 current = self.api.get(f"{self.path}/{self.name}")

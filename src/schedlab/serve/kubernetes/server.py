@@ -18,7 +18,6 @@ is watched again and its end journaled.
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import signal
 import threading
@@ -280,14 +279,13 @@ class KubeServer:
         # A run began when it was bound (as the journal says, which is what serve check
         # sees), not when the kubelet reported it started.
         pods = self._parsed(self.pods.items(), parse_pod, self._pod_memo)
-        pods = [
-            dataclasses.replace(p, started=self._tracked[p.key])
-            if p.bound and p.key in self._tracked
-            else p
-            for p in pods
-        ]
         return build_view(
-            pods, self.read_nodes(), self.now, self.config.scheduler_name, self.min_members()
+            pods,
+            self.read_nodes(),
+            self.now,
+            self.config.scheduler_name,
+            self.min_members(),
+            began=self._tracked,
         )
 
     # -- a cycle -------------------------------------------------------------------------------
@@ -391,7 +389,7 @@ class KubeServer:
             }
             if pods[0].fractional:
                 fields["gpu_milli"] = pods[0].gpu_milli
-            began = min(p.started or self.now for p in pods)
+            began = round(min(p.started or self.now for p in pods), 3)
             self._write(key, "start", recovered=True, started=round(began, 3), **fields)
             self._tracked.update(dict.fromkeys(fields["pods"], began))
             self._active[key] = list(fields["pods"])

@@ -23,6 +23,7 @@ passes, one per set of nodes they may use, in the order their first job queued (
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from collections.abc import Iterable, Mapping
@@ -58,6 +59,7 @@ class NodeMasks:
         return mask
 
 
+@functools.lru_cache(maxsize=65536)
 def natural(name: str) -> tuple[object, ...]:
     """``node2`` before ``node10``."""
     return tuple(int(p) if p.isdigit() else p for p in re.split(r"(\d+)", name))
@@ -200,11 +202,14 @@ def build_view(
     scheduler: str,
     min_members: Mapping[str, int] | None = None,
     credit: Mapping[str, tuple[float, float]] | None = None,
+    began: Mapping[str, float] | None = None,
 ) -> KubeView:
     """The snapshot for one cycle (see the module docstring).
 
     ``min_members``: the PodGroups' ``minMember`` by ``namespace/name``; ``credit``: GPU-seconds
-    attained and seconds run in earlier runs, by job key, for jobs that checkpoint."""
+    attained and seconds run in earlier runs, by job key, for jobs that checkpoint; ``began``:
+    when each pod's run began, where the scheduler knows it better than the pod's startTime
+    (the bind, as the journal has it)."""
     node_list = sorted(nodes, key=lambda n: natural(n.name))
     cluster = build_cluster(node_list)
     state = cluster.new_state()
@@ -269,7 +274,7 @@ def build_view(
                 f"asks for {pod.gpus} shared GPU(s); no node it may use has that many"
             )
     fractional = [p for p in fractional if p.key not in impossible]
-    snapshot = _snapshot(kept, cluster, state, placed, now, credit or {})
+    snapshot = _snapshot(kept, cluster, state, placed, now, credit or {}, began or {})
     return KubeView(
         snapshot=snapshot,
         cluster=cluster,
@@ -318,6 +323,7 @@ def _snapshot(
     placed: Mapping[str, tuple[int, tuple[int, ...]]],
     now: float,
     credit: Mapping[str, tuple[float, float]],
+    began: Mapping[str, float],
 ) -> Snapshot:
     n = len(jobs)
     duration = np.asarray(
@@ -344,12 +350,12 @@ def _snapshot(
         rt.queued_since[i] = job.submit
         if job.head.bound:
             alloc: Allocation = tuple(placed[p.key] for p in job.pods if p.key in placed)
-            began = min((p.started or now) for p in job.pods)
+            start = min(began.get(p.key) or p.started or now for p in job.pods)
             size = sum(len(g) for _, g in alloc)
             rt.status[i] = RUNNING
             rt.rate[i] = 1.0
-            rt.run_started[i] = began
-            rt.progress_from[i] = began
+            rt.run_started[i] = start
+            rt.progress_from[i] = start
             rt.alloc_n[i] = size
             rt.allocation[i] = alloc
             running[i] = None
