@@ -3,10 +3,10 @@
 The instance whose identity is the Lease's ``holderIdentity`` acts; every other one waits. The
 holder renews (``renewTime``) every third of the lease duration; a standby takes the Lease over
 once ``renewTime + leaseDurationSeconds`` has passed without renewal (the holder was killed or
-lost the API server). Every write carries the resourceVersion read, so two standbys racing for an expired
-Lease cannot both win: the API server refuses the second update with 409 Conflict. A holder
-that cannot renew for a whole lease duration stops acting by itself (it may be cut off from the
-API server while a standby has already taken over).
+lost the API server). Every write carries the resourceVersion read, so two standbys racing for
+an expired Lease cannot both win: the API server refuses the second update with 409 Conflict. A
+holder that cannot renew for a whole lease duration stops acting by itself (it may be cut off
+from the API server while a standby has already taken over).
 """
 
 from __future__ import annotations
