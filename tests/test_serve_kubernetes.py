@@ -629,3 +629,26 @@ def test_import_kubernetes_refuses_a_slurm_journal(tmp_path: Path) -> None:
         == 2
     )
     assert not (tmp_path / "o.csv").exists()
+
+
+def test_a_checkpointing_job_keeps_its_credit_through_an_eviction(tmp_path: Path) -> None:
+    api = cluster(1)
+    clock = Clock()
+    low = pod(
+        "low", 8, node="node1", phase="Running", annotations={"schedlab.io/checkpoint": "true"}
+    )
+    api.add_pod(low)
+    server = make(api, tmp_path, clock, policy="srtf")
+    cycle(server)  # recovered: bound before this journal, began at the first cycle
+    clock.t += 30
+    api.add_pod(pod("short", 8, created="2027-01-15T08:00:20Z", deadline=60))
+    cycle(server)
+    (pre,) = records(server, "preempt")
+    assert (pre["attained"], pre["executed"]) == (240.0, 30.0)  # 8 GPUs × 30 s
+    # Its controller makes it again under the same name: it continues from its credit.
+    api.add_pod(pod("low", 8, annotations={"schedlab.io/checkpoint": "true"}))
+    again = make(api, tmp_path, clock)  # a restart takes the credit back from the journal
+    assert again._credit == {"default/low": (240.0, 30.0)}
+    view = again.view()
+    i = [j.key for j in view.jobs].index("default/low")
+    assert view.snapshot.runtime.attained[i] == 240.0

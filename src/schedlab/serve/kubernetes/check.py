@@ -128,6 +128,7 @@ class _Walk:
     answered: set[str] = field(default_factory=set)
     time: float = 0.0
     network: ServeTopology | None = None  # the serve record's, read once
+    credit: dict[str, tuple[float, float]] = field(default_factory=dict)
 
     def identity(self) -> Record:
         s = self.serve or {}
@@ -187,6 +188,9 @@ class _Walk:
             if not r.get("recovered"):
                 self.compare(job, [str(n) for n in r.get("nodes") or ()], r)
         elif action in ("finish", "preempt"):
+            if action == "preempt" and "attained" in r:
+                a, e = self.credit.get(job, (0.0, 0.0))
+                self.credit[job] = (a + float(r["attained"]), e + float(r.get("executed", 0.0)))
             ended = [str(p) for p in r.get("pods") or []] if r.get("partial") else None
             pods = self.runs.pop(job, [])
             for p in pods if ended is None else ended:
@@ -226,7 +230,7 @@ class _Walk:
         if self.serve is None:
             raise InputError("the journal has decisions before any 'serve' record")
         nodes = nodes_of(self.serve)
-        view = build_view(self.pods(), nodes, self.time, "")
+        view = build_view(self.pods(), nodes, self.time, "", credit=self.credit)
         self.result.cycles += 1
         policies = build(SERVE, policy_choice(self.serve))
         if self.network is None:

@@ -103,6 +103,19 @@ def journaled_pods(path: Path | None) -> tuple[dict[str, float], float | None]:
     return pods, last
 
 
+def journaled_credit(path: Path | None) -> dict[str, tuple[float, float]]:
+    """GPU-seconds attained and seconds run that checkpointing jobs carried through their
+    preemptions, summed from the journal's ``preempt`` records."""
+    credit: dict[str, tuple[float, float]] = {}
+    if path is None or not path.exists():
+        return credit
+    for r in read_journal(path):
+        if r["action"] == "preempt" and "attained" in r and isinstance(r.get("job"), str):
+            a, e = credit.get(r["job"], (0.0, 0.0))
+            credit[r["job"]] = (a + float(r["attained"]), e + float(r.get("executed", 0.0)))
+    return credit
+
+
 def open_runs(path: Path | None) -> dict[str, list[str]]:
     """The runs a journal leaves open (a ``start`` and no ``finish`` or ``preempt`` after it),
     with their pods, which a restarted scheduler watches to journal their end."""
@@ -163,6 +176,7 @@ class KubeServer:
         self._active: dict[str, list[str]] = open_runs(journal.path)
         self._recovered = set(self._active)
         self._tracked, self._resumed_at = journaled_pods(journal.path)
+        self._credit = journaled_credit(journal.path)
         self._why: dict[str, str] = {}  # the last protection journaled per job
         self._shown: dict[str, str] = {}  # the reason last written on each waiting pod
         self._pod_memo: dict[Any, Any] = {}
@@ -285,6 +299,7 @@ class KubeServer:
             self.now,
             self.config.scheduler_name,
             self.min_members(),
+            credit=self._credit,
             began=self._tracked,
         )
 
@@ -470,14 +485,18 @@ class KubeServer:
             job = view.jobs[d.job]
             if isinstance(d, Preempt):
                 nodes = sorted({names[n] for n, _ in view.snapshot.runtime.allocation[d.job] or ()})
-                rec = self.binder.evict(
-                    job.key,
-                    job.pods,
-                    self.config.grace,
-                    {"pods": [p.key for p in job.pods], "nodes": nodes},
-                )
+                fields: dict[str, Any] = {"pods": [p.key for p in job.pods], "nodes": nodes}
+                if job.head.checkpoint:
+                    # A checkpointing job keeps what this run attained (its next pod, made
+                    # by its controller under the same name, continues from there).
+                    ran = max(0.0, self.now - float(view.snapshot.runtime.run_started[d.job]))
+                    fields.update(attained=round(job.num_gpus * ran, 3), executed=round(ran, 3))
+                rec = self.binder.evict(job.key, job.pods, self.config.grace, fields)
                 if rec["action"] == "preempt":
                     self._active.pop(job.key, None)
+                    if "attained" in rec:
+                        a, e = self._credit.get(job.key, (0.0, 0.0))
+                        self._credit[job.key] = (a + rec["attained"], e + rec["executed"])
                 errors += rec["action"] == "error"
             elif isinstance(d, Reject):
                 self._write(job.key, "reject", reason=d.reason)
