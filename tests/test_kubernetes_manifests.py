@@ -57,12 +57,10 @@ def test_cluster_role_is_exactly_the_calls_made(tmp_path: Path) -> None:
     api.pods["default/low"]["status"]["startTime"] = "2027-01-15T07:59:50Z"
     api.add_pod(pod("short", 8, created="2027-01-15T07:59:55Z", deadline=60))
     api.add_pod(pod("waits", 8, created="2027-01-15T07:59:56Z"))
+    times = iter(1_800_000_000.0 + 10 * k for k in range(10))  # the Lease is renewed too
+    config = KubeConfig(policy="srtf", identity="a")
     server = KubeServer(
-        api,
-        KubeConfig(policy="srtf", identity="a"),
-        Journal(tmp_path / "j"),
-        clock=lambda: 1_800_000_000.0,
-        watch=False,
+        api, config, Journal(tmp_path / "j"), clock=lambda: next(times), watch=False
     )
     server.start_watches()
     for _ in range(2):

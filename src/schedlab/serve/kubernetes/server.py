@@ -18,7 +18,6 @@ is watched again and its end journaled.
 
 from __future__ import annotations
 
-import json
 import signal
 import threading
 import time
@@ -30,10 +29,9 @@ from typing import Any
 
 from schedlab.errors import InputError
 from schedlab.model.snapshot import Preempt, Reject, Start
-from schedlab.policies.api import SERVE
 from schedlab.policies.placement.job_placement import JobPlacementPolicy
 from schedlab.policies.protection import drop_blocked_starts, gpus_of, protected_until
-from schedlab.policies.wiring import PolicyChoice, build
+from schedlab.policies.wiring import PolicyChoice
 from schedlab.serve.journal import Journal, read_journal
 from schedlab.serve.kubernetes.api import KubeError
 from schedlab.serve.kubernetes.binder import Binder, unschedulable_message
@@ -43,7 +41,7 @@ from schedlab.serve.kubernetes.lease import Lease
 from schedlab.serve.kubernetes.objects import NodeInfo, parse_node, parse_pod
 from schedlab.serve.kubernetes.topology import network_from_labels
 from schedlab.serve.kubernetes.view import KubeView, build_view, natural
-from schedlab.serve.loop import POLICY_STATE, REPEATING, CycleReport, saved_policy_state
+from schedlab.serve.loop import CycleReport, ServeLoop
 
 Record = dict[str, Any]
 PODGROUPS = "/apis/scheduling.x-k8s.io/v1alpha1/podgroups"
@@ -136,8 +134,10 @@ def open_runs(path: Path | None) -> dict[str, list[str]]:
     return runs
 
 
-class KubeServer:
-    """Drives a Kubernetes cluster with one schedlab policy; see the module docstring."""
+class KubeServer(ServeLoop):
+    """Drives a Kubernetes cluster with one schedlab policy: the serve loop
+    (:class:`schedlab.serve.loop.ServeLoop`) with Kubernetes as its engine; see the module
+    docstring."""
 
     def __init__(
         self,
@@ -147,16 +147,9 @@ class KubeServer:
         clock: Callable[[], float] = time.time,
         watch: bool = True,
     ) -> None:
-        if not config.interval > 0:
-            raise InputError(f"'--interval' must be > 0 seconds (got {config.interval})")
+        super().__init__(config, journal, clock)
+        self.config: KubeConfig = config
         self.api = api
-        self.config = config
-        self.policies = build(SERVE, config.choice)
-        self.journal = journal
-        self.clock = clock
-        self.now = clock()
-        self.cycle_no = 0
-        self.stop_reason: str | None = None
         self.changed = threading.Event()
         self.pods = Cache(api, "/api/v1/pods", "pods", changed=self.changed)
         self.nodes = Cache(api, "/api/v1/nodes", "nodes", changed=self.changed)
@@ -170,8 +163,6 @@ class KubeServer:
             config.lease_seconds,
         )
         self.binder = Binder(api, self._stamp, self._sink, shadow=config.shadow)
-        self._policy_state = saved_policy_state(journal.path, self._identity())
-        self._repeats: tuple[set[str], set[str]] = (set(), set())
         self._arrived: set[str] = set()
         self._active: dict[str, list[str]] = open_runs(journal.path)
         self._recovered = set(self._active)
@@ -185,32 +176,6 @@ class KubeServer:
         self._node_memo: dict[Any, Any] = {}
         self._leading: bool | None = None  # None: not known yet (journaled at the first cycle)
         self._signalled: dict[str, float] = {}
-
-    # -- journal -------------------------------------------------------------------------------
-    def _identity(self) -> Record:
-        c = self.config
-        return {
-            "policy": c.label,
-            "placement": c.placement,
-            "params": dict(c.params),
-            "seed": c.seed,
-        }
-
-    def _stamp(self) -> Record:
-        return {"time": round(self.now, 3), "cycle": self.cycle_no}
-
-    def _write(self, job: str | None, action: str, **fields: Any) -> None:
-        self._sink({**self._stamp(), "job": job, "action": action, **fields})
-
-    def _sink(self, record: Record) -> None:
-        if record["action"] in REPEATING:
-            key = json.dumps(
-                {k: v for k, v in record.items() if k not in ("time", "cycle")}, sort_keys=True
-            )
-            self._repeats[1].add(key)
-            if key in self._repeats[0]:
-                return
-        self.journal.write(record)
 
     # -- reading -------------------------------------------------------------------------------
     def start_watches(self) -> None:
@@ -431,9 +396,7 @@ class KubeServer:
         return kept + drop_blocked_starts(others, blocked)
 
     def cycle(self) -> CycleReport:
-        self.cycle_no += 1
-        self.now = self.clock()
-        self._repeats = (self._repeats[1], set())
+        self.begin_cycle()
         t0 = time.perf_counter()
         for cache in (self.pods, self.nodes, self.groups):
             for note in cache.take_notes() if cache is not None else ():
@@ -468,10 +431,7 @@ class KubeServer:
             self.journal.sync()
             return CycleReport(self.cycle_no, ok=False, time=self.now)
         decided = decide(self.policies, view, self.config.seed, topology, self._policy_state)
-        state = json.loads(json.dumps(decided.state))
-        if state != self._policy_state:
-            self._write(None, POLICY_STATE, policy=self._identity(), state=state)
-            self._policy_state = state
+        self.keep_policy_state(decided.state)
         for job, why in decided.dropped:
             self._write(view.jobs[job].key, "skip", reason=f"start does not fit: {why}")
         decisions = self._guard(view, decided.decisions)
@@ -602,8 +562,8 @@ class KubeServer:
 
     # -- the loop ------------------------------------------------------------------------------
     def _on_signal(self, signum: int, _frame: FrameType | None) -> None:
-        self.stop_reason = signal.Signals(signum).name
-        self.changed.set()
+        super()._on_signal(signum, _frame)
+        self.changed.set()  # stop waiting for news
 
     def serve_record(self) -> Record:
         c = self.config
