@@ -209,6 +209,12 @@ def test_200_pods_with_a_kill_and_a_standby_taking_over(tmp_path: Path) -> None:
             time.sleep(0.1)
         second = serve(kubeconfig, second_j, name, "--identity", "second")  # the standby
         deadline = time.time() + 60
+        while not (
+            second_j.exists() and any(r["action"] == "standby" for r in read_journal(second_j))
+        ):
+            assert time.time() < deadline, "the second instance never waited on the Lease"
+            time.sleep(0.1)
+        deadline = time.time() + 60
         while len(starts_of(first_j)) < 25 and time.time() < deadline:
             time.sleep(0.2)
         first.kill()  # SIGKILL, mid-run
