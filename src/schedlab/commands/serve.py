@@ -12,6 +12,7 @@ from pathlib import Path
 
 from schedlab.commands.common import add_plugin_option, console
 from schedlab.commands.replay import parse_params
+from schedlab.commands.serve_kubernetes import add_kubernetes_parser
 from schedlab.errors import InputError
 from schedlab.input_files import check_input_file
 from schedlab.output_dir import check_out_file
@@ -20,7 +21,7 @@ from schedlab.policies.catalog import names
 from schedlab.policies.wiring import build
 from schedlab.results import atomic_write
 from schedlab.serve.client import SlurmClient, SubprocessSlurm
-from schedlab.serve.config_file import check_port, read_config
+from schedlab.serve.config_file import PATH_KEYS, check_port, read_config
 from schedlab.serve.import_slurm import TIMINGS, import_slurm, load_sacct
 from schedlab.serve.journal import Journal
 from schedlab.serve.lock import PartitionLock, default_state_dir
@@ -172,6 +173,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     )
     add_plugin_option(slurm)
     slurm.set_defaults(run=run_slurm, serve_parser=slurm)
+    add_kubernetes_parser(targets)
     add_status_parser(targets)
     add_check_parser(targets)
 
@@ -195,7 +197,10 @@ def add_check_parser(targets: argparse._SubParsersAction) -> None:
 
 
 def run_check(args: argparse.Namespace) -> int:
-    result = rederive(args.journal)
+    check_input_file(args.journal, "journal")
+    from schedlab.serve.kubernetes.check import check, is_kubernetes_journal
+
+    result = check(args.journal) if is_kubernetes_journal(args.journal) else rederive(args.journal)
     for m in result.mismatches:
         live = ",".join(m.live) if m.live is not None else "not started"
         derived = ",".join(m.derived) if m.derived is not None else "not started"
@@ -246,11 +251,12 @@ def _usage(p: argparse.ArgumentParser) -> int:
     return 2
 
 
-def merge_config_file(args: argparse.Namespace) -> None:
-    """Take every setting the command line left at its default from ``--config``."""
+def merge_config_file(args: argparse.Namespace, keys: dict | None = None) -> None:
+    """Take every setting the command line left at its default from ``--config`` (``keys``:
+    the command's TOML keys, ``serve slurm``'s by default)."""
     if args.config is None:
         return
-    settings = read_config(args.config)
+    settings = read_config(args.config) if keys is None else read_config(args.config, keys)
     parser = args.serve_parser
     for name, value in settings.items():
         if name == "params":
@@ -258,7 +264,7 @@ def merge_config_file(args: argparse.Namespace) -> None:
             args.param = pairs + list(args.param)
         elif name == "plugins":
             args.plugin = [str(p) for p in value] + list(args.plugin)
-        elif name in ("journal", "state_dir"):
+        elif name in PATH_KEYS:
             if getattr(args, name) is None:
                 setattr(args, name, Path(value))
         elif getattr(args, name) == parser.get_default(name):

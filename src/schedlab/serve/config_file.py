@@ -49,8 +49,31 @@ def check_port(value: int, what: str, path: Path | None = None) -> int:
     return value
 
 
-def read_config(path: Path) -> dict[str, Any]:
-    """The file's settings, keyed like the parsed options (``min_runtime``)."""
+#: ``serve kubernetes``'s keys: the engine-free ones above and its own.
+KUBE_KEYS: dict[str, tuple[tuple[type, ...], str]] = {
+    **{
+        k: v
+        for k, v in KEYS.items()
+        if k not in ("partition", "state_dir", "topology", "journal_max_mib", "journal_keep")
+    },
+    "scheduler_name": ((str,), "a scheduler name"),
+    "kubeconfig": ((str,), "a file name"),
+    "context": ((str,), "a kubeconfig context"),
+    "lease_namespace": ((str,), "a namespace"),
+    "lease_name": ((str,), "a Lease name"),
+    "lease_seconds": (_NUMBER, "a number of seconds"),
+    "identity": ((str,), "an identity"),
+    "extender": ((bool,), "true or false"),
+    "listen": ((str,), "HOST:PORT"),
+    "topology_labels": ((str,), "label keys, lowest level first, comma-separated"),
+}
+#: Keys whose values are file names.
+PATH_KEYS = frozenset({"journal", "state_dir", "kubeconfig"})
+
+
+def read_config(path: Path, keys: dict[str, tuple[tuple[type, ...], str]] = KEYS) -> dict[str, Any]:
+    """The file's settings, keyed like the parsed options (``min_runtime``); ``keys``: the
+    command's keys (``serve slurm``'s by default, :data:`KUBE_KEYS` for ``serve kubernetes``)."""
     try:
         raw = tomllib.loads(read_text(path, "config file"))
     except tomllib.TOMLDecodeError as exc:
@@ -58,10 +81,10 @@ def read_config(path: Path) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for key, value in raw.items():
         name = key.replace("-", "_")
-        if name not in KEYS:
-            known = ", ".join(k.replace("_", "-") for k in KEYS)
+        if name not in keys:
+            known = ", ".join(k.replace("_", "-") for k in keys)
             raise InputError(f"unknown key '{key}' (known: {known})", path=str(path))
-        types, what = KEYS[name]
+        types, what = keys[name]
         if not isinstance(value, types) or (isinstance(value, bool) and bool not in types):
             raise InputError(f"'{key}' must be {what} (got {value!r})", path=str(path))
         out[name] = value
