@@ -36,6 +36,7 @@ COMMANDS: dict[str, str] = {
     "policies": "list the policies with one line each",
     "serve": "drive a live cluster (Slurm) with a schedlab policy",
     "reproduce": "list and run the reproductions of published results",
+    "plan": "split a large model over GPUs: fastest plan that fits, and why others do not",
 }
 
 EXIT_USAGE = 2
