@@ -135,7 +135,7 @@ def checked_gpus(
     try:  # anything else: numpy integers are fine, the rest is named
         picked = tuple(int(g) for g in gpus)  # type: ignore[attr-defined]
         exact = all(isinstance(g, int | np.integer) for g in gpus)  # type: ignore[attr-defined]
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):
         picked, exact = (), False
     width = state.gpu_free.shape[1]
     free, exists = state.gpu_free[node], state.gpu_exists[node]
@@ -162,6 +162,15 @@ def checked_keys(policy: object, keys: object, count: int) -> np.ndarray:
         f"{who(policy)}: keys() returned {shown(keys)}, not one number (no NaN) per job "
         f"({count} jobs)"
     )
+
+
+def _each_gpu_once(allocation: Any) -> bool:
+    """No GPU given twice where a node comes in several entries (a node may: rank order)."""
+    nodes = [node for node, _ in allocation]
+    if len(set(nodes)) == len(nodes):
+        return True
+    pairs = [(node, g) for node, gpus in allocation for g in gpus]
+    return len(set(pairs)) == len(pairs)
 
 
 def _has_nan(values: np.ndarray) -> bool:
@@ -257,6 +266,8 @@ class DecisionCheck:
                         )
                 given += n
                 entries += 1
+            if entries > 1 and not _each_gpu_once(allocation):
+                raise ValueError
         except (TypeError, ValueError, IndexError):
             raise self._wrong(
                 f"{verb} job {job} on {shown(allocation)}, not nodes of the cluster each with "
