@@ -349,3 +349,25 @@ def test_serve_stops_on_a_wrong_allocation_and_journals_why(plugin, tmp_path: Pa
     errors = [r for r in read_journal(journal) if r["action"] == "error"]
     assert len(errors) == 1 and "it asked for 4 GPU(s)" in errors[0]["reason"]
     assert not any(r["action"] == "start" for r in read_journal(journal))
+
+
+@pytest.mark.parametrize(
+    ("state", "needle"),
+    [
+        ("{'seen': {1, 2}}", "export_state() returned {'seen': {1, 2}}, which is not JSON"),
+        ("1 / 0", "export_state() raised ZeroDivisionError"),
+    ],
+)
+def test_serve_stops_on_a_state_it_cannot_journal(
+    state: str, needle: str, plugin, tmp_path: Path
+) -> None:
+    extra = f"stateful = True\ndef export_state(self):\n    return {state}\n"
+    module = plugin(policy("return []", extra))
+    fake = FakeSlurm([fake_node("node1", gpus=8)], [fake_job(1, 4, 100.0)])
+    config = ServeConfig("bad-policy", plugins=(f"{module}:Bad",))
+    journal = tmp_path / "j.jsonl"
+    server = Server(fake, config, Journal(journal), clock=lambda: 200.0)
+    with pytest.raises(PolicyError, match=f"policy 'bad-policy' \\(plugin {module}:Bad\\)"):
+        server.cycle()
+    errors = [r for r in read_journal(journal) if r["action"] == "error"]
+    assert len(errors) == 1 and needle in errors[0]["reason"]

@@ -456,11 +456,11 @@ class Server:
                 # Every answer checked as in replay: a wrong one stops serve, journaled.
                 check = DecisionCheck(policy, view.cluster, view.snapshot.jobs)
                 decisions = check.decide(view.snapshot)
+                state = self.policies.export_json()
             except PolicyError as exc:
                 self._write(None, "error", reason=str(exc))
                 self.journal.sync()
                 raise
-            state = json.loads(json.dumps(self.policies.export_state()))
             if state != self._policy_state:
                 self._write(None, POLICY_STATE, policy=self._identity(), state=state)
                 self._policy_state = state
