@@ -20,6 +20,7 @@ The checks cost a few comparisons per decision (the engine checks node capacity 
 
 from __future__ import annotations
 
+import contextlib
 import math
 from collections.abc import Callable
 from typing import Any, TypeVar
@@ -47,6 +48,9 @@ __all__ = [
     "checked_keys",
     "checked_scores",
     "guarded",
+    "nan_score",
+    "raised",
+    "shown",
     "who",
 ]
 
@@ -66,8 +70,9 @@ def who(policy: object) -> str:
         kind = "ordering"
     else:
         kind = "policy"
-    describe = getattr(policy, "describe", None)
-    name = describe() if callable(describe) else getattr(policy, "name", cls.__name__)
+    name = getattr(policy, "name", cls.__name__)
+    with contextlib.suppress(Exception):  # its own description ("fifo / bestfit") if it has one
+        name = policy.describe()  # type: ignore[attr-defined]
     plugin = not cls.__module__.startswith("schedlab.")
     return f"{kind} {name!r}" + (f" (plugin {cls.__module__}:{cls.__qualname__})" if plugin else "")
 
