@@ -290,12 +290,16 @@ POLICY_CASES = [
 def test_a_whole_cluster_plugin_giving_wrong_allocations_is_one_line(
     decide: str, needle: str, plugin, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    module = plugin(policy(decide))
+    refused_policy(plugin(policy(decide)), needle, tmp_path, capsys)
+
+
+def refused_policy(
+    module: str, needle: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Replay :data:`WIDE` under plugin ``module``'s ``bad-policy``: one line naming it."""
     argv = replay_argv(tmp_path, "--cluster", "2x4:V100", "--plugin", f"{module}:Bad", trace=WIDE)
-    refused(
-        [*argv, "--policy", "bad-policy"], capsys, f"'bad-policy' (plugin {module}:Bad)", needle
-    )
-    assert not (tmp_path / "out").exists()
+    argv += ["--policy", "bad-policy"]
+    refused(argv, capsys, f"'bad-policy' (plugin {module}:Bad)", needle, out=tmp_path / "out")
 
 
 #: Starts job 0 whole at time 0, asks to be woken at 20 and then does ``later``.
@@ -323,12 +327,8 @@ def next_wakeup(self, snap):
 def test_a_later_decision_out_of_range_is_one_line(
     later: str, needle: str, plugin, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    body = "from schedlab.model.snapshot import Overhead, Reject\n"
-    body += LATER.format(later=later)
-    module = plugin(policy(body, WAKE_AT_20))
-    argv = replay_argv(tmp_path, "--cluster", "2x4:V100", "--plugin", f"{module}:Bad", trace=WIDE)
-    refused([*argv, "--policy", "bad-policy"], capsys, f"(plugin {module}:Bad)", needle)
-    assert not (tmp_path / "out").exists()
+    body = "from schedlab.model.snapshot import Overhead, Reject\n" + LATER.format(later=later)
+    refused_policy(plugin(policy(body, WAKE_AT_20)), needle, tmp_path, capsys)
 
 
 NAN_WAKEUP = """\
