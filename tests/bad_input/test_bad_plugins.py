@@ -358,6 +358,31 @@ def test_serve_stops_on_a_wrong_allocation_and_journals_why(plugin, tmp_path: Pa
     assert not any(r["action"] == "start" for r in read_journal(journal))
 
 
+def test_serve_kubernetes_stops_on_a_wrong_allocation_and_journals_why(
+    plugin, tmp_path: Path
+) -> None:
+    from kube_objects import node, pod
+    from schedlab.serve.kubernetes.fake import FakeKube
+    from schedlab.serve.kubernetes.server import KubeConfig, KubeServer
+
+    module = plugin(policy(FIRST + "return [Start(j, ((0, (0,)),))]"))
+    api = FakeKube()
+    api.add_node(node("node1", 8))
+    api.add_pod(pod("a", 4))
+    config = KubeConfig(policy="bad-policy", plugins=(f"{module}:Bad",), identity="a")
+    journal = tmp_path / "k.jsonl"
+    server = KubeServer(api, config, Journal(journal), clock=lambda: 1_800_000_000.0, watch=False)
+    server.start_watches()
+    for cache in (server.pods, server.nodes, server.groups):
+        if cache is not None:
+            cache.run_once()
+    with pytest.raises(PolicyError, match=r"started job 0 on 1 GPU\(s\).*asked for 4 GPU\(s\)"):
+        server.cycle()
+    errors = [r for r in read_journal(journal) if r["action"] == "error"]
+    assert len(errors) == 1 and "it asked for 4 GPU(s)" in errors[0]["reason"]
+    assert not [c for c in api.calls if c[1].endswith("/binding")]  # nothing bound
+
+
 @pytest.mark.parametrize(
     ("state", "needle"),
     [
