@@ -652,3 +652,32 @@ def test_a_checkpointing_job_keeps_its_credit_through_an_eviction(tmp_path: Path
     view = again.view()
     i = [j.key for j in view.jobs].index("default/low")
     assert view.snapshot.runtime.attained[i] == 240.0
+
+
+def test_status_reports_the_lease_pods_reasons_and_queue(tmp_path: Path) -> None:
+    from schedlab.serve.kubernetes.status import gather, render, running
+
+    api = cluster(1)
+    clock = Clock()
+    api.add_pod(pod("big", 8))
+    api.add_pod(pod("long", 4, created="2027-01-15T08:00:01Z"))
+    api.add_pod(pod("short", 4, created="2027-01-15T08:00:02Z", deadline=60))
+    server = make(api, tmp_path, clock, policy="sjf")
+    server._write(None, "serve", **server.serve_record())
+    cycle(server)
+    server.journal.sync()
+    status = gather(
+        api, "schedlab", ("default", "schedlab"), server.journal.path, None, clock.t + 1
+    )
+    assert running(status)
+    assert status["lease"]["holder"] == "a"
+    assert status["pods"] == {"bound, Pending": 1, "waiting": 2}
+    # sjf bound the 60 s pod; of the two without an estimate, the older first (big blocks).
+    assert bound(api) == {"default/short": "node1"}
+    assert [row["job"] for row in status["queue"]] == ["default/big", "default/long"]
+    text = "\n".join(render(status))
+    assert "lease default/schedlab: held by a" in text
+    assert "1  0/1 nodes are available: 1 Insufficient nvidia.com/gpu.  [default/big]" in text
+    assert "waiting for policy sjf to place it" in text
+    later = gather(api, "schedlab", ("default", "schedlab"), None, None, clock.t + 60)
+    assert not running(later)  # nobody renewed it for more than its 15 s
