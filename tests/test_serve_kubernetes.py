@@ -681,3 +681,34 @@ def test_status_reports_the_lease_pods_reasons_and_queue(tmp_path: Path) -> None
     assert "waiting for policy sjf to place it" in text
     later = gather(api, "schedlab", ("default", "schedlab"), None, None, clock.t + 60)
     assert not running(later)  # nobody renewed it for more than its 15 s
+
+
+def test_unreachable_api_server_is_one_line_and_exit_2(tmp_path: Path, capsys) -> None:
+    from schedlab.cli import main
+
+    config = tmp_path / "kubeconfig"
+    config.write_text(
+        "apiVersion: v1\nkind: Config\ncurrent-context: c\n"
+        "clusters: [{name: k, cluster: {server: 'https://127.0.0.1:9', "
+        "insecure-skip-tls-verify: true}}]\n"
+        "users: [{name: u, user: {token: t}}]\n"
+        "contexts: [{name: c, context: {cluster: k, user: u}}]\n"
+    )
+    journal = tmp_path / "j.jsonl"
+    argv = ["serve", "kubernetes", "--kubeconfig", str(config), "--policy", "fifo"]
+    assert main([*argv, "--journal", str(journal), "--quiet"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "cannot reach https://127.0.0.1:9" in err[0]
+
+
+def test_kubeconfig_with_an_exec_plugin_is_refused_by_name(tmp_path: Path, capsys) -> None:
+    from schedlab.cli import main
+
+    config = tmp_path / "kubeconfig"
+    config.write_text(
+        "current-context: c\nclusters: [{name: k, cluster: {server: 'https://x:6443'}}]\n"
+        "users: [{name: u, user: {exec: {command: aws}}}]\n"
+        "contexts: [{name: c, context: {cluster: k, user: u}}]\n"
+    )
+    assert main(["serve", "kubernetes", "--kubeconfig", str(config), "--policy", "fifo"]) == 2
+    assert "authenticates with 'exec'" in capsys.readouterr().err
