@@ -175,7 +175,6 @@ class KubeServer(ServeLoop):
         self._network_key: Any = None
         self._node_memo: dict[Any, Any] = {}
         self._leading: bool | None = None  # None: not known yet (journaled at the first cycle)
-        self._signalled: dict[str, float] = {}
 
     # -- reading -------------------------------------------------------------------------------
     def start_watches(self) -> None:
