@@ -712,3 +712,24 @@ def test_kubeconfig_with_an_exec_plugin_is_refused_by_name(tmp_path: Path, capsy
     )
     assert main(["serve", "kubernetes", "--kubeconfig", str(config), "--policy", "fifo"]) == 2
     assert "authenticates with 'exec'" in capsys.readouterr().err
+
+
+def test_a_start_that_would_over_commit_is_never_bound(tmp_path: Path) -> None:
+    """Whatever the policy says: the binder takes every start on a ledger of the cluster as
+    the API objects show it, and skips one that does not fit, calling nothing."""
+    from schedlab.serve.kubernetes.binder import Binder
+    from schedlab.serve.kubernetes.objects import parse_pod
+
+    api = cluster(1)
+    api.add_pod(pod("theirs", 6, scheduler="other", node="node1", phase="Running"))
+    api.add_pod(pod("p", 4))
+    server = make(api, tmp_path)
+    view = server.view()
+    written: list[dict] = []
+    binder = Binder(api, lambda: {"time": 0, "cycle": 1}, written.append)
+    ledger = view.snapshot.state.copy()
+    p = parse_pod(api.pods["default/p"])
+    records_ = binder.bind_jobs([("default/p", [p], ((0, (0, 1, 2, 3)),), {})], ["node1"], ledger)
+    assert [r["action"] for r in records_] == ["skip"]
+    assert "would over-commit" in records_[0]["reason"]
+    assert not [c for c in api.calls if c[1].endswith("/binding")]
