@@ -41,7 +41,9 @@ def cycle(server: KubeServer):  # type: ignore[no-untyped-def]
     for cache in (server.pods, server.nodes, server.groups):
         if cache is not None:
             cache.run_once()
-    return server.cycle()
+    report = server.cycle()
+    server.binder.flush_events()  # Events go out from a thread of their own
+    return report
 
 
 def records(server: KubeServer, action: str | None = None) -> list[dict]:

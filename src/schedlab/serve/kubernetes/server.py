@@ -623,6 +623,7 @@ class KubeServer(ServeLoop):
                 if cache is not None:
                     cache.stop()
             self.lease.release()
+            self.binder.flush_events()
             self._write(None, "stop", reason=self.stop_reason or "error")
             self.journal.close()
         return 0
