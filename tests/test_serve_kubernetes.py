@@ -420,6 +420,7 @@ def test_pdb_blocks_eviction(tmp_path: Path) -> None:
     api.add_pod(pod("short", 8, created="2026-01-01T00:00:05Z", deadline=60))
     server = make(api, tmp_path, policy="srtf")
     cycle(server)
+    cycle(server)  # still forbidden: journaled once
     assert "default/low" in api.pods
     (protect,) = records(server, "protect")
     assert "PodDisruptionBudget" in protect["reason"]

@@ -112,6 +112,7 @@ class Binder:
     executor: ThreadPoolExecutor | None = None
     pending: list[Future[Any]] = field(default_factory=list)
     events: queue.Queue[tuple[str, dict[str, Any]]] | None = None
+    last_protect: dict[str, str] = field(default_factory=dict)  # job → budget reason journaled
 
     def record(self, job: str | None, action: str, **fields: Any) -> Record:
         rec = {**self.stamp(), "job": job, "action": action, **fields}
@@ -235,12 +236,12 @@ class Binder:
                 f"Preempted by schedlab to run other work (grace {grace:g} s)",
             )
         if blocked:
-            return self.record(
-                key,
-                "protect",
-                reason=f"a PodDisruptionBudget forbids evicting {', '.join(blocked)} now",
-                **extra,
-            )
+            why = f"a PodDisruptionBudget forbids evicting {', '.join(blocked)} now"
+            rec = {**self.stamp(), "job": key, "action": "protect", "reason": why, **extra}
+            if self.last_protect.get(key) != why:  # journaled once while it lasts
+                self.last_protect[key] = why
+                self.sink(rec)
+            return rec
         return self.record(key, "preempt", **extra)
 
     def show_reason(self, pod: PodInfo, reason: str, message: str, now: float) -> None:
