@@ -175,7 +175,6 @@ class KubeServer(ServeLoop):
         self._network_key: Any = None
         self._node_memo: dict[Any, Any] = {}
         self._leading: bool | None = None  # None: not known yet (journaled at the first cycle)
-        self._signalled: dict[str, float] = {}
 
     # -- reading -------------------------------------------------------------------------------
     def start_watches(self) -> None:
@@ -629,6 +628,7 @@ class KubeServer(ServeLoop):
                 if cache is not None:
                     cache.stop()
             self.lease.release()
+            self.binder.flush_events()
             self._write(None, "stop", reason=self.stop_reason or "error")
             self.journal.close()
         return 0
