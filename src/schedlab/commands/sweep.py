@@ -108,8 +108,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         "--synthetic",
         type=int,
         metavar="JOBS",
-        help="also replay a generated Philly-like trace of JOBS jobs; each seed generates its "
-        f"own (offered load: --load, default {DEFAULT_SYNTHETIC_LOAD})",
+        help="also replay a generated trace of JOBS jobs (Philly's GPU mix, daily arrival "
+        "cycle, run times up to 12 h); each seed generates its own, offered exactly --load "
+        f"(default {DEFAULT_SYNTHETIC_LOAD}) over its arrival window",
     )
     replay.add_argument(
         "--param",
