@@ -26,7 +26,7 @@ from schedlab.commands.common import (
     run_resumable,
     stdout,
 )
-from schedlab.commands.option_scope import refuse_given
+from schedlab.commands.option_scope import given, refuse_given
 from schedlab.commands.pack_grid import print_aggregate, run_pack_grid, write_grid_outputs
 from schedlab.commands.replay_grid import done_line, print_replay_table, write_replay_grid
 from schedlab.commands.sharing_grid import (
@@ -194,6 +194,10 @@ def _runner(args: argparse.Namespace, local: Callable[..., Any], kind: Any) -> C
 def run(args: argparse.Namespace) -> int:
     if args.address is not None and args.engine != "ray":
         raise InputError("'--address' is for '--engine ray'")
+    if args.engine == "ray" and given(args, getattr(args, "sweep_parser", None), "workers"):
+        raise InputError(
+            "'--workers' is for the local pool; with '--engine ray' the cluster's CPUs run the grid"
+        )
     if args.engine == "ray":
         from schedlab.experiments.ray_engine import require_ray
 
