@@ -194,14 +194,15 @@ def _runner(args: argparse.Namespace, local: Callable[..., Any], kind: Any) -> C
 def run(args: argparse.Namespace) -> int:
     if args.address is not None and args.engine != "ray":
         raise InputError("'--address' is for '--engine ray'")
-    if args.engine == "ray" and given(args, getattr(args, "sweep_parser", None), "workers"):
-        raise InputError(
-            "'--workers' is for the local pool; with '--engine ray' the cluster's CPUs run the grid"
-        )
     if args.engine == "ray":
         from schedlab.experiments.ray_engine import require_ray
 
         require_ray()  # before any output: a missing extra is a one-line error, nothing written
+        if given(args, getattr(args, "sweep_parser", None), "workers"):
+            raise InputError(
+                "'--workers' is for the local pool; with '--engine ray' the cluster's CPUs run "
+                "the grid"
+            )
     pack_mode = args.nodes is not None or args.pods is not None
     replay_mode = args.cluster is not None or args.traces is not None
     if pack_mode == replay_mode:
