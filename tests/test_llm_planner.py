@@ -64,7 +64,8 @@ def test_catalog_file_errors_name_the_file_and_field(tmp_path) -> None:
     assert read_catalog(good)["tiny"].ffn == 256
     bad = tmp_path / "bad.toml"
     bad.write_text("[models.tiny]\nlayers = 2\nhidden = 64\nheads = 5\nvocab = 10\nseq_len = 8\n")
-    with pytest.raises(InputError, match=r"hidden 64 is not a multiple of heads 5 .* in .*bad"):
+    inconsistent = r"hidden 64 is not a multiple of heads 5 .* in .*bad.toml"
+    with pytest.raises(InputError, match=inconsistent):
         read_catalog(bad)
     typo = tmp_path / "typo.toml"
     typo.write_text("[models.tiny]\nlayer = 2\n")

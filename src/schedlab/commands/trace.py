@@ -25,6 +25,7 @@ from rich.table import Table
 from schedlab.commands import trace_instances
 from schedlab.commands.common import console, stdout
 from schedlab.commands.serve import add_import_slurm_parser
+from schedlab.commands.serve_kubernetes import add_import_kubernetes_parser
 from schedlab.errors import InputError
 from schedlab.traces.formats import TRACE_FORMATS, read_jobs
 from schedlab.traces.job_common import ReadResult
@@ -63,6 +64,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     validate.set_defaults(run=run_validate)
 
     add_import_slurm_parser(actions)
+    add_import_kubernetes_parser(actions)
 
     gen = actions.add_parser(
         "synthetic-llm",

@@ -18,12 +18,13 @@ import math
 import time
 from array import array
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from schedlab.errors import InputError
+from schedlab.engines.decision_check import DecisionCheck, shown, who
+from schedlab.errors import InputError, PolicyError
 from schedlab.model.cluster import GPU_MILLI, Cluster
 from schedlab.model.jobs import JobTable
 from schedlab.model.snapshot import (
@@ -60,10 +61,6 @@ __all__ = ["PolicyError", "ReplayConfig", "ReplayEngine", "ReplayRecord", "job_p
 INF = math.inf
 
 
-class PolicyError(RuntimeError):
-    """A policy returned a decision that cannot be applied (a bug in the policy)."""
-
-
 @dataclass(frozen=True)
 class ReplayConfig:
     """Engine settings that are not the policy's business."""
@@ -81,6 +78,10 @@ class ReplayConfig:
     #: Seconds between the first time the policy wants a job gone and its preemption, as
     #: ``serve slurm --grace`` (Slurm's GraceTime; the job runs on meanwhile); 0: none.
     grace: float = 0.0
+    #: Ids of jobs to measure: the run stops once every one of them has completed or been
+    #: rejected (others still active are recorded as unfinished), as a steady-state window of
+    #: a generated trace is measured. Empty: run until every job is done.
+    stop_after: frozenset[str] = frozenset()
 
 
 @dataclass
@@ -109,6 +110,10 @@ class ReplayRecord:
     observer: Any = None  # the engine's observer, with what it measured
     failures: Any = None  # what failures did (a FailureRecord), only with a failure model
     llm: Any = None  # the LLM planner perf model of a run with LLM jobs (its plan history)
+    tenancy: Any = None  # what a tenancy layer recorded (set by the caller, not the engine)
+    gate: Any = None  # the JobGate of time limits and dependencies, with what it recorded
+    #: What the policy reports of its own run (:meth:`SchedulingPolicy.report`; empty: nothing).
+    policy_report: dict[str, Any] = field(default_factory=dict)
 
 
 class ReplayEngine:
@@ -126,12 +131,16 @@ class ReplayEngine:
         observer: Any = None,
         topology: Topology | None = None,
         failures: Any = None,
+        gate: Any = None,
     ) -> None:
         # ``observer`` (e.g. the energy meter) hears placed(now, job, allocation),
         # released(now, job, allocation), tick(now) at each decision point and finish(end).
         self.observer = observer
         #: Component failures and checkpointing (a schedlab.failures.runtime.FailureModel).
         self.failures = failures
+        #: Slurm's habits around the policy (:class:`schedlab.engines.job_gate.JobGate`): jobs
+        #: held until their dependency holds, runs killed at their time limit; None: none.
+        self.gate = gate
         self.cluster = cluster
         #: Optional rate model of the network (see :mod:`schedlab.network.replay_state`).
         self.network = network
@@ -201,6 +210,17 @@ class _Run:
         self.ckpt_factor: dict[int, float] = {}  # mean progress share under checkpointing
         self.requeued: list[int] = []  # jobs a failure put back in the queue, for the snapshot
         self.fail = engine.failures.new_run(self) if engine.failures is not None else None
+        self.gate = engine.gate
+        # Jobs the run waits for when it is told to stop after some (``stop_after``).
+        watched = engine.config.stop_after
+        self.watching = (
+            {i for i, job_id in enumerate(j.job_id.tolist()) if str(job_id) in watched}
+            if watched
+            else set()
+        )
+        if watched and len(self.watching) != len(watched):
+            missing = sorted(watched - {str(x) for x in j.job_id.tolist()})
+            raise InputError(f"'stop_after' names jobs the trace does not have: {missing[:3]}")
 
     # -- job state changes -----------------------------------------------------------------
     def stop_progress(self, job: int, now: float) -> None:
@@ -267,7 +287,8 @@ class _Run:
                 self.state.allocate(node, gpus, c, m, GPU_MILLI if gpus else 0, len(gpus))
         except ValueError as exc:
             raise PolicyError(
-                f"{self.policy.describe()} placed job {job} where it does not fit: {exc}"
+                f"{who(self.policy)}: decide() placed job {job} where it does not fit "
+                f"({shown(allocation)}): {exc}"
             ) from None
         if plan is not None:
             self.state.net.hold(job, plan)  # type: ignore[union-attr]
@@ -294,16 +315,47 @@ class _Run:
         self.speedup[job] = 0.0
 
     def complete(self, job: int, now: float) -> None:
+        self.end_run(job, now)
+        self.rt.remaining[job] = 0.0
+        if self.gate is not None:
+            self.gate.ended(job, True, now)
+
+    def end_run(self, job: int, now: float) -> None:
+        """The job's run ends for good: progress banked, its GPUs (and links) given back."""
         if self.fail is not None:
             self.fail.stopped(job, now)
         self.stop_progress(job, now)
-        self.rt.remaining[job] = 0.0
         self.vacate(job)
         if self.net is not None:
             self.net.stop(job, now)
         self.rt.status[job] = DONE
         self.end_time[job] = now
         del self.running[job]
+        self.watching.discard(job)
+
+    # -- the gate's part: kills at the time limit, jobs held and let go --------------------
+    def time_out(self, job: int, now: float) -> None:
+        """The job's run reached its time limit: killed, it ends without completing."""
+        self.end_run(job, now)
+        self.gate.time_out(job)
+        self.gate.ended(job, False, now)
+
+    def gate_pass(self, now: float, new_pending: list[int]) -> int:
+        """Kill the runs at their limit, then queue the jobs the gate let go and record the ones
+        it cancelled; returns the number of kills (events)."""
+        gate, rt = self.gate, self.rt
+        kills = [job for job in gate.due_kills(now) if rt.status[job] == RUNNING]
+        for job in kills:
+            self.time_out(job, now)
+        for job in gate.take_ready():
+            rt.status[job] = PENDING
+            rt.queued_since[job] = now
+            self.pending[job] = None
+            new_pending.append(job)
+        for job, reason in gate.take_cancelled():
+            rt.status[job] = REJECTED
+            self.reject_reason[job] = reason
+        return len(kills)
 
     # -- decisions -------------------------------------------------------------------------
     def apply(self, decisions: list[Decision], now: float) -> None:
@@ -321,6 +373,9 @@ class _Run:
                 rt.status[d.job] = REJECTED
                 self.reject_reason[d.job] = d.reason
                 del self.pending[d.job]
+                if self.gate is not None:
+                    self.gate.ended(d.job, False, now)
+                self.watching.discard(d.job)
             elif isinstance(d, Preempt):
                 expect(d.job, RUNNING, "preempted")
                 if self.fail is not None:
@@ -390,6 +445,8 @@ class _Run:
                 del self.pending[d.job]
                 self.running[d.job] = None
                 self.schedule_completion(d.job)
+                if self.gate is not None:
+                    self.gate.started(d.job, now)
         # Overheads last, so a job started or resized now pays both its start-up and the round's.
         for d in decisions:
             if isinstance(d, Overhead):
@@ -597,16 +654,21 @@ class _Run:
         )
         ts_time, ts_queue, ts_running, ts_busy = array("d"), array("q"), array("q"), array("q")
         ts_efficiency = array("d")
+        check = DecisionCheck(self.policy, self.cluster, j)  # every answer of the policy
         next_arrival, wakeup, decision_points, events = 0, INF, 0, 0
         now = 0.0
         version = self.version
+        watch = bool(cfg.stop_after)
         while True:
+            if watch and not self.watching:
+                break  # every job the run was told to wait for is done
             # Completions voided by a preemption or resize are dropped here, so that they never
             # become decision points of their own.
             while heap and (heap[0][3] != version[heap[0][2]] or rt.status[heap[0][2]] != RUNNING):
                 heapq.heappop(heap)
             t_arr = submit[next_arrival] if next_arrival < n else INF
-            now = min(t_arr, heap[0][0] if heap else INF, wakeup)
+            gate_time = self.gate.next_time() if self.gate is not None else INF
+            now = min(t_arr, heap[0][0] if heap else INF, wakeup, gate_time)
             if self.fail is not None and (self.pending or self.running or next_arrival < n):
                 now = min(now, self.fail.next_time())  # failures alone do not keep a run going
             if now == INF or now > cfg.until:
@@ -616,6 +678,9 @@ class _Run:
             while next_arrival < n and submit[next_arrival] <= now:
                 job = next_arrival
                 next_arrival += 1
+                if self.gate is not None and not self.gate.arrive(job, now):
+                    events += 1  # held: it joins the queue when the gate lets it go
+                    continue
                 rt.status[job] = PENDING
                 rt.queued_since[job] = submit[job]
                 self.pending[job] = None
@@ -630,7 +695,9 @@ class _Run:
                 events += self.fail.fire(now)
                 new_pending += self.requeued  # back in the queue: the policy sees them anew
                 self.requeued.clear()
-            decisions = self.policy.decide(self.snapshot(now, new_pending))
+            if self.gate is not None:
+                events += self.gate_pass(now, new_pending)
+            decisions = check.decide(self.snapshot(now, new_pending))
             decision_points += 1
             protected_until = INF
             if cfg.min_runtime > 0 or cfg.grace > 0:
@@ -649,7 +716,7 @@ class _Run:
                 self.apply(decisions, now)
             if self.net is not None:
                 self.settle_network(now)
-            wakeup = min(self.policy.next_wakeup(self.snapshot(now, [])), protected_until)
+            wakeup = min(check.next_wakeup(self.snapshot(now, [])), protected_until)
             if wakeup <= now:
                 wakeup = INF  # a wake-up in the past would never let time advance
             ts_time.append(now)
@@ -697,4 +764,6 @@ class _Run:
             network=self.net.finish(end if math.isfinite(end) else last) if self.net else None,
             observer=e.observer,
             failures=failures,
+            gate=self.gate,
+            policy_report=self.policy.report(),
         )

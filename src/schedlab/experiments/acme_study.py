@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from schedlab.experiments.reproduction import row
+from schedlab.experiments.verdict_rows import row
 
 ACME_DIR = Path(__file__).resolve().parents[3].parent / "shared" / "data" / "acme"
 CLUSTERS = ("Seren", "Kalos")

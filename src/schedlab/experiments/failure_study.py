@@ -6,7 +6,7 @@ cluster of 2,080 nodes, the ``llama3-405b`` preset, work large enough to run the
 horizon, seeds 1–20. The analytic ETTR is Daly's exact expression for exponential failures
 (failures also during checkpoints and restarts) with ``M`` = 54 days / 419; the simulation has
 per-component streams, repairs and spares, so it matches only if the engine does what the
-model says. Each ``reproduce_*`` returns a table (see :mod:`schedlab.experiments.reproduction`).
+model says. Each ``reproduce_*`` returns a table (see :mod:`schedlab.experiments.verdict_rows`).
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from schedlab.experiments.reproduction import check, row
+from schedlab.experiments.verdict_rows import check, row
 from schedlab.failures.checkpoint import daly_ettr, young
 
 DAYS = 54

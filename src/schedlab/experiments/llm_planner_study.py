@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from schedlab.experiments.reproduction import row as _row
+from schedlab.experiments.verdict_rows import row as _row
 from schedlab.perf.llm.calibrate import read_points
 from schedlab.perf.llm.memory import zero_states_gb
 from schedlab.perf.llm.profile import POINTS_DIR, get_profile
