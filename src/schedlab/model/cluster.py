@@ -31,6 +31,11 @@ GPU_MILLI = 1000
 #: names its contents across a state and the copies made of it (a copy that changes a node
 #: differently from the original never shows the same version with other contents).
 _STAMPS = itertools.count(1)
+#: Largest cluster any reader accepts (``--cluster``, a topology's hosts): beyond it a count is a
+#: unit or typing slip, and the arrays would not fit in memory.
+MAX_NODES = 1_000_000
+#: Most GPUs one node may have.
+MAX_GPUS_PER_NODE = 64
 
 #: Pod classes tracked per node (the tag set of gpu-clustering, plus CPU-only).
 POD_CLASSES: tuple[str, ...] = ("cpu", "share", "1gpu", "2gpu", "4gpu", "8gpu")

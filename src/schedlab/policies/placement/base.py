@@ -23,6 +23,7 @@ from typing import ClassVar
 
 import numpy as np
 
+from schedlab.engines.decision_check import checked_gpus, checked_scores, guarded, nan_score
 from schedlab.model.cluster import GPU_MILLI, Cluster, ClusterState
 from schedlab.model.gpu_models import ANY_MODEL_MASK
 from schedlab.policies.api import ENGINES, Policy, PolicyContext
@@ -165,7 +166,8 @@ def best_fit_gpus(pod: PodRequest, free: np.ndarray, exists: np.ndarray) -> tupl
 
 
 def choose_node(scores: np.ndarray, feasible: np.ndarray, tie_rank: np.ndarray) -> int:
-    """The feasible node with the highest score; ties go to the lowest ``tie_rank``."""
+    """The feasible node with the highest score; ties go to the lowest ``tie_rank``. A NaN
+    score among the feasible nodes (no node is then highest) raises ValueError."""
     return choose_among(scores, feasible.nonzero()[0], tie_rank)
 
 
@@ -175,6 +177,8 @@ def choose_among(scores: np.ndarray, candidates: np.ndarray, tie_rank: np.ndarra
     top = candidates[s == s.max()]
     if len(top) == 1:
         return int(top[0])
+    if not len(top):
+        raise ValueError("a feasible node's score is NaN")
     return int(top[tie_rank[top].argmin()])
 
 
@@ -223,7 +227,7 @@ class Placer:
         self._n = len(tie_rank)
         self._order = (self._n - 1 - tie_rank).astype(np.float64)
         self._order_list = self._order.tolist()
-        policy.reset(ctx)
+        guarded(policy, "reset", policy.reset, ctx)
 
     def allowed(self, model_mask: int) -> np.ndarray:
         """Nodes with GPUs of a model in ``model_mask`` (fixed for the run, so kept per mask)."""
@@ -235,14 +239,43 @@ class Placer:
     def place(
         self, pod: PodRequest, state: ClusterState, exclude: set[int] | None = None
     ) -> Placement | None:
-        """Where ``pod`` goes now (None: nowhere); ``exclude`` lists nodes not to use."""
+        """Where ``pod`` goes now (None: nowhere); ``exclude`` lists nodes not to use. The
+        policy's answers are checked (:mod:`schedlab.engines.decision_check`)."""
         if self._node_scores and not exclude:
             node = self._choose_kept(pod, state)
         else:
             node = self._choose(pod, state, exclude)
         if node < 0:
             return None
-        return Placement(node, self.policy.pick_gpus(pod, state, node))
+        return Placement(node, self._gpus(pod, state, node))
+
+    def place_on(self, pod: PodRequest, state: ClusterState, node: int) -> Placement:
+        """``pod`` on ``node``, which the engine chose (it fits there): the policy is asked
+        for its scores as ever, and for the GPUs."""
+        feasible = np.zeros(state.cluster.size, dtype=bool)
+        feasible[node] = True
+        self._scores(pod, state, feasible)
+        return Placement(node, self._gpus(pod, state, node))
+
+    def _gpus(self, pod: PodRequest, state: ClusterState, node: int) -> tuple[int, ...]:
+        policy = self.policy
+        gpus = guarded(policy, "pick_gpus", policy.pick_gpus, pod, state, node)
+        count = pod.num_gpu if pod.needs_gpu else 0
+        return checked_gpus(policy, gpus, state, node, count, pod.gpu_milli)
+
+    def _scores(self, pod: PodRequest, state: ClusterState, feasible: np.ndarray) -> np.ndarray:
+        """The policy's scores of every node, checked."""
+        policy = self.policy
+        return checked_scores(
+            policy, guarded(policy, "score", policy.score, pod, state, feasible), feasible
+        )
+
+    def _among(self, scores: np.ndarray, feasible: np.ndarray, candidates: np.ndarray) -> int:
+        """:func:`choose_among`, a NaN score named as the policy's error."""
+        try:
+            return choose_among(scores, candidates, self.tie_rank)
+        except ValueError:
+            raise nan_score(self.policy, scores, feasible) from None
 
     def _choose(self, pod: PodRequest, state: ClusterState, exclude: set[int] | None) -> int:
         """Filter, score and choose over every node (-1: no node fits)."""
@@ -252,8 +285,7 @@ class Placer:
         candidates = feasible.nonzero()[0]
         if not len(candidates):
             return -1
-        scores = self.policy.score(pod, state, feasible)
-        return choose_among(scores, candidates, self.tie_rank)
+        return self._among(self._scores(pod, state, feasible), feasible, candidates)
 
     def _choose_kept(self, pod: PodRequest, state: ClusterState) -> int:
         """:meth:`_choose` from the shape's kept keys, rescoring the nodes that changed."""
@@ -275,15 +307,17 @@ class Placer:
             return kept.best
         nodes = changed.tolist()
         allowed = self.allowed(pod.model_mask)
-        scores = self.policy.score_nodes(pod, state, nodes)
-        assert scores is not None
+        policy = self.policy
+        scores = guarded(policy, "score_nodes", policy.score_nodes, pod, state, nodes)
+        if scores is None or len(scores) != len(nodes):
+            return self._keep(shape, pod, state)  # the full score() answers (and is checked)
         n, order, keys = self._n, self._order_list, kept.key
         best = kept.best
         top = keys.item(best) if best >= 0 else -math.inf
         stale = False
         for node, score in zip(nodes, scores, strict=True):
-            if not abs(score) * n < EXACT_KEY:
-                return self._keep(shape, pod, state)  # a score too large to key exactly
+            if not abs(score) * n < EXACT_KEY:  # too large to key exactly, or NaN
+                return self._keep(shape, pod, state)
             k = score * n + order[node] if node_fits(pod, state, node, allowed) else -math.inf
             keys[node] = k
             kept.version[node] = state.version.item(node)
@@ -307,8 +341,8 @@ class Placer:
         if not len(candidates):  # nothing fits: kept so, until a node changes
             self._kept[shape] = _Kept(state.version.copy(), np.full(self._n, -math.inf), -1)
             return -1
-        scores = self.policy.score(pod, state, feasible)
-        best = choose_among(scores, candidates, self.tie_rank)
+        scores = self._scores(pod, state, feasible)
+        best = self._among(scores, feasible, candidates)
         values = np.asarray(scores, dtype=np.float64)
         if not (np.abs(values[candidates]) * self._n < EXACT_KEY).all():
             self._kept.pop(shape, None)  # scores too large to key exactly: nothing kept
