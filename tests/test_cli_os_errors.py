@@ -239,8 +239,8 @@ def test_a_fifo_does_not_hang_the_installed_command(paths: dict[str, Path]) -> N
     [
         ("pack", "schedlab.commands.pack", "run_pack"),
         ("replay", "schedlab.commands.replay", "run_replay"),
-        ("sweep", "schedlab.commands.sweep", "run_grid"),
-        # sweep imports its pack grid runner when it runs one: patched where it lives
+        # sweep imports its grid runners when it runs one: patched where they live
+        ("sweep", "schedlab.experiments.replay_sweep", "run_grid"),
         ("sweep-pack", "schedlab.commands.pack_grid", "run_pack_grid"),
         ("demo", "schedlab.commands.demo", "run_pack_grid"),
     ],

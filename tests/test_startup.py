@@ -46,14 +46,44 @@ def test_the_catalog_is_the_registry() -> None:
 
 @pytest.mark.parametrize("argv", [["--help"], ["policies"], ["--version"]])
 def test_listing_commands_import_no_heavy_library(argv: list[str]) -> None:
+    _assert_prints_without(argv, HEAVY)
+
+
+def _assert_prints_without(argv: list[str], libraries: tuple[str, ...]) -> None:
+    """A fresh ``schedlab ARGV`` prints something and has imported none of ``libraries``."""
     probe = (
         "import sys\nfrom schedlab.cli import main\n"
         f"try:\n    main({argv!r})\nexcept SystemExit:\n    pass\n"
-        f"print(sorted(m for m in {HEAVY!r} if m in sys.modules), file=sys.stderr)\n"
+        f"print(sorted(m for m in {libraries!r} if m in sys.modules), file=sys.stderr)\n"
     )
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True)
     assert done.stderr.strip().splitlines()[-1] == "[]", done.stderr
     assert done.stdout.strip()
+
+
+#: What a command's help, or a command that only lists or plans, has no use for.
+NOT_FOR_HELP = ("pandas", "pyarrow", "matplotlib", "scipy", "httpx", "yaml")
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["sweep", "--help"],
+        ["replay", "--help"],
+        ["pack", "--help"],
+        ["trace", "--help"],
+        ["report", "--help"],
+        ["serve", "--help"],
+        ["serve", "kubernetes", "--help"],
+        ["plan", "--help"],
+        ["reproduce", "--help"],
+        ["reproduce", "--list"],
+        ["gen", "--help"],
+        ["plan", "--model", "llama3-8b", "--cluster", "1x8:A100", "--batch-tokens", "4M"],
+    ],
+)
+def test_a_commands_help_imports_no_table_plot_or_solver_library(argv: list[str]) -> None:
+    _assert_prints_without(argv, NOT_FOR_HELP)
 
 
 def test_help_lists_every_command_and_a_command_still_has_its_options(capsys) -> None:

@@ -8,7 +8,6 @@ from pathlib import Path
 from schedlab.commands.common import console
 from schedlab.errors import InputError
 from schedlab.output_dir import check_out_file
-from schedlab.report.html_report import build_report
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -69,6 +68,8 @@ def run(args: argparse.Namespace) -> int:
         out = report_replay_grid(Path(grids[0]), args.out, args.title)
         console.print(f"wrote {out} ({out.stat().st_size / 1024:.0f} KiB, sweep {grids[0]})")
         return 0
+    from schedlab.report.html_report import build_report  # pandas and matplotlib: only to build
+
     out = build_report(list(args.dirs), args.out, args.title)
     console.print(f"wrote {out} ({out.stat().st_size / 1024:.0f} KiB, {len(args.dirs)} runs)")
     return 0

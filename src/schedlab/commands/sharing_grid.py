@@ -35,8 +35,6 @@ from schedlab.experiments.sharing_sweep import (
 )
 from schedlab.results import write_config, write_csv
 
-#: Options of a sharing grid that other grids refuse.
-SHARING_GRID_ONLY = ("sharing", "mode", "overcommit", "scale_gpus", "window")
 #: Columns of the terminal table: (heading, field, digits).
 TABLE_COLUMNS = (
     ("LS wait (s)", "LS_wait_mean", 1),
@@ -48,22 +46,6 @@ TABLE_COLUMNS = (
     ("energy kWh", "energy_kwh", 0),
     ("carbon kg", "carbon_kg", 1),
 )
-
-
-def add_sharing_grid_options(p: argparse.ArgumentParser) -> None:
-    g = p.add_argument_group(
-        "sharing grid (--sharing: --cluster is a node list, --traces Alibaba pod lists with "
-        "times, --placements the placement plugins; see 'replay --sharing')"
-    )
-    g.add_argument("--sharing", action="store_true", help="a grid of 'replay --sharing' runs")
-    g.add_argument(
-        "--mode", nargs="+", help="load modes, each a variant: trace, compressed:K (default trace)"
-    )
-    g.add_argument(
-        "--overcommit", nargs="+", type=float, help="BE overcommit ratios, each a variant"
-    )
-    g.add_argument("--scale-gpus", type=int, help="scale the cluster down to about N GPUs")
-    g.add_argument("--window", help="START:END: keep pods created in [START, END) seconds")
 
 
 def run_sharing_grid(args: argparse.Namespace) -> int:

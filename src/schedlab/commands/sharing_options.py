@@ -1,6 +1,7 @@
 """The options of ``schedlab replay --sharing``, declared apart from the sharing engine so that
 a replay without ``--sharing`` parses its command line without importing that engine (the run
-itself is :mod:`schedlab.commands.replay_sharing`)."""
+itself is :mod:`schedlab.commands.replay_sharing`), and those of ``schedlab sweep --sharing``
+(run by :mod:`schedlab.commands.sharing_grid`)."""
 
 from __future__ import annotations
 
@@ -53,3 +54,23 @@ def add_sharing_options(p: argparse.ArgumentParser) -> None:
         action="store_true",
         help="keep pods deleted while pending (work = deletion − creation)",
     )
+
+
+#: Options of a sharing grid that other grids refuse.
+SHARING_GRID_ONLY = ("sharing", "mode", "overcommit", "scale_gpus", "window")
+
+
+def add_sharing_grid_options(p: argparse.ArgumentParser) -> None:
+    g = p.add_argument_group(
+        "sharing grid (--sharing: --cluster is a node list, --traces Alibaba pod lists with "
+        "times, --placements the placement plugins; see 'replay --sharing')"
+    )
+    g.add_argument("--sharing", action="store_true", help="a grid of 'replay --sharing' runs")
+    g.add_argument(
+        "--mode", nargs="+", help="load modes, each a variant: trace, compressed:K (default trace)"
+    )
+    g.add_argument(
+        "--overcommit", nargs="+", type=float, help="BE overcommit ratios, each a variant"
+    )
+    g.add_argument("--scale-gpus", type=int, help="scale the cluster down to about N GPUs")
+    g.add_argument("--window", help="START:END: keep pods created in [START, END) seconds")

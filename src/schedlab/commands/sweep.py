@@ -27,11 +27,7 @@ from schedlab.commands.common import (
     stdout,
 )
 from schedlab.commands.option_scope import given, refuse_given
-from schedlab.commands.sharing_grid import (
-    SHARING_GRID_ONLY,
-    add_sharing_grid_options,
-    run_sharing_grid,
-)
+from schedlab.commands.sharing_options import SHARING_GRID_ONLY, add_sharing_grid_options
 from schedlab.commands.sweep_axes import (
     SPEC_OPTIONS,
     add_spec_options,
@@ -44,13 +40,10 @@ from schedlab.commands.sweep_axes import (
 )
 from schedlab.energy.options import ENERGY_OPTIONS, add_energy_options, energy_variants
 from schedlab.errors import InputError
-from schedlab.experiments import pack_sweep, replay_sweep
 from schedlab.experiments.grid_dir import grid_runs, open_grid
 from schedlab.experiments.load_scaling import scale_to_load
-from schedlab.experiments.pack_sweep import default_workers
-from schedlab.experiments.pack_sweep import run_grid as run_pack_grid_local
+from schedlab.experiments.parallel import default_workers
 from schedlab.experiments.replay_run import ReplaySpec, warn
-from schedlab.experiments.replay_sweep import SyntheticJobs, finished_run, run_grid, staged_task
 from schedlab.experiments.workloads import FileWorkload
 from schedlab.policies.api import PACK, REPLAY
 from schedlab.policies.plugins import load_references
@@ -218,6 +211,8 @@ def run(args: argparse.Namespace) -> int:
         sharing_refused = [d for d in REPLAY_ONLY if d not in ("placements", *ENERGY_OPTIONS)]
         refuse_given(args, sharing_refused, "does not apply to a sharing grid (--sharing)", parser)
         refuse_given(args, (*PACK_ONLY, "policies"), "does not apply to a sharing grid", parser)
+        from schedlab.commands.sharing_grid import run_sharing_grid  # the grid's modules, now
+
         return run_sharing_grid(args)
     refuse_given(args, SHARING_GRID_ONLY[1:], "applies to sharing grids (--sharing) only", parser)
     if pack_mode:
@@ -256,8 +251,9 @@ def _run_pack(args: argparse.Namespace) -> int:
     manifest = {k: v for k, v in config.items() if k != "workers"}
     resumed = open_grid(args.out, manifest, args.force)  # an unwritable --out fails here
     from schedlab.commands.pack_grid import print_aggregate, run_pack_grid, write_grid_outputs
+    from schedlab.experiments import pack_sweep
 
-    runner = _runner(args, run_pack_grid_local, pack_sweep)
+    runner = _runner(args, pack_sweep.run_grid, pack_sweep)
     with grid_runs(args.out, resumed):
         summaries, wall = run_pack_grid(
             workloads, policies, seeds, inflate, workers, args.plugin, keep=args.out, runner=runner
@@ -283,6 +279,8 @@ def _check_synthetic_span(jobs: int, loads: Sequence[float], total_gpus: int) ->
     """Warn when the generated arrivals would span less than twice the longest run time: such
     a run is mostly the cluster filling and draining, and its load is mostly not on the
     cluster while the jobs arrive."""
+    from schedlab.experiments.replay_sweep import SyntheticJobs
+
     for load in loads or [DEFAULT_SYNTHETIC_LOAD]:
         source = SyntheticJobs(jobs, load)
         span = source.arrival_span(total_gpus)
@@ -297,6 +295,15 @@ def _check_synthetic_span(jobs: int, loads: Sequence[float], total_gpus: int) ->
 
 
 def _run_replay(args: argparse.Namespace) -> int:
+    # The grid runner and what it reads, imported when a replay grid runs (not for --help).
+    from schedlab.experiments import replay_sweep
+    from schedlab.experiments.replay_sweep import (
+        SyntheticJobs,
+        finished_run,
+        run_grid,
+        staged_task,
+    )
+
     if args.cluster is None and args.topology is None:
         raise InputError("a replay grid needs --cluster (or --topology) and --traces")
     if args.traces is None and args.synthetic is None:

@@ -7,7 +7,6 @@ or the order runs finish in: rows are sorted by (workload, policy order, seed) b
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -18,7 +17,7 @@ import pandas as pd
 
 from schedlab.engines.pack import PackConfig, run_pack
 from schedlab.experiments.live_progress import reporter
-from schedlab.experiments.parallel import run_all
+from schedlab.experiments.parallel import default_workers, run_all  # noqa: F401 (re-exported)
 from schedlab.experiments.seed_stats import ci_half_width
 from schedlab.experiments.workloads import Workload
 from schedlab.metrics.pack_curves import value_at
@@ -92,10 +91,6 @@ def run_grid(
     return run_all(
         run_task, tasks, workers, on_done, slow_first=lambda t: t.policy == "fgd", progress=progress
     )
-
-
-def default_workers() -> int:
-    return max(1, min(os.cpu_count() or 1, 8))
 
 
 def results_table(summaries: Sequence[dict[str, object]], policies: Sequence[str]) -> pd.DataFrame:

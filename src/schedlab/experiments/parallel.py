@@ -33,6 +33,11 @@ PARENT_POLL = 0.2
 TERMINATE_GRACE = 2.0
 
 
+def default_workers() -> int:
+    """Worker processes of a grid when none are asked for: the cores, at most 8."""
+    return max(1, min(os.cpu_count() or 1, 8))
+
+
 def run_all(
     fn: Callable[[T], R],
     tasks: Sequence[T],

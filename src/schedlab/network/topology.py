@@ -21,8 +21,6 @@ from dataclasses import dataclass, field, replace
 from functools import cached_property
 
 import numpy as np
-from scipy.sparse import csr_matrix
-from scipy.sparse.csgraph import shortest_path
 
 from schedlab.errors import InputError
 from schedlab.model.cluster import Cluster
@@ -236,6 +234,9 @@ class Topology:
     @cached_property
     def hop_distance(self) -> np.ndarray:
         """Switch × switch hop counts over the directed fabric (large value: unreachable)."""
+        from scipy.sparse import csr_matrix  # routing only: reading a topology does not need it
+        from scipy.sparse.csgraph import shortest_path
+
         s = self.num_switches
         ones = np.ones(len(self.fabric_src))
         graph = csr_matrix((ones, (self.fabric_src, self.fabric_dst)), shape=(s, s))

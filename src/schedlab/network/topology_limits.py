@@ -19,8 +19,6 @@ from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
-from scipy.sparse import csr_matrix
-from scipy.sparse.csgraph import connected_components
 
 from schedlab.errors import InputError
 from schedlab.model.cluster import MAX_GPUS_PER_NODE, MAX_NODES
@@ -131,6 +129,9 @@ def unreachable_leaves(
     leaves = np.unique(host_leaf)
     if len(leaves) < 2:
         return None
+    from scipy.sparse import csr_matrix  # imported when a topology is checked, not to parse one
+    from scipy.sparse.csgraph import connected_components
+
     graph = csr_matrix((np.ones(len(src)), (src, dst)), shape=(num_switches, num_switches))
     _, label = connected_components(graph, directed=True, connection="strong")
     first = int(host_leaf[0])

@@ -24,8 +24,7 @@ import subprocess
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-
-import pandas as pd
+from typing import TYPE_CHECKING
 
 from schedlab.errors import InputError
 from schedlab.input_files import read_text
@@ -34,6 +33,9 @@ from schedlab.serve.client import SlurmError
 from schedlab.serve.hostlist import expand_hostlist
 from schedlab.serve.journal import read_journal
 from schedlab.serve.serve_record import journaled_seconds
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 TIMINGS = ("slurm", "observed")
 SACCT_FIELDS = "JobID,State,Start,End,NodeList,Submit"
@@ -287,6 +289,8 @@ def import_slurm(journal: Path, sacct_text: str, timing: str = "slurm") -> Impor
             "(is this the cluster the journal was written on?)",
             path=str(journal),
         )
+    import pandas as pd  # the imported run is a table like a replay's
+
     frame = pd.DataFrame(rows)
     origin = float(frame["submit_time"].min())
     frame["submit_time"] = frame["submit_time"] - origin
