@@ -143,6 +143,13 @@ NOT_FOR_A_PLAIN_REPLAY = (
     "schedlab.policies.fixed_size",
     "schedlab.policies.carbon",
     "schedlab.policies.placement.network",
+    # tenancy, failures, LLM jobs and Slurm's habits: only their option names are read
+    "schedlab.tenancy.replay",
+    "schedlab.tenancy.scheduler",
+    "schedlab.tenancy.metrics",
+    "schedlab.failures.runtime",
+    "schedlab.perf.llm",
+    "schedlab.engines.job_gate",
 )
 PLAIN_DATA = {
     "schedlab.network",

@@ -34,8 +34,8 @@ from schedlab.policies.catalog import names
 from schedlab.policies.protection import check_min_runtime
 from schedlab.policies.registry import DEFAULT_PLACEMENT
 from schedlab.policies.wiring import build
-from schedlab.tenancy.replay import CONFIG_KEYS as TENANCY_CONFIG_KEYS
-from schedlab.tenancy.replay import spec_from as tenancy_spec
+from schedlab.tenancy.spec import CONFIG_KEYS as TENANCY_CONFIG_KEYS
+from schedlab.tenancy.spec import spec_from as tenancy_spec
 
 NETWORK_HELP = """\
 network model (--topology; without it nothing below applies and replay runs as before):

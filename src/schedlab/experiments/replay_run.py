@@ -43,7 +43,8 @@ from schedlab.policies.api import REPLAY
 from schedlab.policies.protection import check_min_runtime
 from schedlab.policies.wiring import PolicyChoice, build
 from schedlab.results import write_config, write_csv, write_json
-from schedlab.tenancy import replay as tenancy
+from schedlab.tenancy.spec import TenancySpec
+from schedlab.tenancy.spec import config_entries as tenancy_entries
 from schedlab.traces.cluster_spec import parse_cluster_spec
 from schedlab.traces.formats import read_jobs
 from schedlab.traces.job_common import dropped_note
@@ -92,7 +93,7 @@ class ReplaySpec:
     #: Power and carbon accounting (off unless ``--power-model`` or ``--ci`` is given).
     energy: EnergySpec = field(default_factory=EnergySpec)
     #: Queues, quotas and a share policy (off unless ``--tenancy`` or ``--queues`` is given).
-    tenancy: tenancy.TenancySpec = field(default_factory=tenancy.TenancySpec)
+    tenancy: TenancySpec = field(default_factory=TenancySpec)
     #: ``--failures``, ``--checkpoint``, ``--failure-reaction`` (None: no failures, as before).
     failures: str | None = None
     checkpoint: str | None = None
@@ -302,6 +303,8 @@ def run_replay(
         gate = JobGate(jobs, spec.time_limit)
     scheduler, run = policies.scheduler, None
     if spec.tenancy.enabled:
+        from schedlab.tenancy import replay as tenancy
+
         scheduler, recorder = tenancy.wrap(
             spec.tenancy,
             scheduler,
@@ -643,7 +646,7 @@ def write_run(out: Path, spec: ReplaySpec, record: ReplayRecord) -> dict[str, ob
             else {}
         ),
         **config_entries(spec.energy),
-        **tenancy.config_entries(spec.tenancy),
+        **tenancy_entries(spec.tenancy),
         **{
             key: value
             for key, value in (
@@ -664,6 +667,8 @@ def write_run(out: Path, spec: ReplaySpec, record: ReplayRecord) -> dict[str, ob
     )
     if record.tenancy is not None:
         import pandas as pd  # the tenancy files are written with pandas
+
+        from schedlab.tenancy import replay as tenancy
 
         times = as_numbers(series, "time")
         end = float(times[-1]) if len(times) else 0.0

@@ -8,12 +8,26 @@ model. :class:`TenantScheduler` wraps an ordering's scheduler into one schedulin
 replay, sweeps and serve run it like any other.
 """
 
-from schedlab.tenancy.config import TenancyConfig, read_queue_file
-from schedlab.tenancy.policy import SharePolicy
-from schedlab.tenancy.registry import NONE, make_share_policy, share_policy_names
-from schedlab.tenancy.scheduler import TenantScheduler
-from schedlab.tenancy.tenants import Tenancy, resolve
-from schedlab.tenancy.tree import QueueSpec, QueueTree, build_tree
+from schedlab.lazy import lazy_exports
+
+# Imported on first use: a replay without tenancy reads only the option names (config, registry).
+lazy_exports(
+    __name__,
+    {
+        "TenancyConfig": "schedlab.tenancy.config",
+        "read_queue_file": "schedlab.tenancy.config",
+        "SharePolicy": "schedlab.tenancy.policy",
+        "NONE": "schedlab.tenancy.registry",
+        "make_share_policy": "schedlab.tenancy.registry",
+        "share_policy_names": "schedlab.tenancy.registry",
+        "TenantScheduler": "schedlab.tenancy.scheduler",
+        "Tenancy": "schedlab.tenancy.tenants",
+        "resolve": "schedlab.tenancy.tenants",
+        "QueueSpec": "schedlab.tenancy.tree",
+        "QueueTree": "schedlab.tenancy.tree",
+        "build_tree": "schedlab.tenancy.tree",
+    },
+)
 
 __all__ = [
     "NONE",

@@ -24,57 +24,15 @@ from schedlab.model.cluster import Cluster
 from schedlab.model.jobs import JobTable
 from schedlab.policies.ordering.queue_scheduler import QueueScheduler
 from schedlab.policies.scheduler import SchedulingPolicy
-from schedlab.tenancy.config import DERIVE, UNKNOWN_TENANT, TenancyConfig, read_queue_file
+from schedlab.tenancy.config import TenancyConfig, read_queue_file
 from schedlab.tenancy.recorder import TenancyRecorder
 from schedlab.tenancy.registry import NONE, check_share_policy, make_share_policy
 from schedlab.tenancy.scheduler import TenantScheduler
+from schedlab.tenancy.spec import CONFIG_KEYS, TenancySpec, config_entries, spec_from  # noqa: F401
 from schedlab.tenancy.tenants import DEFAULT_KEYS, Tenancy, resolve, trace_attributes
 
 if TYPE_CHECKING:
     import pandas as pd
-
-#: Keys of config.toml for the tenancy options.
-CONFIG_KEYS: dict[str, type] = {
-    "tenancy": str,
-    "queues": str,
-    "tenant_column": list,
-    "derive_deserved": str,
-    "unknown_tenant": str,
-}
-
-
-@dataclass(frozen=True)
-class TenancySpec:
-    """The tenancy options of a run (``policy = "none"``: no tenancy)."""
-
-    policy: str = NONE
-    queues: str | None = None
-    tenant_key: tuple[str, ...] = ()
-    derive_deserved: str | None = None
-    unknown_tenant: str | None = None
-
-    @property
-    def enabled(self) -> bool:
-        return self.policy != NONE or self.queues is not None
-
-    def check(self) -> TenancySpec:
-        check_share_policy(self.policy)
-        if self.derive_deserved is not None and self.derive_deserved not in DERIVE:
-            raise InputError(
-                f"'--derive-deserved' must be one of {', '.join(DERIVE)} "
-                f"(got {self.derive_deserved!r})"
-            )
-        if self.unknown_tenant is not None and self.unknown_tenant not in UNKNOWN_TENANT:
-            raise InputError(
-                f"'--unknown-tenant' must be one of {', '.join(UNKNOWN_TENANT)} "
-                f"(got {self.unknown_tenant!r})"
-            )
-        if not self.enabled and (self.tenant_key or self.derive_deserved or self.unknown_tenant):
-            raise InputError(
-                "'--tenant-column', '--derive-deserved' and '--unknown-tenant' need "
-                "'--tenancy POLICY' or '--queues FILE'"
-            )
-        return self
 
 
 def config_of(spec: TenancySpec) -> TenancyConfig:
@@ -241,31 +199,6 @@ def write_outputs(
     write_json(out / "tenancy_summary.json", summary)
     tenancy_figure(out / "figures", run.recorder, timeline, end)
     return summary
-
-
-def config_entries(spec: TenancySpec) -> dict[str, object]:
-    """What config.toml records of the tenancy options (nothing without tenancy)."""
-    if not spec.enabled:
-        return {}
-    return {
-        "tenancy": spec.policy,
-        **({"queues": str(Path(spec.queues).resolve())} if spec.queues else {}),
-        **({"tenant_column": list(spec.tenant_key)} if spec.tenant_key else {}),
-        **({"derive_deserved": spec.derive_deserved} if spec.derive_deserved else {}),
-        **({"unknown_tenant": spec.unknown_tenant} if spec.unknown_tenant else {}),
-    }
-
-
-def spec_from(pick: Any) -> TenancySpec:
-    """The tenancy options from a ``pick(key)`` of command line over config."""
-    key = pick("tenant_column")
-    return TenancySpec(
-        policy=pick("tenancy") or NONE,
-        queues=pick("queues") or None,
-        tenant_key=tuple(key) if key else (),
-        derive_deserved=pick("derive_deserved") or None,
-        unknown_tenant=pick("unknown_tenant") or None,
-    ).check()
 
 
 def settings_of(config: TenancyConfig) -> Mapping[str, Any]:
