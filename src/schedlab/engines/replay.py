@@ -680,48 +680,54 @@ class _Run:
         now = 0.0
         version, status = self.version, rt.status.item
         watch = bool(cfg.stop_after)
+        # Loop-invariant look-ups, read once: the loop runs once per decision point.
+        gate, fail, pending, running = self.gate, self.fail, self.pending, self.running
+        set_status, queued_since = rt.status.__setitem__, rt.queued_since.__setitem__
+        until, protect = cfg.until, cfg.min_runtime > 0 or cfg.grace > 0
+        heappop, complete, snapshot = heapq.heappop, self.complete, self.snapshot
+        net, obs = self.net, self.obs
         while True:
             if watch and not self.watching:
                 break  # every job the run was told to wait for is done
             # Completions voided by a preemption or resize are dropped here, so that they never
             # become decision points of their own.
             while heap and (heap[0][3] != version[heap[0][2]] or status(heap[0][2]) != RUNNING):
-                heapq.heappop(heap)
+                heappop(heap)
             t_arr = submit[next_arrival] if next_arrival < n else INF
-            gate_time = self.gate.next_time() if self.gate is not None else INF
+            gate_time = gate.next_time() if gate is not None else INF
             now = min(t_arr, heap[0][0] if heap else INF, wakeup, gate_time)
-            if self.fail is not None and (self.pending or self.running or next_arrival < n):
-                now = min(now, self.fail.next_time())  # failures alone do not keep a run going
-            if now == INF or now > cfg.until:
+            if fail is not None and (pending or running or next_arrival < n):
+                now = min(now, fail.next_time())  # failures alone do not keep a run going
+            if now == INF or now > until:
                 break
             self.now = now
             new_pending: list[int] = []
             while next_arrival < n and submit[next_arrival] <= now:
                 job = next_arrival
                 next_arrival += 1
-                if self.gate is not None and not self.gate.arrive(job, now):
+                if gate is not None and not gate.arrive(job, now):
                     events += 1  # held: it joins the queue when the gate lets it go
                     continue
-                rt.status[job] = PENDING
-                rt.queued_since[job] = submit[job]
-                self.pending[job] = None
+                set_status(job, PENDING)
+                queued_since(job, submit[job])
+                pending[job] = None
                 new_pending.append(job)
                 events += 1
             while heap and heap[0][0] <= now:
-                _, _, job, ver = heapq.heappop(heap)
+                _, _, job, ver = heappop(heap)
                 if ver == version[job] and status(job) == RUNNING:
-                    self.complete(job, now)
+                    complete(job, now)
                     events += 1
-            if self.fail is not None:
-                events += self.fail.fire(now)
+            if fail is not None:
+                events += fail.fire(now)
                 new_pending += self.requeued  # back in the queue: the policy sees them anew
                 self.requeued.clear()
-            if self.gate is not None:
+            if gate is not None:
                 events += self.gate_pass(now, new_pending)
-            decisions = check.decide(self.snapshot(now, new_pending))
+            decisions = check.decide(snapshot(now, new_pending))
             decision_points += 1
             protected_until = INF
-            if cfg.min_runtime > 0 or cfg.grace > 0:
+            if protect:
                 decisions, held = hold_back_preemptions(
                     decisions,
                     now,
@@ -735,20 +741,20 @@ class _Run:
                 protected_until = min(held.values(), default=INF)
             if decisions:
                 self.apply(decisions, now)
-            if self.net is not None:
+            if net is not None:
                 self.settle_network(now)
-            wakeup = min(check.next_wakeup(self.snapshot(now, [])), protected_until)
+            wakeup = min(check.next_wakeup(snapshot(now, [])), protected_until)
             if wakeup <= now:
                 wakeup = INF  # a wake-up in the past would never let time advance
             ts_time.append(now)
-            ts_queue.append(len(self.pending))
-            ts_running.append(len(self.running))
+            ts_queue.append(len(pending))
+            ts_running.append(len(running))
             ts_busy.append(total_gpus - self.free_gpus - self.held_gpus)
             ts_efficiency.append(max(0.0, self.speedup_sum) / total_gpus if total_gpus else 0.0)
-            if self.net is not None:
-                self.net.record(now)
-            if self.obs is not None:
-                self.obs.tick(now)
+            if net is not None:
+                net.record(now)
+            if obs is not None:
+                obs.tick(now)
             if progress is not None and (decision_points & 4095) == 0:
                 progress(next_arrival, n)
         end = cfg.until if now > cfg.until else now
