@@ -88,6 +88,8 @@ class KaiPolicy(SharePolicy):
     # -- life cycle ------------------------------------------------------------------------
     def reset(self, tree: QueueTree, capacity: np.ndarray) -> None:
         super().reset(tree, capacity)
+        self._lists = (tree.deserved.tolist(), tree.limit.tolist(), tree.priority.tolist())
+        self._cache: tuple[bytes, np.ndarray] | None = None
         if self.usage_settings is not None:
             self.ledger = UsageLedger(
                 self.usage_settings, (len(tree), len(tree.resources)), capacity
@@ -112,34 +114,50 @@ class KaiPolicy(SharePolicy):
 
     # -- shares and order ------------------------------------------------------------------
     def shares(self, st: TenantState) -> np.ndarray:
-        return divide_tree(st.tree, st.capacity, st.request, st.usage, self.k)
+        # A queue never gets more than the cluster: requests are capped there, so a busy
+        # cluster's shares repeat from one decision to the next and are kept.
+        request = np.minimum(st.request, st.capacity[None, :])
+        key = request.tobytes() + (st.usage.tobytes() if st.usage is not None else b"")
+        if self._cache is not None and self._cache[0] == key:
+            return self._cache[1]
+        fair = divide_tree(st.tree, st.capacity, request, st.usage, self.k)
+        self._cache = (key, fair)
+        return fair
+
+    def _allocatable(self, fair: list[float], node: int) -> list[float]:
+        """``max(deserved, F)`` capped by the limit (deserved -1: the fair share)."""
+        d, lim, _ = self._lists
+        return [
+            min(max(f if dv < 0 else dv, f), lv)
+            for f, dv, lv in zip(fair, d[node], lim[node], strict=True)
+        ]
 
     def allocatable(self, st: TenantState, fair: np.ndarray, node: int) -> np.ndarray:
-        """``max(deserved, F)`` capped by the limit (deserved -1: the fair share)."""
-        d = st.tree.deserved[node]
-        d = np.where(d < 0, fair[node], d)
-        return np.minimum(np.maximum(d, fair[node]), st.tree.limit[node])
+        return np.asarray(self._allocatable(fair[node].tolist(), node))
+
+    def _within_deserved(self, alloc: list[float], req: list[float], node: int) -> bool:
+        d = self._lists[0][node]
+        return all(dv < 0 or a + r <= dv + EPS for a, r, dv in zip(alloc, req, d, strict=True))
 
     def node_key(self, st: TenantState, fair: np.ndarray, node: int, req: np.ndarray) -> tuple:
-        tree = st.tree
-        a = st.alloc[node]
-        share = self.allocatable(st, fair, node)
-        deserved = np.where(tree.deserved[node] < 0, np.inf, tree.deserved[node])
-        over = bool((a > fair[node] + EPS).all())
-        within = bool((a + req <= deserved + EPS).all())
-        needs_none = bool(((req > 0) & (share <= 0)).any())
-        with np.errstate(divide="ignore", invalid="ignore"):
-            pos = share > 0
-            with_job = np.where(pos, (a + req) / np.where(pos, share, 1), a * 1000.0)
-            without = np.where(pos, a / np.where(pos, share, 1), a * 1000.0)
+        a = st.alloc[node].tolist()
+        f = fair[node].tolist()
+        r = req.tolist()
+        share = self._allocatable(f, node)
+        over = all(x > y + EPS for x, y in zip(a, f, strict=True))
+        needs_none = any(rv > 0 and s <= 0 for rv, s in zip(r, share, strict=True))
+        with_job = max(
+            (x + rv) / s if s > 0 else x * 1000.0 for x, rv, s in zip(a, r, share, strict=True)
+        )
+        without = max(x / s if s > 0 else x * 1000.0 for x, s in zip(a, share, strict=True))
         return (
             over,
-            not within,
-            -float(tree.priority[node]),
+            not self._within_deserved(a, r, node),
+            -self._lists[2][node],
             needs_none,
-            float(with_job.max()),
-            float(without.max()),
-            tuple(share.tolist()),
+            with_job,
+            without,
+            tuple(share),
             node,
         )
 
@@ -153,18 +171,34 @@ class KaiPolicy(SharePolicy):
             return bool((st.alloc_np[leaf] + req <= d + EPS).all())
         return True
 
+    def _may_lose(
+        self, st: TenantState, fair: np.ndarray, leaf: int, req: list[float], victim_leaf: int
+    ) -> bool:
+        """The queue rule for a victim of ``victim_leaf`` (judged below the common ancestor)."""
+        qr, qv = st.tree.lca_children(leaf, victim_leaf)
+        remaining = st.alloc[qv].tolist()
+        share = self._allocatable(fair[qv].tolist(), qv)
+        if any(x > s + EPS for x, s in zip(remaining, share, strict=True)):
+            return True
+        dv = self._lists[0][qv]
+        return self._within_deserved(st.alloc[qr].tolist(), req, qr) and any(
+            d >= 0 and x > d + EPS for x, d in zip(remaining, dv, strict=True)
+        )
+
     def victim_candidates(
         self, st: TenantState, fair: np.ndarray, leaf: int, job: int
     ) -> list[int]:
+        req = st.demand[job].tolist()
         rows = []
-        for other, jobs in st.running.items():
-            if other == leaf or not jobs:
+        began = st.run_began
+        for other, jobs in st.by_leaf().items():
+            if other == leaf or not jobs or not self._may_lose(st, fair, leaf, req, other):
                 continue
             with np.errstate(divide="ignore", invalid="ignore"):
                 f = fair[other]
                 ratio = np.where(f > 0, st.alloc[other] / np.where(f > 0, f, 1), np.inf)
-            load = float(ratio[st.alloc[other] > 0].max()) if (st.alloc[other] > 0).any() else 0.0
-            began = st.run_began
+            held = st.alloc[other] > 0
+            load = float(ratio[held].max()) if held.any() else 0.0
             for v in jobs:
                 start = float(began[v]) if began is not None else 0.0
                 rows.append((-load, st.priority_of(v), -start, v))
@@ -174,19 +208,8 @@ class KaiPolicy(SharePolicy):
     def allow_victim(
         self, st: TenantState, fair: np.ndarray, leaf: int, job: int, victim: int
     ) -> bool:
-        tree = st.tree
-        vleaf = int(st.leaf_of[victim])
-        qr, qv = tree.lca_children(leaf, vleaf)
-        remaining = st.alloc[qv]
         req = st.demand[job]
-        allowed = bool((remaining > self.allocatable(st, fair, qv) + EPS).any())
-        if not allowed:
-            dr = np.where(tree.deserved[qr] < 0, np.inf, tree.deserved[qr])
-            dv = np.where(tree.deserved[qv] < 0, np.inf, tree.deserved[qv])
-            allowed = bool((st.alloc[qr] + req <= dr + EPS).all()) and bool(
-                (remaining > dv + EPS).any()
-            )
-        if not allowed:
+        if not self._may_lose(st, fair, leaf, req.tolist(), int(st.leaf_of[victim])):
             return False
         # The saturation check on the set with this victim taken.
         st.give_back(victim)

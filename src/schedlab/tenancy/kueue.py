@@ -119,7 +119,7 @@ class _Kueue(SharePolicy):
         prio = st.priority_of(job)
         out = []
         within = self.rule(leaf, "within_cluster_queue")
-        for v in st.running.get(leaf, []):
+        for v in st.by_leaf().get(leaf, []):
             pv = st.priority_of(v)
             if (within in ("LowerPriority", "LowerOrNewerEqualPriority") and pv < prio) or (
                 within == "LowerOrNewerEqualPriority" and pv == prio and self._newer(st, v, job)
@@ -128,7 +128,7 @@ class _Kueue(SharePolicy):
         reclaim = self.rule(leaf, "reclaim_within_cohort")
         if cohort and reclaim != "Never":
             usage = self._usage(st)
-            for other, jobs in st.running.items():
+            for other, jobs in st.by_leaf().items():
                 if other == leaf or not jobs:
                     continue
                 if not self.quota.borrowing_now(other, usage, needs):

@@ -176,10 +176,8 @@ class TenantScheduler(SchedulingPolicy):
         leaves = self.leaf_of[running]
         held = np.zeros((n, r))
         if len(running):
-            np.add.at(held, leaves, self.demand[running])
-        by_leaf: dict[int, list[int]] = {}
-        for j, leaf in zip(running.tolist(), leaves.tolist(), strict=True):
-            by_leaf.setdefault(leaf, []).append(j)
+            for k in range(r):
+                held[:, k] = np.bincount(leaves, self.demand[running, k], minlength=n)
         st = TenantState(
             tree=tree,
             now=snap.now,
@@ -189,7 +187,7 @@ class TenantScheduler(SchedulingPolicy):
             alloc_np=np.zeros((n, r)),
             demand=self.demand,
             leaf_of=self.leaf_of,
-            running=by_leaf,
+            running_jobs=running,
             run_began=snap.runtime.run_started,
             submit=snap.jobs.submit_time,
             queued=self.queues.jobs,
@@ -248,17 +246,26 @@ class TenantScheduler(SchedulingPolicy):
         state = _Planning(snap.state)
         free = snap.free_gpus
         gone: set[int] = set()  # reclaimed in this decision
+        heads: dict[int, int] = {}  # leaf → its best job under its cap
+        keys: dict[int, list] = {}  # leaf → the policy's key path for that job
+        stale = set(cap)  # leaves whose head or key must be looked at again
+        local = self.share.local_keys
         while cap:
-            heads = {}
-            for leaf, c in list(cap.items()):
-                item = queues.head(leaf, int(c) if c != INF else 1 << 30)
+            for leaf in stale:
+                c = cap.get(leaf)
+                item = queues.head(leaf, int(c) if c != INF else 1 << 30) if c else None
                 if item is None:
-                    del cap[leaf]
+                    cap.pop(leaf, None)
+                    heads.pop(leaf, None)
+                    keys.pop(leaf, None)
                 else:
                     heads[leaf] = item[-1]
+                    keys[leaf] = self.share.queue_key(st, fair, leaf, item[-1])
             if not heads:
                 break
-            leaf = first_queue({q: self.share.queue_key(st, fair, q, j) for q, j in heads.items()})
+            if not local:
+                keys = {q: self.share.queue_key(st, fair, q, j) for q, j in heads.items()}
+            leaf = first_queue(keys)
             job = heads[leaf]
             n = int(self.gpus[job])
             why = self.share.admit(st, fair, leaf, job) or limit_reason(st, leaf, job)
@@ -271,17 +278,21 @@ class TenantScheduler(SchedulingPolicy):
                 alloc, plan, taken = self._reclaim(snap, st, fair, state, leaf, job, gone, free)
             if alloc is None:
                 cap[leaf] = 0 if self.strict else min(cap[leaf], n)
+                stale = {leaf}
                 continue
+            changed = set(tree.ancestors[leaf])
             for v in taken:
+                changed.update(tree.ancestors[int(self.leaf_of[v])])
                 victims.append(v)
                 gone.add(v)
-                st.running[int(self.leaf_of[v])].remove(v)
+                st.by_leaf()[int(self.leaf_of[v])].remove(v)
                 free += int(snap.runtime.alloc_n[v])
             state.take(job, alloc, plan, self.ctx.jobs)
             st.take(job)
             queues.remove(job, self.demand[job])
             free -= n
             starts.append(Start(job, alloc, plan))
+            stale = {q for q in heads if changed.intersection(tree.ancestors[q])}
         return [Preempt(v) for v in victims] + starts
 
     def _reclaim(
@@ -301,19 +312,8 @@ class TenantScheduler(SchedulingPolicy):
         jobs, rt = self.ctx.jobs, snap.runtime
         assert jobs is not None
         need = int(self.gpus[job])
-        found: dict[str, Any] = {}
-
-        def fits(victims: list[int]) -> bool:
-            if free + sum(int(rt.alloc_n[v]) for v in victims) < need:
-                return False
-            scratch = copy_state(state.view())
-            for v in victims:
-                cpu, mem = int(jobs.cpu_milli[v]), int(jobs.memory_mib[v])
-                give_back(scratch, rt.allocation[v] or (), cpu, mem, v)
-            alloc, plan = self.inner._place_planned(job, scratch)
-            if alloc is not None:
-                found.update(alloc=alloc, plan=plan)
-            return alloc is not None
+        fits = _Fits(self.inner, job, need, free, state, rt, jobs, gone)
+        found = fits.found
 
         chosen: list[int] | None = None
         same = False
@@ -325,7 +325,7 @@ class TenantScheduler(SchedulingPolicy):
                     break
         if chosen is None:
             st.reclaim_base = st.alloc.copy()
-            chosen = self.share.select_victims(st, fair, leaf, job, _Exclude(fits, gone, rt))
+            chosen = self.share.select_victims(st, fair, leaf, job, fits)
             st.reclaim_base = None
         if not chosen or "alloc" not in found:
             return None, None, []
@@ -366,16 +366,53 @@ class TenantScheduler(SchedulingPolicy):
         return below[::-1]
 
 
-class _Exclude:
-    """``fits`` for a share policy: victims already gone, or not running, never fit."""
+class _Fits:
+    """``fits(victims)``: does the job's placement find room with ``victims`` gone?
 
-    def __init__(self, fits: Any, gone: set[int], rt: Any) -> None:
-        self.fits, self.gone, self.rt = fits, gone, rt
+    Victims already taken in this decision, or not running, never fit. Sets of victims are
+    mostly tried growing one at a time, so the released state is kept and only the new
+    victims are released on it (a different set starts over from a copy).
+    """
+
+    def __init__(
+        self,
+        inner: QueueScheduler,
+        job: int,
+        need: int,
+        free: int,
+        state: _Planning,
+        rt: Any,
+        jobs: Any,
+        gone: set[int],
+    ) -> None:
+        self.inner, self.job, self.need, self.free = inner, job, need, free
+        self.state, self.rt, self.jobs, self.gone = state, rt, jobs, gone
+        self.found: dict[str, Any] = {}
+        self.scratch: ClusterState | None = None
+        self.released: list[int] = []
+
+    def possible(self, candidates: list[int]) -> bool:
+        """Could all of ``candidates`` together free enough GPUs (a quick necessary test)?"""
+        alloc_n = self.rt.alloc_n
+        return self.free + sum(int(alloc_n[v]) for v in candidates) >= self.need
 
     def __call__(self, victims: list[int]) -> bool:
-        if any(v in self.gone or self.rt.status[v] != RUNNING for v in victims):
+        rt = self.rt
+        if any(v in self.gone or rt.status[v] != RUNNING for v in victims):
             return False
-        return bool(self.fits(victims))
+        if self.free + sum(int(rt.alloc_n[v]) for v in victims) < self.need:
+            return False
+        k = len(self.released)
+        if self.scratch is None or victims[:k] != self.released:
+            self.scratch, self.released, k = copy_state(self.state.view()), [], 0
+        for v in victims[k:]:
+            cpu, mem = int(self.jobs.cpu_milli[v]), int(self.jobs.memory_mib[v])
+            give_back(self.scratch, rt.allocation[v] or (), cpu, mem, v)
+            self.released.append(v)
+        alloc, plan = self.inner._place_planned(self.job, self.scratch)
+        if alloc is not None:
+            self.found.update(alloc=alloc, plan=plan)
+        return alloc is not None
 
 
 class _Planning:

@@ -10,7 +10,7 @@ policy always judges the state its earlier decisions of the same cycle left.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -19,6 +19,8 @@ from schedlab.tenancy.tree import QueueTree
 
 def roll_up(tree: QueueTree, leaf_values: np.ndarray) -> np.ndarray:
     """Per-node totals from values held at the nodes themselves (children into parents)."""
+    if tree.below is not None:
+        return tree.below @ leaf_values
     out = leaf_values.copy()
     for node in reversed(tree.preorder()[1:]):
         out[tree.parent[node]] += out[node]
@@ -39,8 +41,10 @@ class TenantState:
     #: Each job's demand ``[jobs, resources]`` and leaf.
     demand: np.ndarray
     leaf_of: np.ndarray
-    #: Running jobs by leaf, and when each job's current run began.
-    running: dict[int, list[int]] = field(default_factory=dict)
+    #: Running jobs by leaf (built from ``running_jobs`` when first asked), and when each
+    #: job's current run began.
+    running: dict[int, list[int]] | None = None
+    running_jobs: np.ndarray | None = None
     run_began: np.ndarray | None = None
     #: Jobs' submit times (Kueue's creation timestamps).
     submit: np.ndarray | None = None
@@ -54,6 +58,16 @@ class TenantState:
     queued: Callable[[], list[int]] | None = None
     #: ``alloc`` when the current reclaim attempt began (who lost resources since).
     reclaim_base: np.ndarray | None = None
+
+    def by_leaf(self) -> dict[int, list[int]]:
+        """Running jobs by leaf (only policies that reclaim ask)."""
+        if self.running is None:
+            jobs = self.running_jobs if self.running_jobs is not None else np.zeros(0, int)
+            out: dict[int, list[int]] = {}
+            for j, leaf in zip(jobs.tolist(), self.leaf_of[jobs].tolist(), strict=True):
+                out.setdefault(leaf, []).append(j)
+            self.running = out
+        return self.running
 
     @property
     def request(self) -> np.ndarray:

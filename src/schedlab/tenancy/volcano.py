@@ -150,7 +150,7 @@ class VolcanoProportion(SharePolicy):
         self, st: TenantState, fair: np.ndarray, leaf: int, job: int
     ) -> list[int]:
         out = []
-        for other, jobs in st.running.items():
+        for other, jobs in st.by_leaf().items():
             if other != leaf:
                 out += [
                     (-float(st.run_began[v]) if st.run_began is not None else 0.0, v) for v in jobs
@@ -190,7 +190,7 @@ class Drf(SharePolicy):
         self, st: TenantState, fair: np.ndarray, leaf: int, job: int
     ) -> list[int]:
         rows = []
-        for other, jobs in st.running.items():
+        for other, jobs in st.by_leaf().items():
             if other == leaf:
                 continue
             share = self._share(st, other, st.alloc[other])
@@ -247,6 +247,7 @@ def hdrf_shares(
 class Hdrf(SharePolicy):
     name = "hdrf"
     summary = "hierarchical DRF (Volcano's hierarchy)"
+    local_keys = False  # saturation looks at the whole cluster
 
     def shares(self, st: TenantState) -> np.ndarray:
         return weighted_division(st)
@@ -281,7 +282,7 @@ class Hdrf(SharePolicy):
     ) -> list[int]:
         share, _ = self._figures(st, st.alloc)
         rows = []
-        for other, jobs in st.running.items():
+        for other, jobs in st.by_leaf().items():
             if other == leaf:
                 continue
             for v in jobs:
