@@ -44,6 +44,8 @@ from schedlab.serve.queue_view import build_queue, write_queue
 from schedlab.serve.reasons import waiting_reason
 from schedlab.serve.slurm_state import JobInfo, NodeInfo, partition_jobs, read_nodes
 from schedlab.serve.topology import ServeTopology
+from schedlab.tenancy.replay import TenancySpec
+from schedlab.tenancy.serve import tenancy_record, wrap_live
 
 Record = dict[str, Any]
 
@@ -65,6 +67,10 @@ class ServeConfig:
     min_runtime: float = 0.0  # seconds a run lasts before it may be preempted
     grace: float = 0.0  # seconds between the SIGTERM to a victim and its requeue
     topology: str | None = None  # --topology: a topology.conf or a replay spec (None: Slurm's)
+    #: Queues and a share policy over schedlab's jobs (off unless --tenancy or --queues).
+    tenancy: TenancySpec = field(default_factory=TenancySpec)
+    #: Read the queue tree from Slurm's associations (``sacctmgr``).
+    associations: bool = False
 
     @property
     def choice(self) -> PolicyChoice:
@@ -219,6 +225,7 @@ class Server:
         if config.shadow:
             client = ShadowSlurm(client)
         self.policies = build(SERVE, config.choice)
+        self.tenancy = wrap_live(config.tenancy, self.policies, client, config.associations)
         self.client = client
         self.config = config
         self._policy_state = saved_policy_state(journal.path, self._identity())
@@ -256,6 +263,7 @@ class Server:
             "placement": cfg.placement,
             "params": dict(cfg.params),
             "seed": cfg.seed,
+            **({"tenancy": cfg.tenancy.policy} if cfg.tenancy.enabled else {}),
         }
 
     def _stamp(self) -> Record:
@@ -442,7 +450,10 @@ class Server:
         policy = self.policies.scheduler
         assert policy is not None
         decisions = []
-        if view.snapshot.pending_set:
+        if self.tenancy is not None:
+            self.tenancy.refresh(view.infos)
+        # With tenancy the policy decides every cycle: usage accrues and reclaim may be due.
+        if view.snapshot.pending_set or self.tenancy is not None:
             self.policies.start(
                 view.cluster,
                 np.random.default_rng(self.config.seed),
@@ -541,6 +552,9 @@ class Server:
             in_order=not (cfg.backfill or getattr(policy, "preemptive", False)),
             header=header,
         )
+        tenancy = getattr(policy, "queue_status", None)
+        if tenancy is not None:
+            data["tenancy"] = tenancy(view.snapshot)
         try:
             write_queue(self.queue_file, data)
         except OSError as exc:
@@ -633,6 +647,7 @@ class Server:
             **self.network().for_replay(nodes),
             min_runtime=cfg.min_runtime,
             grace=cfg.grace,
+            **({"tenancy": tenancy_record(cfg.tenancy)} if cfg.tenancy.enabled else {}),
         )
 
     def run(self, report: Callable[[CycleReport], None] | None = None) -> int:

@@ -347,6 +347,40 @@ def render_queue(status: Status, now: float) -> list[str]:
         )
     if len(jobs) > QUEUE_LINES:
         lines.append(f"  ({len(jobs) - QUEUE_LINES} more queued; --json)")
+    return lines + render_tenancy(q)
+
+
+def _gpus(row: Record, key: str) -> str:
+    value = (row.get(key) or {}).get("gpu")
+    if value is None:
+        return "-"
+    return f"{value:g}" if key != "usage" else f"{value:.3f}"
+
+
+def render_tenancy(q: Record) -> list[str]:
+    """Each queue's deserved GPUs, fair share, GPUs held and waiting (and usage, and the
+    policy's own figure), when the server runs a share policy."""
+    rows = q.get("tenancy")
+    if not rows:
+        return []
+    extra = sorted(
+        {k for r in rows for k in r}
+        - {"queue", "leaf", "deserved", "fair_share", "alloc", "pending", "usage"}
+    )
+    usage = any("usage" in r for r in rows)
+    head = "  queue                 deserved  fair share      held   waiting"
+    head += "     usage" if usage else ""
+    head += "".join(f"  {k:>9}" for k in extra)
+    lines = ["queues (GPUs):", head]
+    for r in rows:
+        line = (
+            f"  {str(r.get('queue'))[:20]:<20}  {_gpus(r, 'deserved'):>8}  "
+            f"{_gpus(r, 'fair_share'):>10}  {_gpus(r, 'alloc'):>8}  {_gpus(r, 'pending'):>8}"
+        )
+        if usage:
+            line += f"  {_gpus(r, 'usage'):>8}"
+        line += "".join(f"  {r.get(k, float('nan')):>9.3g}" for k in extra)
+        lines.append(line)
     return lines
 
 

@@ -144,6 +144,12 @@ class SharePolicy:
         By default: no limit on its path is passed."""
         return limit_reason(st, leaf, job) is None
 
+    def may_reclaim_any(self, st: TenantState, fair: np.ndarray, smallest: np.ndarray) -> bool:
+        """Could any leaf reclaim for a job of ``smallest[leaf]`` GPUs (its smallest waiting)?
+        A quick test that lets a decision with no free room end at once; by default: yes
+        whenever the policy reclaims at all."""
+        return type(self).reclaimer is not SharePolicy.reclaimer
+
     def select_victims(
         self,
         st: TenantState,

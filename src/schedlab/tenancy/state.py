@@ -56,6 +56,8 @@ class TenantState:
     non_preemptible: np.ndarray | None = None
     #: The pending jobs (a function: only some policies need the list).
     queued: Callable[[], list[int]] | None = None
+    #: Which decision this is (caches keyed on it never outlive the decision).
+    serial: int = 0
     #: ``alloc`` when the current reclaim attempt began (who lost resources since).
     reclaim_base: np.ndarray | None = None
 
@@ -63,10 +65,17 @@ class TenantState:
         """Running jobs by leaf (only policies that reclaim ask)."""
         if self.running is None:
             jobs = self.running_jobs if self.running_jobs is not None else np.zeros(0, int)
-            out: dict[int, list[int]] = {}
-            for j, leaf in zip(jobs.tolist(), self.leaf_of[jobs].tolist(), strict=True):
-                out.setdefault(leaf, []).append(j)
-            self.running = out
+            leaves = self.leaf_of[jobs]
+            order = np.argsort(leaves, kind="stable")
+            jobs, leaves = jobs[order], leaves[order]
+            cut = np.flatnonzero(np.diff(leaves)) + 1
+            self.running = {
+                int(group_leaves[0]): group.tolist()
+                for group, group_leaves in zip(
+                    np.split(jobs, cut), np.split(leaves, cut), strict=True
+                )
+                if len(group)
+            }
         return self.running
 
     @property
@@ -78,21 +87,20 @@ class TenantState:
 
     def take(self, job: int, amount: np.ndarray | None = None) -> None:
         """``job`` starts: its demand moves from pending to allocated along its path."""
-        req = self.demand[job] if amount is None else amount
-        nodes = self.tree.up[int(self.leaf_of[job])]
-        self.alloc[nodes] += req
-        self.pending[nodes] -= req
-        if self.non_preemptible is not None and self.non_preemptible[job]:
-            self.alloc_np[nodes] += req
+        self._move(job, self.demand[job] if amount is None else amount)
 
     def give_back(self, job: int, amount: np.ndarray | None = None) -> None:
         """``job`` is reclaimed: its holding moves back to pending along its path."""
-        req = self.demand[job] if amount is None else amount
-        nodes = self.tree.up[int(self.leaf_of[job])]
-        self.alloc[nodes] -= req
-        self.pending[nodes] += req
-        if self.non_preemptible is not None and self.non_preemptible[job]:
-            self.alloc_np[nodes] -= req
+        self._move(job, -(self.demand[job] if amount is None else amount))
+
+    def _move(self, job: int, req: np.ndarray) -> None:
+        alloc, pending = self.alloc, self.pending
+        held_np = self.non_preemptible is not None and bool(self.non_preemptible[job])
+        for node in self.tree.up[int(self.leaf_of[job])]:  # a few rows: cheaper than fancy indexing
+            alloc[node] += req
+            pending[node] -= req
+            if held_np:
+                self.alloc_np[node] += req
 
     def priority_of(self, job: int) -> float:
         return 0.0 if self.job_priority is None else float(self.job_priority[job])

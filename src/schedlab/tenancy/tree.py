@@ -87,6 +87,8 @@ class QueueTree:
                 path.append(n)
                 n = int(self.parent[n])
             self.ancestors.append(path)
+        #: Every queue is right under the root.
+        self.flat = all(len(path) <= 1 for path in self.ancestors)
         #: up[i]: ancestors[i] and the root.
         self.up = [[*path, ROOT] for path in self.ancestors]
         #: below[a, n]: n is a or under a (so values held at nodes sum up as below @ values).
@@ -126,6 +128,8 @@ class QueueTree:
 
     def lca_children(self, a: int, b: int) -> tuple[int, int]:
         """The children of the lowest common ancestor of ``a`` and ``b`` on their two paths."""
+        if self.flat and a != b:
+            return a, b
         pa = [*reversed(self.ancestors[a])]
         pb = [*reversed(self.ancestors[b])]
         k = 0
