@@ -1,37 +1,35 @@
-"""The Crux study: its workload, its window average, the calibration's model, and the script's
---quick run end to end."""
+"""The Crux study: its workload, the window average it uses, the calibration's model, and the
+quick study through ``schedlab reproduce`` end to end."""
 
 from __future__ import annotations
 
-import runpy
-import sys
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
 
+from schedlab.cli import main
 from schedlab.experiments.crux_study import (
     GPT_ALONE,
     MIX,
     _calibration_footprints,
     _outcome,
     clos_workload,
-    window_average,
 )
-
-SCRIPT = Path(__file__).resolve().parents[1] / "experiments" / "crux_clos.py"
+from schedlab.network.metrics import machine_days, window_mean
 
 
 def test_window_average_by_hand() -> None:
     t = np.array([0.0, 10.0, 30.0])
     v = np.array([1.0, 3.0, 0.0])
     # [5, 20]: 5 s at 1, 10 s at 3 → 35 / 15.
-    assert window_average(t, v, 5.0, 20.0) == pytest.approx(35 / 15)
+    assert window_mean(t, v, 5.0, 20.0) == pytest.approx(35 / 15)
     # Beyond the last point the last value holds.
-    assert window_average(t, v, 25.0, 40.0) == pytest.approx((5 * 3) / 15)
-    with pytest.raises(ValueError):
-        window_average(t, v, 3.0, 3.0)
+    assert window_mean(t, v, 25.0, 40.0) == pytest.approx((5 * 3) / 15)
+    assert np.isnan(window_mean(t, v, 3.0, 3.0))
+    # The whole run to 30 s: 10 × 1 + 20 × 3 value-seconds, in days.
+    assert machine_days(t, v, 30.0) == pytest.approx(70 / 86400)
 
 
 def test_workload_is_seeded_and_follows_the_mix() -> None:
@@ -58,20 +56,21 @@ def test_calibration_model_keeps_gpt_at_its_published_alone_time() -> None:
     assert iso is not None and iso["gpt_throughput"] == iso["bert_throughput"] == 0
 
 
-def test_quick_run_writes_tables_and_figure(tmp_path: Path, monkeypatch, capsys) -> None:
-    out = tmp_path / "crux"
-    monkeypatch.setattr(sys, "argv", ["crux_clos.py", "--out", str(out), "--quick"])
-    with pytest.raises(SystemExit) as done:
-        runpy.run_path(str(SCRIPT), run_name="__main__")
-    assert done.value.code == 0
-    table = pd.read_csv(out / "table.csv")
+def test_quick_run_writes_tables_and_figure(tmp_path: Path) -> None:
+    out = tmp_path / "repro"
+    assert main(["reproduce", "crux", "--quick", "--workers", "1", "--out", str(out)]) == 0
+    table = pd.read_csv(out / "crux" / "table.csv")
     clos = table[table["part"] == "clos"]
-    assert clos["config"].tolist()[0] == "crux" and len(clos) == 8  # 4 configs × 2 fabrics
-    assert clos["fabric"].nunique() == 2
+    assert clos["config"].tolist()[0] == "crux" and len(clos) == 12  # 4 configs × 3 fabrics
+    assert clos["fabric"].nunique() == 3
     assert (clos["completed"] == 40).all()
     assert ((clos["compute_util"] > 0) & (clos["compute_util"] <= 1)).all()
     calib = table[table["part"] == "calibration"].set_index("rule")
     assert not calib.loc["isolated", "hits_all_four"]  # nothing slows down without sharing
     assert not calib.loc["priority (GPT high)", "hits_all_four"]
-    assert (out / "figure.png").stat().st_size > 1000
-    assert "Crux on crux-clos" in (out / "table.md").read_text()
+    assert (out / "crux" / "figure.png").stat().st_size > 1000
+    checks = pd.read_csv(out / "crux" / "checks.csv")
+    assert checks["what"].str.contains("Crux's utilisation gain over fair").sum() == 3
+    assert (
+        "Compute utilisation over the saturated window" in (out / "crux" / "table.md").read_text()
+    )

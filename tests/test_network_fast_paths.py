@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from schedlab.model.gpu_models import ANY_MODEL_MASK
@@ -59,6 +59,7 @@ def _ecmp_one_by_one(
     return rows
 
 
+@settings(deadline=None)  # no timed tests: a loaded machine must not fail them
 @given(
     pairs=st.lists(
         st.tuples(st.integers(0, 15), st.integers(0, 15), st.integers(0, 1)), min_size=1
@@ -108,6 +109,7 @@ def _solver_of(jobs: list[list[int]]) -> SharingSolver:
     return solver
 
 
+@settings(deadline=None)  # no timed tests: a loaded machine must not fail them
 @given(jobs=JOB_HOSTS, changed=st.integers(0, 7))
 def test_solver_incidence_points_each_entry_at_its_own_job_and_link(
     jobs: list[list[int]], changed: int
@@ -127,6 +129,7 @@ def test_solver_incidence_points_each_entry_at_its_own_job_and_link(
     assert (solver.link_map == -1).all()  # the map is left clean for the next solve
 
 
+@settings(deadline=None)  # no timed tests: a loaded machine must not fail them
 @given(jobs=JOB_HOSTS, changed=st.integers(0, 7))
 def test_the_jobs_beside_a_solve_are_found_alike_by_scan_and_by_link_users(
     jobs: list[list[int]], changed: int
@@ -166,6 +169,7 @@ def _blocks_by_array_best_fit(free: np.ndarray, num_gpus: int) -> Blocks:
     return blocks
 
 
+@settings(deadline=None)  # no timed tests: a loaded machine must not fail them
 @given(
     free=st.lists(st.integers(0, 8), min_size=1, max_size=24),
     excluded=st.lists(st.booleans(), min_size=24, max_size=24),

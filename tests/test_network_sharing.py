@@ -319,3 +319,14 @@ def test_slowly_contracting_mix_reaches_its_fixed_point() -> None:
     np.testing.assert_allclose(times, reference, rtol=1e-5)
     alone = iteration_times(jobs[:2], "interleaved")
     assert np.all(times[:2] >= alone)
+
+
+def test_burst_term_by_hand() -> None:
+    """A link carrying half of a job's phase (u = 1/2) with two others, each active half the
+    time: it paces the phase only when both are active (prob. 1/4), at 3 × 1/2 = 1.5 × the
+    phase: E[max(1, (m + 1)·u)] = 3/4 + 1/4 × 1.5 = 1.125, i.e. σ = 1.125 / u = 2.25 on the
+    link's own seconds. With u = 1 it is the spec's 1 + Σ p = 2."""
+    from schedlab.network.sharing import _burst
+
+    got = _burst(np.array([0.5, 1.0]), np.array([1.0, 1.0]), np.array([2.0, 2.0]))
+    assert got == pytest.approx([2.25, 2.0])

@@ -1,39 +1,40 @@
-"""The Prism study: merge rule, node shapes, fragmentation measure, nodes-needed search, and the
-script end to end (``--quick``)."""
+"""The Prism study: merge rule, node shapes (servers and the trace's demand mix), fragmentation
+measure, nodes-needed search, and the quick study end to end."""
 
 from __future__ import annotations
 
-import csv
-import json
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from conftest import REPO_ROOT
-from schedlab.errors import InputError
 from schedlab.experiments.prism_cluster import (
     CPU_NODE,
     GPU_NODE,
     NodeShape,
     monolithic_shape,
     nodes_for,
-    parse_shape,
     pool_cluster,
+    trace_shapes,
 )
-from schedlab.experiments.prism_study import nodes_needed, place_pool
+from schedlab.experiments.prism_study import (
+    PrismTask,
+    StudyConfig,
+    comparison,
+    nodes_needed,
+    place_pool,
+    run_prism_task,
+    run_study,
+)
 from schedlab.experiments.prism_workload import PoolWorkload, merged_pool, role_pool
 from schedlab.metrics.serving_fragmentation import ServingShapes, serving_fragmentation
 from schedlab.model.instances import ROLE_CN, ROLE_HN
 from schedlab.model.pods import PodTable
 from schedlab.traces.alibaba_2025 import read_alibaba_2025
 from test_alibaba_2025 import HEADER, PRISM, PRISM_MISSING
-
-SCRIPT = REPO_ROOT / "experiments" / "prism_disaggregation.py"
 
 # app_a: 2 HN + 3 CN; app_b: 1 CN only; app_c: 1 HN only. All running from 0 to the end.
 SMALL = [
@@ -154,76 +155,52 @@ def test_nodes_needed_is_the_smallest_size_that_holds_everything(cpus):
         assert place_pool(shape, n - 1, pods, "bestfit", 1).failed > 0
 
 
-def _run_script(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, str(SCRIPT), *args], capture_output=True, text=True, check=False
-    )
+def _small_study(tmp_path: Path, shapes: str) -> tuple[list[dict], dict]:
+    config = StudyConfig(seeds=(42,), app_stride=8, shapes=shapes)
+    table, setup = run_study(read_alibaba_2025(small_csv(tmp_path)), config)
+    return table.to_dict("records"), setup
 
 
-def test_script_quick_on_a_small_file(tmp_path):
-    out = tmp_path / "study"
-    done = _run_script("--out", str(out), "--quick", "--trace", str(small_csv(tmp_path)))
-    assert done.returncode == 0, done.stderr
-    assert {p.name for p in out.iterdir()} == {
-        "config.toml",
-        "table.csv",
-        "table.md",
-        "summary.json",
-        "fragmentation.png",
-    }
-    with open(out / "table.csv") as fh:
-        rows = list(csv.DictReader(fh))
+def test_quick_study_on_a_small_file(tmp_path):
+    rows, setup = _small_study(tmp_path, "servers")
     assert len(rows) == 6  # 3 policies × 2 architectures, one load, one seed
     assert {r["architecture"] for r in rows} == {"disaggregated", "monolithic"}
     expected = {"disaggregated": 5, "monolithic": 2}  # app_a only (one app in eight)
     for r in rows:
-        assert int(r["placed"]) + int(r["failed"]) == expected[r["architecture"]]
-    summary = json.loads((out / "summary.json").read_text())
-    assert summary["setup"]["instances"] == 5 and summary["setup"]["merged_instances"] == 2
-    assert "-53.00" in (out / "table.md").read_text()
+        assert r["placed"] + r["failed"] == expected[r["architecture"]]
+        assert r["shapes"] == "servers"
+    assert setup["instances"] == 5 and setup["merged_instances"] == 2
 
 
-def test_script_bad_trace_is_one_line_and_writes_nothing(tmp_path):
-    bad = tmp_path / "bad.csv"
-    bad.write_text("\n".join([HEADER, SMALL[0].replace(",HN,", ",GPU,")]) + "\n")
-    out = tmp_path / "study"
-    done = _run_script("--out", str(out), "--quick", "--trace", str(bad))
-    assert done.returncode == 2
-    assert done.stderr.splitlines()[-1] == (
-        f"schedlab: error: 'role' must be CN or HN (got 'GPU') at {bad}:2, column 'role'"
+def test_trace_shapes_carry_each_pools_demand_mix(tmp_path):
+    """All apps of the small file. GPU pool (h0, h1, h2): 22 vCPU, 96 GiB, 85 % of a NIC over
+    3 GPUs → per 8 GPUs 58.7 → 59 vCPU, 256 GiB, 2.27 → 3 NICs. CPU pool (c0–c3): 241 vCPU,
+    1,161 GiB, 103 % → per 256 vCPU 1,233.3 → 1,234 GiB and 1.09 → 2 NICs."""
+    running = read_alibaba_2025(small_csv(tmp_path))
+    cpu_node, gpu_node = trace_shapes(role_pool(running, ROLE_CN), role_pool(running, ROLE_HN))
+    assert (gpu_node.cpu_milli, gpu_node.memory_mib, gpu_node.gpus, gpu_node.rdma) == (
+        59_000,
+        256 * 1024,
+        8,
+        300,
     )
-    assert not out.exists() and list(tmp_path.iterdir()) == [bad]
+    assert (cpu_node.cpu_milli, cpu_node.memory_mib, cpu_node.gpus, cpu_node.rdma) == (
+        256_000,
+        1234 * 1024,
+        0,
+        200,
+    )
+    rows, setup = _small_study(tmp_path, "trace")
+    assert {r["shapes"] for r in rows} == {"trace"}
+    assert "gpu-node (trace)" in setup["clusters"]["0.9"]["node_shapes"][1]
 
 
 @pytest.mark.shared
 @pytest.mark.skipif(not PRISM.is_file(), reason=PRISM_MISSING)
-def test_script_quick_on_the_real_trace(tmp_path):
-    out = tmp_path / "study"
-    done = _run_script("--out", str(out), "--quick")
-    assert done.returncode == 0, done.stderr
-    summary = json.loads((out / "summary.json").read_text())
-    assert summary["setup"]["instances"] == 2_205  # apps 0, 8, 16, ... at their peak
-    by_policy = {c["policy"]: c for c in summary["comparison"]}
-    assert set(by_policy) == {"fgd", "bestfit", "random"}
-    for c in by_policy.values():
-        assert c["cpu_frag_mono_pct"] > 0 and c["gpus_needed_disagg"] > 0
-
-
-def test_node_shapes_from_the_command_line(tmp_path):
-    assert parse_shape("gpu-node", "128,1024,8,4", gpus_allowed=True) == GPU_NODE
-    assert parse_shape("cpu-node", "256, 1536, 0, 2", gpus_allowed=False) == CPU_NODE
-    for bad in ("128,1024,8", "a,1,8,1", "128,1024,0,4", "128,-1,8,4", "128,1024,8.5,4"):
-        with pytest.raises(InputError, match="'--gpu-node' must be VCPU,GIB,GPUS,NICS"):
-            parse_shape("gpu-node", bad, gpus_allowed=True)
-    with pytest.raises(InputError, match="GPUS 0"):
-        parse_shape("cpu-node", "256,1536,8,2", gpus_allowed=False)
-
-    out = tmp_path / "study"
-    trace = str(small_csv(tmp_path))
-    done = _run_script("--out", str(out), "--quick", "--trace", trace, "--gpu-node", "64,512,4,1")
-    assert done.returncode == 0, done.stderr
-    shapes = json.loads((out / "summary.json").read_text())["setup"]["clusters"]["0.9"]
-    assert shapes["node_shapes"][1] == "gpu-node: 64 vCPU, 512 GiB, 4 × A10, 1 RDMA NICs"
-    done = _run_script("--out", str(tmp_path / "x"), "--quick", "--trace", trace, "--gpu-node", "8")
-    assert done.returncode == 2 and not (tmp_path / "x").exists()
-    assert done.stderr.startswith("schedlab: error: '--gpu-node' must be")
+@pytest.mark.parametrize("shapes", ["servers", "trace"])
+def test_quick_on_the_real_trace(shapes: str):
+    rows, setup = run_prism_task(PrismTask(str(PRISM), shapes, 0.9, quick=True))
+    assert setup["instances"] == 2_205  # apps 0, 8, 16, ... at their peak
+    compare = comparison(pd.DataFrame(rows))
+    assert set(compare["policy"]) == {"fgd", "bestfit", "random"}
+    assert (compare["cpu_frag_mono_pct"] > 0).all() and (compare["gpus_needed_disagg"] > 0).all()

@@ -20,7 +20,7 @@ from schedlab.cli import main
 from test_cli import NODES, _pods_csv
 from test_sweep_signals import _busy_trace
 
-ray = pytest.importorskip("ray", reason="Ray is not installed (pip install 'schedlab[ray]')")
+ray = pytest.importorskip("ray", reason="Ray is not installed (pip install -e '.[ray]')")
 
 pytestmark = pytest.mark.slow  # two Ray nodes take most of a minute to start and stop
 

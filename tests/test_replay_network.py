@@ -57,8 +57,9 @@ gbps = 100
 """
 )
 # Ring on 2 ranks: each rank sends 2(N−1)/N·S = S = 125 MB, 10 ms at 12.5 GB/s on every link of
-# its path; α = 10 µs per step, 2(N−1) = 2 steps. C = 30 ms, no overlap. Durations are compute
-# time, so a job runs at C/T of its trace speed.
+# its path; α = 10 µs per step, 2(N−1) = 2 steps. C = 30 ms, no overlap. Durations are run times
+# alone on the compact placement (hosts 0 and 1: one on each leaf, so the same path), where a job
+# takes T_ISO per iteration: a job runs at T_ISO/T of its trace speed.
 HAND_JOBS = """job_id,submit_time,num_gpus,duration,collective,gradient_bytes,compute_time,overlap
 a,0,2,300,ring,125e6,0.03,0
 b,0,2,150,ring,125e6,0.03,0
@@ -71,10 +72,10 @@ T_RANDOM = (T_ISO + math.sqrt(T_ISO**2 + 4e-4)) / 2
 
 
 def _hand_jcts(t_shared: float) -> dict[str, float]:
-    """b (150 s of work) runs at C/t_shared and ends first; a has then done the same 150 s and
-    does its other 150 s alone at C/T_iso."""
-    b_end = 150 * t_shared / C
-    return {"a": b_end + 150 * T_ISO / C, "b": b_end}
+    """b (150 s of work) runs at T_iso/t_shared and ends first; a has then done the same 150 s
+    and does its other 150 s alone at its trace speed."""
+    b_end = 150 * t_shared / T_ISO
+    return {"a": b_end + 150, "b": b_end}
 
 
 def _rows(path: Path) -> list[dict[str, str]]:
@@ -109,19 +110,20 @@ def test_two_jobs_sharing_a_leaf_uplink_hand_computed(
             "2",
             "ring",
         )
-    # isolated: 400.2 s and 200.1 s; worst-case: 450.2 s and 250.1 s.
+    # isolated: the trace's 300 s and 150 s; worst-case: b 150 × 50.02 / 40.02 = 187.481 s, a
+    # 150 s more alone.
     if rule == "isolated":
-        assert float(rows["a"]["end_time"]) == pytest.approx(400.2)
-        assert float(rows["b"]["end_time"]) == pytest.approx(200.1)
+        assert float(rows["a"]["end_time"]) == pytest.approx(300.0)
+        assert float(rows["b"]["end_time"]) == pytest.approx(150.0)
         assert float(rows["a"]["comm_share"]) == pytest.approx(D0 / T_ISO)
         assert float(rows["a"]["net_slowdown"]) == pytest.approx(1.0)
     if rule == "worst-case":
-        assert float(rows["a"]["end_time"]) == pytest.approx(450.2)
-        assert float(rows["b"]["end_time"]) == pytest.approx(250.1)
+        assert float(rows["a"]["end_time"]) == pytest.approx(337.481, abs=1e-3)
+        assert float(rows["b"]["end_time"]) == pytest.approx(187.481, abs=1e-3)
         assert float(rows["b"]["net_slowdown"]) == pytest.approx(T_WORST / T_ISO)
-    # Sender-side bytes: 2 × 125 MB per iteration, work / C iterations.
-    assert float(rows["a"]["cross_leaf_bytes"]) == pytest.approx(250e6 * 300 / C)
-    assert float(rows["b"]["cross_host_bytes"]) == pytest.approx(250e6 * 150 / C)
+    # Sender-side bytes: 2 × 125 MB per iteration, work / T_ISO iterations.
+    assert float(rows["a"]["cross_leaf_bytes"]) == pytest.approx(250e6 * 300 / T_ISO)
+    assert float(rows["b"]["cross_host_bytes"]) == pytest.approx(250e6 * 150 / T_ISO)
 
 
 def test_hand_run_link_utilisation(tmp_path: Path) -> None:
@@ -139,13 +141,14 @@ def test_hand_run_link_utilisation(tmp_path: Path) -> None:
     # and re-issued when the network re-rated the jobs never became decision points.
     assert summary["decision_points"] == 3
     net = summary["network"]
-    # 4 hosts busy until b ends at 250.1 s, then a's 2 until 450.2 s.
+    # 4 hosts busy until b ends, then a's 2 for its last 150 s.
+    b_end, a_end = 150 * T_WORST / T_ISO, 150 * T_WORST / T_ISO + 150
     assert net["sharing"] == "worst-case"
-    assert net["machines_used"] == pytest.approx((4 * 250.1 + 2 * 200.1) / 450.2)
+    assert net["machines_used"] == pytest.approx((4 * b_end + 2 * 150) / a_end)
     assert net["compute_util"] == pytest.approx(
-        (4 * C / T_WORST * 250.1 + 2 * C / T_ISO * 200.1) / 4 / 450.2
+        (4 * C / T_WORST * b_end + 2 * C / T_ISO * 150) / 4 / a_end
     )
-    assert net["jct"]["mean"] == pytest.approx((450.2 + 250.1) / 2)
+    assert net["jct"]["mean"] == pytest.approx((a_end + b_end) / 2)
     assert net["jwt"]["mean"] == 0.0
     assert net["link_utilisation"]["leaf-spine"]["max"] > 0
 
@@ -546,3 +549,27 @@ def test_replay_help_explains_the_network_model(capsys: pytest.CaptureFixture) -
         "lingjun:PATH",
     ):
         assert needle in text, needle
+
+
+def test_machine_fragmentation_over_time_by_hand(tmp_path: Path) -> None:
+    """Three 8-GPU hosts; a (4 GPUs, 100 s) on h0 and b (8 GPUs, 50 s) on h1. Until 50 s: two
+    machines in use, 4 idle GPUs on them of 16 (rate 0.25) and of all 24 (share 1/6); then only
+    h0: rate 4/8 = 0.5, share 1/6. Over the run: machines 1.5, rate 0.375."""
+    trace = tmp_path / "jobs.csv"
+    trace.write_text(
+        "job_id,submit_time,num_gpus,duration,collective,gradient_bytes,compute_time,overlap\n"
+        "a,0,4,100,ring,1e8,0.1,0\nb,0,8,50,ring,1e8,0.1,0\n"
+    )
+    out = tmp_path / "out"
+    topology = "leafspine:leaves=1,spines=1,hosts_per_leaf=3,g=8,m=1,nic_gbps=100"
+    argv = ["replay", "--topology", topology, "--trace", str(trace), "--policy", "fifo"]
+    assert main([*argv, "--out", str(out)]) == 0
+    series = {float(r["time"]): r for r in _rows(out / "timeseries.csv")}
+    assert float(series[0.0]["machines_used"]) == 2
+    assert float(series[0.0]["machine_frag_rate"]) == pytest.approx(4 / 16)
+    assert float(series[50.0]["machine_frag_rate"]) == pytest.approx(4 / 8)
+    assert float(series[100.0]["machine_frag_rate"]) == 0.0
+    net = json.loads((out / "summary.json").read_text())["network"]
+    assert net["machines_used"] == pytest.approx(1.5)
+    assert net["machine_frag_rate"] == pytest.approx(0.375)
+    assert net["machine_frag_share"] == pytest.approx(4 / 24)

@@ -35,6 +35,9 @@ b,0,2,150,ring,125e6,0.03,0
 C = 0.03
 T_ISO = C + 0.010 + 2 * 10e-6  # 40.02 ms
 T_SHARED = C + 2 * 0.010 + 2 * 10e-6  # 50.02 ms
+# Trace durations are run times alone on the compact placement (h0 + h1, both on L0): the same
+# ring through L0, 40.02 ms per iteration. A job runs at T_REF/T of its trace speed.
+T_REF = T_ISO
 A_HOSTS = ((0, (0,)), (2, (0,)))  # h0 (L0) + h2 (L1)
 B_HOSTS = ((1, (0,)), (4, (0,)))  # h1 (L0) + h4 (L2)
 
@@ -70,15 +73,15 @@ def test_a_dedicated_circuit_hand_computed(tmp_path: Path) -> None:
     for the 2 s delay, while a (its ports untouched) runs on alone without pausing."""
     t1, delay = 60.0, 2.0
     rec = _run(tmp_path, _start(t1, [Reconfigure(WITH_DIRECT, delay)]))
-    done = t1 * C / T_SHARED  # work units both have done by t1
-    end_a = t1 + (300 - done) * T_ISO / C
-    end_b = t1 + delay + (150 - done) * T_ISO / C
+    done = t1 * T_REF / T_SHARED  # trace seconds of work both have done by t1
+    end_a = t1 + (300 - done) * T_ISO / T_REF
+    end_b = t1 + delay + (150 - done) * T_ISO / T_REF
     assert rec.end_time[0] == pytest.approx(end_a, rel=1e-9)
     assert rec.end_time[1] == pytest.approx(end_b, rel=1e-9)
-    # By hand: done = 60 × 30 / 50.02 = 35.9856 s of work; b ends at 62 + 114.0144 × 40.02 / 30
-    # = 214.0952 s, a at 60 + 264.0144 × 40.02 / 30 = 412.1952 s.
-    assert end_b == pytest.approx(214.0952, abs=1e-4)
-    assert end_a == pytest.approx(412.1952, abs=1e-4)
+    # By hand: done = 60 × 40.02 / 50.02 = 48.0048 s of work; b ends at 62 + 101.9952 = 163.9952
+    # s (alone again, at its trace speed), a at 60 + 251.9952 = 311.9952 s.
+    assert end_b == pytest.approx(163.9952, abs=1e-4)
+    assert end_a == pytest.approx(311.9952, abs=1e-4)
     # Decision points: 0, t1, b's end, a's end — the completions issued before t1 are stale.
     assert rec.decision_points == 4
     assert rec.network is not None
@@ -98,8 +101,8 @@ def test_a_dedicated_circuit_hand_computed(tmp_path: Path) -> None:
 def test_the_topology_delay_is_the_default(tmp_path: Path) -> None:
     """Without an explicit delay the topology's (``delay=0.5`` here) is charged."""
     rec = _run(tmp_path, _start(60.0, [Reconfigure(WITH_DIRECT)]), OCS + ",delay=0.5")
-    done = 60.0 * C / T_SHARED
-    assert rec.end_time[1] == pytest.approx(60.5 + (150 - done) * T_ISO / C, rel=1e-9)
+    done = 60.0 * T_REF / T_SHARED
+    assert rec.end_time[1] == pytest.approx(60.5 + (150 - done) * T_ISO / T_REF, rel=1e-9)
 
 
 def test_re_wiring_to_the_same_circuits_changes_nothing(tmp_path: Path) -> None:
@@ -107,7 +110,7 @@ def test_re_wiring_to_the_same_circuits_changes_nothing(tmp_path: Path) -> None:
     plain = _run(tmp_path, _start(60.0, []))
     same = _run(tmp_path, _start(60.0, [Reconfigure(SPINE_ONLY, 5.0)]))
     assert same.end_time.tolist() == pytest.approx(plain.end_time.tolist(), rel=1e-12)
-    assert plain.end_time[1] == pytest.approx(150 * T_SHARED / C, rel=1e-9)
+    assert plain.end_time[1] == pytest.approx(150 * T_SHARED / T_REF, rel=1e-9)
 
 
 def test_tearing_down_a_jobs_circuit_pauses_it(tmp_path: Path) -> None:
@@ -120,13 +123,13 @@ def test_tearing_down_a_jobs_circuit_pauses_it(tmp_path: Path) -> None:
         t2: [Reconfigure(SPINE_ONLY, delay)],
     }
     rec = _run(tmp_path, Scripted(script))
-    done_a = t1 * C / T_SHARED + (t2 - t1) * C / T_ISO
-    done_b = t1 * C / T_SHARED + (t2 - t1 - delay) * C / T_ISO
-    end_b = t2 + delay + (150 - done_b) * T_SHARED / C
+    done_a = t1 * T_REF / T_SHARED + (t2 - t1) * T_REF / T_ISO
+    done_b = t1 * T_REF / T_SHARED + (t2 - t1 - delay) * T_REF / T_ISO
+    end_b = t2 + delay + (150 - done_b) * T_SHARED / T_REF
     assert rec.end_time[1] == pytest.approx(end_b, rel=1e-9)
     # a shares with b from t2 to end_b (b's pause included: its rate is still counted) ...
-    done_a += (end_b - t2) * C / T_SHARED
-    assert rec.end_time[0] == pytest.approx(end_b + (300 - done_a) * T_ISO / C, rel=1e-9)
+    done_a += (end_b - t2) * T_REF / T_SHARED
+    assert rec.end_time[0] == pytest.approx(end_b + (300 - done_a) * T_ISO / T_REF, rel=1e-9)
 
 
 @pytest.mark.parametrize(
@@ -176,6 +179,6 @@ def test_pauses_only_delay_and_every_job_finishes(
     free, paused = run(0.0), run(delay)
     for rec in (free, paused):
         assert rec.network is not None
-        assert (rec.end_time >= np.array([300, 150]) * T_ISO / C - 1e-6).all()
-        assert rec.end_time[1] <= 150 * T_SHARED / C + len(changes) * 5.0 + 1e-6
+        assert (rec.end_time >= np.array([300, 150]) * T_ISO / T_REF - 1e-6).all()
+        assert rec.end_time[1] <= 150 * T_SHARED / T_REF + len(changes) * 5.0 + 1e-6
     assert (paused.end_time >= free.end_time - 1e-9).all()

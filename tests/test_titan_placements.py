@@ -5,17 +5,14 @@ live network."""
 from __future__ import annotations
 
 import csv
-import subprocess
-import sys
 from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-from conftest import REPO_ROOT
 from schedlab.experiments.replay_network import network_model
-from schedlab.experiments.titan_toy import PUBLISHED, place_toy, toy_row, toy_table
+from schedlab.experiments.titan_toy import PUBLISHED, place_toy, toy_row, toy_table, write_toy
 from schedlab.model.cluster import ClusterState
 from schedlab.model.gpu_models import ANY_MODEL_MASK
 from schedlab.model.jobs import JobTable
@@ -224,13 +221,11 @@ def test_titan_waits_when_no_machine_set_passes_the_check() -> None:
     assert policy.place_job(_request(2, job=1), state) == ((2, (2, 3)),)
 
 
-def test_toy_experiment_script_writes_table_and_figure(tmp_path: Path) -> None:
-    script = REPO_ROOT / "experiments" / "titan_toy.py"
+def test_toy_study_writes_table_and_figure(tmp_path: Path) -> None:
+    """The toy case as ``schedlab reproduce titan`` writes it (titan_toy.write_toy)."""
     out = tmp_path / "toy"
-    done = subprocess.run(
-        [sys.executable, str(script), "--out", str(out), "--quick"], capture_output=True, text=True
-    )
-    assert done.returncode == 0, done.stderr
+    out.mkdir()
+    write_toy(out)
     assert {p.name for p in out.iterdir()} == {"table.csv", "table.md", "toy.png"}
     rows = list(csv.DictReader((out / "table.csv").open()))
     assert [(r["policy"], float(r["cross_traffic_K"])) for r in rows[:3]] == [

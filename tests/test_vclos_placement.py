@@ -168,3 +168,21 @@ def test_reservations_are_exclusive_and_released_exactly(ops, solver) -> None:
             owner = {k: v for k, v in owner.items() if v != job}
         np.testing.assert_array_equal(state.gpu_free, gpu_free)
         assert state.net.link_owner == owner
+
+
+def test_the_spines_must_be_free_to_every_chosen_leaf() -> None:
+    """Three leaves with one free GPU each, two spines; leaf 0's link to spine 1 and leaf 1's
+    to spine 0 are held. A 2-GPU job needs two leaves and one spine free to both: the cheapest
+    pair (leaves 0, 1) has none (each spine is free to one of them only), so the solver takes
+    leaves 0 and 2 over spine 0 — never a link another job holds."""
+    policy, state = started("vclos", topo(3, 2))
+    for node in range(3):
+        busy(state, node, 3)
+    held = pair_links(policy, 0, 1) | pair_links(policy, 1, 0)
+    hold(state, 90, NetPlan(links=pair_links(policy, 0, 1)))
+    hold(state, 91, NetPlan(links=pair_links(policy, 1, 0)))
+    alloc = policy.place_job(request(2, job=4), state)
+    assert alloc == ((0, (3,)), (2, (3,)))
+    plan = policy.plan_for(4, alloc)
+    assert plan.links == pair_links(policy, 0, 0) | pair_links(policy, 2, 0)
+    assert not plan.links & held

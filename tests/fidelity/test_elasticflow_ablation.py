@@ -1,4 +1,4 @@
-"""The ElasticFlow ablation (``benchmarks/elasticflow_ablation.py``): what holds whatever the
+"""The ElasticFlow ablation (part of ``schedlab reproduce elasticflow``): what holds whatever the
 workload's run-time scale.
 
 The paper does not publish its synthetic generator. Our ablation workload has one knob set from
@@ -13,6 +13,7 @@ and assert only what holds on both, on every seed the benchmark runs (0, 1, 2), 
 
 from __future__ import annotations
 
+import pandas as pd
 import pytest
 
 from conftest import SHARED_DIR
@@ -22,6 +23,8 @@ from schedlab.experiments.deadline_study import (
     ablation_runs,
     run_study,
 )
+from schedlab.experiments.elasticflow_study import part_ablation
+from schedlab.reproduce.checks import Reproduction
 
 pytestmark = [pytest.mark.slow, pytest.mark.shared]
 
@@ -93,3 +96,14 @@ def test_only_the_variants_with_admission_control_reject(rows, scale, gpus) -> N
     assert all(
         r["deadline_jobs"] == 1_000 for (s, g, _), r in rows.items() if (s, g) == (scale, gpus)
     )
+
+
+def test_the_studys_gated_checks_pass_on_seed_0(rows, tmp_path) -> None:
+    """The study's own checks (ElasticFlow ≥ 0.1 above EDF with or without admission control,
+    per scale, cluster and seed) on the rows of seed 0."""
+    frame = pd.DataFrame([dict(r, group=f"ablation-{scale}") for (scale, _, _), r in rows.items()])
+    result = Reproduction("elasticflow", "", "")
+    part_ablation(result, frame, tmp_path)
+    gated = [c for c in result.checks if c.gated]
+    assert len(gated) == len(CASES)
+    assert [c.what for c in gated if c.failed] == []

@@ -1,11 +1,12 @@
-"""The ElasticFlow (ASPLOS '23) testbed comparison, rebuilt with the deadline study's own runs.
+"""The ElasticFlow (ASPLOS '23) testbed comparison, rebuilt with the runs and the checks of
+``schedlab reproduce elasticflow`` (:mod:`schedlab.experiments.elasticflow_study`).
 
-``benchmarks/elasticflow_testbed.py`` runs :func:`testbed_runs` through :func:`run_study`; these
-tests do the same, plus the 60 s-slot checks of the README's "Deadlines" section (the 195-job
-trace on 16 × 8 A100 and ITP cluster 10 on 4 × 8 A100), and pin every policy's exact count of
-deadlines met (and of rejections where the policy rejects). The counts are regression pins: the
-runs are deterministic, so any change to a policy's decisions on these traces moves them. Beside
-each pin, the public artifact simulator's figure and the paper's testbed figure it is compared to.
+These tests run the testbed and the 60 s-slot runs (the 195-job trace on 16 × 8 A100 and ITP
+cluster 10 on 4 × 8 A100), require every gated check of the study to pass, and pin every
+policy's exact count of deadlines met (and of rejections where the policy rejects). The counts
+are regression pins: the runs are deterministic, so any change to a policy's decisions on these
+traces moves them. Beside each pin, the public artifact simulator's figure and the paper's
+testbed figure it is compared to.
 """
 
 from __future__ import annotations
@@ -14,8 +15,10 @@ import pandas as pd
 import pytest
 
 from conftest import SHARED_DIR
-from schedlab.experiments.deadline_study import DeadlineRun, run_study
+from schedlab.experiments.deadline_study import run_study
 from schedlab.experiments.deadline_study import testbed_runs as make_testbed_runs
+from schedlab.experiments.elasticflow_study import part_slot60, part_testbed, runs_at_60
+from schedlab.reproduce.checks import Reproduction
 
 pytestmark = [pytest.mark.slow, pytest.mark.shared]
 
@@ -29,23 +32,12 @@ TESTBED = ("edf-greedy", "gandiva", "tiresias", "themis", "chronus", "elasticflo
 AT_60 = ("edf-greedy", "gandiva", "tiresias", "elasticflow")
 
 
-def _runs_at_60() -> list[DeadlineRun]:
-    trace, cluster10 = str(ITP / "195job.csv"), str(ITP / "cluster10.csv")
-    return [
-        *(DeadlineRun("testbed", trace, "195job", "16x8:A100", p, 60.0, str(A100)) for p in AT_60),
-        *(
-            DeadlineRun("large", cluster10, "cluster10", "4x8:A100", p, 60.0, str(A100))
-            for p in AT_60
-        ),
-    ]
-
-
 @pytest.fixture(scope="module")
 def rows() -> dict[tuple[str, float, str], dict[str, object]]:
     """Every run once (2 workers), keyed by (trace, slot, policy)."""
     if not (ITP.is_dir() and A100.is_dir()):
         pytest.skip(MISSING)
-    runs = [*make_testbed_runs(SHARED_DIR, TESTBED), *_runs_at_60()]
+    runs = [*make_testbed_runs(SHARED_DIR, TESTBED), *runs_at_60(SHARED_DIR)]
     table: pd.DataFrame = run_study(runs, 2)
     return {
         (run.label, run.slot, run.policy): row
@@ -75,6 +67,15 @@ def test_testbed_trace_at_the_240s_slot(rows, policy: str, met: int, rejected: i
     row = rows[("195job", 240.0, policy)]
     assert row["deadline_jobs"] == 195 and row["gpus"] == 128
     assert (row["met"], row["rejected"]) == (met, rejected)
+
+
+def test_the_studys_gated_checks_pass(rows, tmp_path) -> None:
+    """Each DSR within 0.03 (240 s) or 0.05 (60 s) of the artifact's, the published ranking."""
+    result = Reproduction("elasticflow", "", "")
+    part_testbed(result, pd.DataFrame([rows[("195job", 240.0, p)] for p in TESTBED]), tmp_path)
+    part_slot60(result, pd.DataFrame([r for (_, slot, _), r in rows.items() if slot == 60.0]))
+    assert len([c for c in result.checks if c.gated]) == 5 + 2 + 8
+    assert [c.what for c in result.checks if c.gated and c.failed] == []
 
 
 def test_testbed_ranking_at_the_240s_slot(rows) -> None:

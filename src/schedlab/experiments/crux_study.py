@@ -19,6 +19,7 @@ T_iso = 1.53 s) to those four figures and reports how close it gets.
 from __future__ import annotations
 
 import math
+import time
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -26,25 +27,36 @@ import numpy as np
 import pandas as pd
 from scipy.optimize import minimize
 
+from schedlab.experiments.live_progress import reporter
 from schedlab.experiments.replay_run import ReplaySpec, run_replay
 from schedlab.network.collectives import CommSpec
 from schedlab.network.footprint import footprint
 from schedlab.network.generators import parse_topology
+from schedlab.network.metrics import window_mean
 from schedlab.network.routing import Routing
 from schedlab.network.sharing import RULES, iteration_times
+from schedlab.reproduce.checks import Reproduction, direction, reported
+from schedlab.reproduce.context import StudyContext
 
 #: The full-size topology (crux-clos defaults: 173 ToRs × 2 hosts × 8 GPUs, 16 aggs, 4 × 200 Gbps
 #: NICs per host, 1:1, so each ToR uplink is 100 Gbps, half a NIC).
 TOPOLOGY = "crux-clos"
 #: The fabrics of the study, (label, full size, --quick). The second keeps about as many GPUs
 #: with 4 hosts per ToR, which makes every ToR uplink 200 Gbps (a NIC's rate) at 1:1: a flow
-#: pinned to one path is then not capped below its NIC.
+#: pinned to one path is then not capped below its NIC. The third halves those uplinks (2:1,
+#: ours: the paper's fabric is 1:1): spreading flows over every path no longer avoids contention,
+#: so what Crux adds beyond path choice — its priorities — shows against spraying.
 FABRICS: tuple[tuple[str, str, str], ...] = (
     ("2 hosts/ToR, 100G uplinks", TOPOLOGY, "crux-clos:tors=12"),
     (
         "4 hosts/ToR, 200G uplinks",
         "crux-clos:tors=87,hosts_per_tor=4",
         "crux-clos:tors=6,hosts_per_tor=4,aggs=16",
+    ),
+    (
+        "4 hosts/ToR, 2:1 (100G uplinks)",
+        "crux-clos:tors=87,hosts_per_tor=4,oversub=2",
+        "crux-clos:tors=6,hosts_per_tor=4,aggs=16,oversub=2",
     ),
 )
 
@@ -111,67 +123,77 @@ def clos_workload(jobs: int, total_gpus: int, seed: int) -> pd.DataFrame:
     )
 
 
-def window_average(time: np.ndarray, values: np.ndarray, start: float, end: float) -> float:
-    """Time-average of a step series (each value holds until the next time) over [start, end]."""
-    if end <= start:
-        raise ValueError("empty window")
-    nxt = np.append(time[1:], max(end, time[-1]) if len(time) else end)
-    lo, hi = np.maximum(time, start), np.minimum(nxt, end)
-    return float((values * np.clip(hi - lo, 0.0, None)).sum() / (end - start))
+@dataclass(frozen=True)
+class ClosTask:
+    """One configuration on one fabric's generated workload."""
+
+    fabric: str
+    topology: str
+    trace: str
+    config: str
+    seed: int
+    window: tuple[float, float]
 
 
-def run_clos(out: Path, jobs: int, seed: int, quick: bool) -> pd.DataFrame:
-    """Every configuration on every fabric of :data:`FABRICS`, one generated workload per
-    fabric (written to ``out/workload-N.csv``)."""
-    tables = []
+def clos_tasks(out: Path, jobs: int, seed: int, quick: bool) -> list[ClosTask]:
+    """Every configuration of :data:`CONFIGS` on every fabric of :data:`FABRICS`, one generated
+    workload per fabric (written to ``out/workload-N.csv``)."""
+    tasks = []
     for i, (fabric, full, small) in enumerate(FABRICS):
         topology = small if quick else full
-        table = run_fabric(out / f"workload-{i}.csv", topology, jobs, seed)
-        tables.append(table.assign(fabric=fabric, topology=topology))
-    return pd.concat(tables, ignore_index=True)
+        frame = clos_workload(jobs, parse_topology(topology).total_gpus, seed)
+        trace = out / f"workload-{i}.csv"
+        frame.to_csv(trace, index=False)
+        window = (float(frame["submit_time"].min()), float(frame["submit_time"].max()))
+        for config, _ in CONFIGS:
+            tasks.append(ClosTask(fabric, topology, str(trace), config, seed, window))
+    return tasks
 
 
-def run_fabric(trace: Path, topology: str, jobs: int, seed: int) -> pd.DataFrame:
-    """The :data:`CONFIGS` runs on one topology and one generated workload (written to
-    ``trace``); ``crux_gain_pct`` is Crux's utilisation over each configuration's."""
-    total = parse_topology(topology).total_gpus
-    frame = clos_workload(jobs, total, seed)
-    frame.to_csv(trace, index=False)
-    window = (float(frame["submit_time"].min()), float(frame["submit_time"].max()))
-    rows = []
-    for label, options in CONFIGS:
-        spec = ReplaySpec(
-            cluster="",
-            trace=str(trace),
-            policy="fifo",
-            seed=seed,
-            topology=topology,
-            **options,  # type: ignore[arg-type]
-        )
-        started = pd.Timestamp.now()
-        record = run_replay(spec)
-        wall = (pd.Timestamp.now() - started).total_seconds()
-        net = record.network
-        assert net is not None
-        jct = (record.end_time - record.jobs.submit_time)[np.isfinite(record.end_time)]
-        rows.append(
-            {
-                "config": label,
-                "compute_util": window_average(
-                    record.ts_time, net.ts_compute_util, window[0], window[1]
-                ),
-                "completed": int(np.isfinite(record.end_time).sum()),
-                "mean_jct_s": float(jct.mean()) if len(jct) else math.nan,
-                "makespan_s": float(np.nanmax(record.end_time)),
-                "net_slowdown_mean": float(np.nanmean(net.net_slowdown)),
-                "crux_reroutes": int(net.extra.get("crux_reroutes", 0)),
-                "wall_s": round(wall, 2),
-            }
-        )
+def run_clos_task(task: ClosTask) -> dict[str, object]:
+    """One replay; compute utilisation over the saturated window (first to last arrival)."""
+    spec = ReplaySpec(
+        cluster="",
+        trace=task.trace,
+        policy="fifo",
+        seed=task.seed,
+        topology=task.topology,
+        **dict(CONFIGS)[task.config],  # type: ignore[arg-type]
+    )
+    started = time.perf_counter()
+    record = run_replay(spec, progress=reporter(f"crux/{task.config}"))
+    wall = time.perf_counter() - started
+    net = record.network
+    assert net is not None
+    jct = (record.end_time - record.jobs.submit_time)[np.isfinite(record.end_time)]
+    return {
+        "fabric": task.fabric,
+        "topology": task.topology,
+        "config": task.config,
+        "compute_util": window_mean(record.ts_time, net.ts_compute_util, *task.window),
+        "completed": int(np.isfinite(record.end_time).sum()),
+        "mean_jct_s": float(jct.mean()) if len(jct) else math.nan,
+        "makespan_s": float(np.nanmax(record.end_time)),
+        "net_slowdown_mean": float(np.nanmean(net.net_slowdown)),
+        "crux_reroutes": int(net.extra.get("crux_reroutes", 0)),
+        "wall_s": round(wall, 2),
+    }
+
+
+def clos_table(rows: list[dict[str, object]]) -> pd.DataFrame:
+    """The runs, with Crux's utilisation over each configuration's on the same fabric."""
     table = pd.DataFrame(rows)
-    base = table["compute_util"].to_numpy()
-    table["crux_gain_pct"] = 100.0 * (base[0] / base - 1.0)
+    crux = table[table["config"] == CONFIGS[0][0]].set_index("fabric")["compute_util"]
+    base = table["fabric"].map(crux).to_numpy(dtype=np.float64)
+    table["crux_gain_pct"] = 100.0 * (base / table["compute_util"].to_numpy() - 1.0)
     return table
+
+
+def run_clos(out: Path, jobs: int, seed: int, quick: bool, workers: int = 1) -> pd.DataFrame:
+    """Every configuration on every fabric (library use; the study runs them on its workers)."""
+    from schedlab.experiments.parallel import run_all
+
+    return clos_table(run_all(run_clos_task, clos_tasks(out, jobs, seed, quick), workers))
 
 
 # -- calibration ----------------------------------------------------------------------------------
@@ -285,42 +307,50 @@ def calibrate(starts: int = 12, seed: int = 0) -> pd.DataFrame:
 PUBLISHED_GAIN = "+13 to +23 %"
 
 
-def write_outputs(out: Path, clos: pd.DataFrame, calibration: pd.DataFrame) -> None:
-    """``table.csv`` (both parts, a ``part`` column apart), ``table.md`` and ``figure.png``."""
-    both = pd.concat(
-        [clos.assign(part="clos"), calibration.assign(part="calibration")], ignore_index=True
-    )
-    both.to_csv(out / "table.csv", index=False)
-    lines = [
-        f"## Crux on {TOPOLOGY}: compute utilisation over the saturated window",
-        "",
+def markdown_parts(clos: pd.DataFrame, calibration: pd.DataFrame) -> list[tuple[str, str]]:
+    """(heading, markdown table) of the Clos runs and of the calibration."""
+    runs = [
         "| fabric | config | compute util | Crux gain | mean JCT s | makespan s | completed |",
         "|---|---|---|---|---|---|---|",
     ]
     for r in clos.itertuples():
         gain = "—" if r.config == CONFIGS[0][0] else f"{r.crux_gain_pct:+.1f} %"
-        lines.append(
+        runs.append(
             f"| {r.fabric} | {r.config} | {100 * r.compute_util:.1f} % | {gain} | "
             f"{r.mean_jct_s:,.0f} | {r.makespan_s:,.0f} | {r.completed} |"
         )
-    lines += [
-        "",
-        f"Published: Crux {PUBLISHED_GAIN} GPU utilisation over both baselines.",
-        "",
-        "## GPT/BERT calibration: what each sharing rule can fit",
-        "",
-        "Targets: GPT 1.53 → 1.70 s/iter, GPT −9.9 %, BERT −7.7 %, utilisation −9.5 %.",
-        "",
+    fits = [
         "| rule | GPT s/iter shared | GPT | BERT | utilisation | worst error (pp) | all four |",
         "|---|---|---|---|---|---|---|",
     ]
     for r in calibration.itertuples():
-        lines.append(
+        fits.append(
             f"| {r.rule} | {r.gpt_shared_s:.3f} | {100 * r.gpt_throughput:+.1f} % | "
             f"{100 * r.bert_throughput:+.1f} % | {100 * r.utilisation:+.1f} % | "
             f"{r.max_error_pp:.2f} | {'yes' if r.hits_all_four else 'no'} |"
         )
-    (out / "table.md").write_text("\n".join(lines) + "\n")
+    return [
+        (
+            "Compute utilisation over the saturated window (published: Crux "
+            f"{PUBLISHED_GAIN} over both baselines)",
+            "\n".join(runs) + "\n",
+        ),
+        (
+            "GPT/BERT calibration (targets: GPT 1.53 → 1.70 s/iter, GPT −9.9 %, BERT −7.7 %, "
+            "utilisation −9.5 %)",
+            "\n".join(fits) + "\n",
+        ),
+    ]
+
+
+def write_outputs(out: Path, clos: pd.DataFrame, calibration: pd.DataFrame) -> None:
+    """``table.csv`` (both parts, a ``part`` column apart), ``tables.md`` and ``figure.png``."""
+    both = pd.concat(
+        [clos.assign(part="clos"), calibration.assign(part="calibration")], ignore_index=True
+    )
+    both.to_csv(out / "table.csv", index=False)
+    parts = markdown_parts(clos, calibration)
+    (out / "tables.md").write_text("\n".join(f"## {h}\n\n{t}" for h, t in parts))
     _figure(out / "figure.png", clos)
 
 
@@ -352,3 +382,62 @@ def _figure(path: Path, clos: pd.DataFrame) -> None:
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     plt.close(fig)
+
+
+# -- schedlab reproduce crux ----------------------------------------------------------------------
+
+#: Jobs per fabric of the full study and of the quick one.
+FULL_JOBS, QUICK_JOBS = 600, 40
+
+
+def reproduce(ctx: StudyContext) -> Reproduction:
+    """The Clos runs on every fabric and the calibration, checked against the paper's
+    direction (Crux ahead of fair sharing and CASSINI-like interleaving by 13–23 %)."""
+    result = Reproduction("crux", "Crux against fair sharing and interleaving", "SIGCOMM '24")
+    jobs = QUICK_JOBS if ctx.quick else FULL_JOBS
+    tasks = clos_tasks(ctx.out, jobs, 0, ctx.quick)
+    clos = clos_table(
+        ctx.map(
+            run_clos_task,
+            tasks,
+            f"{len(tasks)} replays of {jobs} jobs",
+            slow_first=lambda t: t.config == CONFIGS[0][0],
+        )
+    )
+    calibration = ctx.step(
+        "GPT/BERT calibration", lambda: calibrate(starts=3 if ctx.quick else 12, seed=0)
+    )
+    write_outputs(ctx.out, clos, calibration)
+    for fabric, _, _ in FABRICS:
+        part = clos[clos["fabric"] == fabric].set_index("config")["crux_gain_pct"]
+        for config in ("fair (random-phase)", "cassini-like (interleaved)"):
+            result.checks.append(
+                direction(
+                    f"{fabric}: Crux's utilisation gain over {config}",
+                    float(part[config]),
+                    PUBLISHED_GAIN,
+                    expect=1.0,
+                )
+            )
+        result.checks.append(
+            reported(
+                f"{fabric}: Crux's gain over spraying every flow (random-phase)",
+                float(part["fair, spray (random-phase)"]),
+                None,
+                fmt="{:+.1f} %",
+            )
+        )
+    fits = calibration[calibration["hits_all_four"].astype(bool)]["rule"].tolist()
+    result.checks.append(
+        reported(
+            "calibration: rules that fit GPT/BERT's four figures within 0.5 pp",
+            ", ".join(fits) or "none",
+            "one rule at least",
+        )
+    )
+    result.tables += markdown_parts(clos, calibration)
+    result.notes.append(
+        "Directions only: the paper's job list, fabric capacities and transport are not ours "
+        "(see docs/network.md); the sizes of the gains are this fluid model's."
+    )
+    return result

@@ -1,6 +1,7 @@
 """Synthesised clusters for the Prism study (the v2025 trace lists no nodes).
 
-Node shapes (ours, from common server configurations; the trace's largest requests fit them):
+Two sets of node shapes. **servers** (ours, from common server configurations; the trace's
+largest requests fit them):
 
 * **CPU node** (hosts CN instances): 256 vCPU (2 × 64-core CPUs with SMT), 1,536 GiB memory,
   2 RDMA NICs (share 200), no GPU. The largest CN request is 192 vCPU and 1,000 GiB.
@@ -10,6 +11,14 @@ Node shapes (ours, from common server configurations; the trace's largest reques
 * **Monolithic node**: the same total capacity as the disaggregated cluster, on GPU nodes only:
   as many nodes as the disaggregated cluster has GPU nodes, each with 8 GPUs and an equal share of
   all the vCPU, memory and NICs of both pools (rounded down to a milli-core, MiB and NIC percent).
+
+**trace** (from the instances' own requests, :func:`trace_shapes`): each pool's node carries
+its instances' demand mix — a GPU node has 8 GPUs and, per GPU, the vCPU and memory the GPU
+pool's instances ask per GPU (rounded up to a vCPU and a GiB), with the NICs their RDMA shares
+add up to (rounded up to whole NICs); a CPU node keeps 256 vCPU and takes memory and NICs in the
+CPU pool's ratio to vCPU. Such nodes are balanced for the average instance, so the spread of
+the shapes, not spare capacity, decides what is stranded (with the servers' GPU nodes, 16 vCPU
+and 128 GiB per GPU against a typical instance's 8 and 40, no GPU can be stranded).
 
 A pool is sized so that the placed demand fills ``load`` of its binding resource (the largest of
 CPU, memory, GPU and RDMA demand over one node's capacity, times the nodes): a crowded cluster.
@@ -22,7 +31,6 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from schedlab.errors import InputError
 from schedlab.experiments.prism_workload import PoolWorkload
 from schedlab.model.cluster import Cluster
 from schedlab.model.gpu_models import model_index
@@ -62,6 +70,32 @@ CPU_NODE = NodeShape("cpu-node", 256_000, 1_536 * MIB_PER_GIB, 0, 200)
 GPU_NODE = NodeShape("gpu-node", 128_000, 1_024 * MIB_PER_GIB, 8, 400)
 
 
+#: GPUs of a trace-shaped GPU node and vCPU of a trace-shaped CPU node.
+TRACE_GPUS, TRACE_VCPU = 8, 256
+
+
+def trace_shapes(cpu_pool: PoolWorkload, gpu_pool: PoolWorkload) -> tuple[NodeShape, NodeShape]:
+    """(CPU node, GPU node) in the demand mix of the pods meant for each pool (see above)."""
+    c, g = cpu_pool.demand(), gpu_pool.demand()
+    per_gpu = {k: g[k] / g["gpus"] for k in ("cpu_milli", "memory_mib", "rdma")}
+    gpu_node = NodeShape(
+        "gpu-node (trace)",
+        1000 * math.ceil(TRACE_GPUS * per_gpu["cpu_milli"] / 1000 - 1e-9),
+        MIB_PER_GIB * math.ceil(TRACE_GPUS * per_gpu["memory_mib"] / MIB_PER_GIB - 1e-9),
+        TRACE_GPUS,
+        100 * math.ceil(TRACE_GPUS * per_gpu["rdma"] / 100 - 1e-9),
+    )
+    per_vcpu = {k: c[k] / (c["cpu_milli"] / 1000) for k in ("memory_mib", "rdma")}
+    cpu_node = NodeShape(
+        "cpu-node (trace)",
+        TRACE_VCPU * 1000,
+        MIB_PER_GIB * math.ceil(TRACE_VCPU * per_vcpu["memory_mib"] / MIB_PER_GIB - 1e-9),
+        0,
+        100 * math.ceil(TRACE_VCPU * per_vcpu["rdma"] / 100 - 1e-9),
+    )
+    return cpu_node, gpu_node
+
+
 def nodes_for(demand: dict[str, float], shape: NodeShape, load: float = 1.0) -> int:
     """Nodes of ``shape`` whose binding resource the demand fills to ``load`` (at least 1)."""
     need = 0.0
@@ -86,26 +120,6 @@ def monolithic_shape(
         gpu_node.gpus,
         share(cpu_node.rdma, gpu_node.rdma),
         gpu_node.model,
-    )
-
-
-def parse_shape(name: str, text: str, *, gpus_allowed: bool) -> NodeShape:
-    """``VCPU,GIB,GPUS,NICS`` (e.g. ``128,1024,8,4``) as a node shape; InputError when bad."""
-    need = "GPUS ≥ 1" if gpus_allowed else "GPUS 0"
-    error = InputError(
-        f"'--{name}' must be VCPU,GIB,GPUS,NICS, positive numbers with {need} (got {text!r})"
-    )
-    try:
-        vcpu, gib, gpus, nics = (float(part) for part in text.split(","))
-    except ValueError:
-        raise error from None
-    sizes = (vcpu, gib, nics)
-    if not all(0 < v <= 1e6 for v in sizes) or gpus != int(gpus) or not 0 <= gpus <= 64:
-        raise error
-    if (gpus > 0) != gpus_allowed:
-        raise error
-    return NodeShape(
-        name, round(vcpu * 1000), round(gib * MIB_PER_GIB), int(gpus), round(nics * 100)
     )
 
 

@@ -63,8 +63,10 @@ def markdown(table: pd.DataFrame, compare: pd.DataFrame, setup: dict[str, object
 
 def figure(compare: pd.DataFrame, path: Path) -> None:
     """CPU and GPU fragmentation per (load, policy), monolithic beside disaggregated."""
+    shapes = compare["shapes"] if "shapes" in compare else ["servers"] * len(compare)
     labels = [
-        f"{p}\nload {load:g}" for load, p in zip(compare["load"], compare["policy"], strict=True)
+        f"{p}\nload {load:g}\n{s}"
+        for s, load, p in zip(shapes, compare["load"], compare["policy"], strict=True)
     ]
     x = range(len(compare))
     fig, axes = plt.subplots(1, 2, figsize=(max(6.0, 1.6 * len(compare)) * 2 / 1.4, 3.8), dpi=120)

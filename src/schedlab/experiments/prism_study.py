@@ -34,6 +34,7 @@ from schedlab.experiments.prism_cluster import (
     monolithic_shape,
     nodes_for,
     pool_cluster,
+    trace_shapes,
 )
 from schedlab.experiments.prism_workload import PoolWorkload, merged_pool, role_pool
 from schedlab.metrics.fragmentation import TargetWorkload
@@ -46,6 +47,8 @@ from schedlab.model.cluster import ClusterState
 from schedlab.model.instances import ROLE_CN, ROLE_HN, ServingInstances
 from schedlab.policies.api import PACK
 from schedlab.policies.wiring import PolicyChoice, build
+from schedlab.reproduce.checks import Reproduction, direction
+from schedlab.reproduce.context import StudyContext
 
 DISAGGREGATED, MONOLITHIC = "disaggregated", "monolithic"
 
@@ -69,6 +72,9 @@ class StudyConfig:
     nodes_needed: bool = True
     cpu_node: NodeShape = CPU_NODE
     gpu_node: NodeShape = GPU_NODE
+    #: ``servers``: ``cpu_node``/``gpu_node`` as given; ``trace``: both from the instances'
+    #: demand mix (:func:`~schedlab.experiments.prism_cluster.trace_shapes`).
+    shapes: str = "servers"
 
 
 @dataclass(frozen=True)
@@ -180,8 +186,10 @@ def run_study(
         "clusters": {},
     }
     rows = []
+    cpu_node, gpu_node = config.cpu_node, config.gpu_node
+    if config.shapes == "trace":
+        cpu_node, gpu_node = trace_shapes(cn, hn)
     for load in config.loads:
-        cpu_node, gpu_node = config.cpu_node, config.gpu_node
         cpu_nodes = nodes_for(cn.demand(), cpu_node, load)
         gpu_nodes = nodes_for(hn.demand(), gpu_node, load)
         mono = monolithic_shape(cpu_nodes, gpu_nodes, cpu_node, gpu_node)
@@ -200,7 +208,12 @@ def run_study(
                 if progress is not None:
                     progress(f"load {load:g}, {policy}, seed {seed}")
                 for architecture, parts in pools.items():
-                    row = {"load": load, "architecture": architecture, "policy": policy}
+                    row = {
+                        "shapes": config.shapes,
+                        "load": load,
+                        "architecture": architecture,
+                        "policy": policy,
+                    }
                     row |= _measure(parts, policy, seed, config.nodes_needed)
                     rows.append(row)
     return pd.DataFrame(rows), setup
@@ -250,13 +263,16 @@ def _measure(
 def comparison(table: pd.DataFrame) -> pd.DataFrame:
     """Per policy, means over seeds: fragmentation under each architecture and the change from
     monolithic to disaggregated, beside the paper's figures."""
-    keys = ["load", "policy", "architecture"]
+    keys = ["shapes", "load", "policy", "architecture"]
     means = table.groupby(keys, sort=False).mean(numeric_only=True)
     rows = []
-    for load, policy in dict.fromkeys(zip(table["load"], table["policy"], strict=True)):
-        d, m = means.loc[(load, policy, DISAGGREGATED)], means.loc[(load, policy, MONOLITHIC)]
+    points = zip(table["shapes"], table["load"], table["policy"], strict=True)
+    for shapes, load, policy in dict.fromkeys(points):
+        d = means.loc[(shapes, load, policy, DISAGGREGATED)]
+        m = means.loc[(shapes, load, policy, MONOLITHIC)]
         rows.append(
             {
+                "shapes": shapes,
                 "load": load,
                 "policy": policy,
                 "cpu_frag_mono_pct": m["cpu_frag_pct"],
@@ -280,3 +296,84 @@ def comparison(table: pd.DataFrame) -> pd.DataFrame:
 
 def _change(before: float, after: float) -> float:
     return 100.0 * (after - before) / before if before else math.nan
+
+
+# -- schedlab reproduce prism ---------------------------------------------------------------------
+
+#: The node-shape sets the study compares (see :mod:`schedlab.experiments.prism_cluster`).
+SHAPE_SETS = ("servers", "trace")
+
+
+@dataclass(frozen=True)
+class PrismTask:
+    """The study for one node-shape set and one load."""
+
+    trace: str
+    shapes: str
+    load: float
+    quick: bool
+
+
+def run_prism_task(task: PrismTask) -> tuple[list[dict[str, object]], dict[str, object]]:
+    """Every policy and seed of one (shape set, load): rows and the setup."""
+    from schedlab.traces.alibaba_2025 import read_alibaba_2025
+
+    config = StudyConfig(
+        seeds=(42,) if task.quick else (42, 43, 44),
+        loads=(task.load,),
+        app_stride=8 if task.quick else 1,
+        shapes=task.shapes,
+    )
+    table, setup = run_study(read_alibaba_2025(task.trace), config)
+    return table.to_dict("records"), setup
+
+
+def reproduce(ctx: StudyContext) -> Reproduction:
+    from schedlab.experiments.prism_report import figure
+    from schedlab.report.deadline_figures import markdown_table
+
+    result = Reproduction("prism", "Disaggregated DLRM serving", "Prism, NSDI '25")
+    trace = ctx.shared / "traces" / "alibaba-gpu-2025" / "disaggregated_DLRM_trace.csv"
+    loads = (0.9,) if ctx.quick else (0.9, 0.95)
+    tasks = [
+        PrismTask(str(trace), shapes, load, ctx.quick) for shapes in SHAPE_SETS for load in loads
+    ]
+    done = ctx.map(run_prism_task, tasks, f"{len(tasks)} (node shapes, load) studies")
+    table = pd.DataFrame([row for rows, _ in done for row in rows])
+    compare = comparison(table)
+    table.to_csv(ctx.out / "table.csv", index=False)
+    compare.to_csv(ctx.out / "comparison.csv", index=False)
+    figure(compare, ctx.out / "fragmentation.png")
+    for r in compare.to_dict("records"):
+        at = f"{r['shapes']} shapes, load {r['load']:g}, {r['policy']}"
+        result.checks.append(
+            direction(
+                f"{at}: CPU fragmentation, disaggregated against monolithic",
+                float(r["cpu_frag_change_pct"]),
+                PAPER_CPU_FRAG_CHANGE_PCT,
+            )
+        )
+        result.checks.append(
+            direction(
+                f"{at}: GPU fragmentation, disaggregated against monolithic",
+                float(r["gpu_frag_change_pct"]),
+                PAPER_GPU_FRAG_CHANGE_PCT,
+            )
+        )
+    shapes_seen = []
+    for (_, setup), task in zip(done, tasks, strict=True):
+        c = setup["clusters"][str(task.load)]  # type: ignore[index]
+        shapes_seen.append(
+            f"- {task.shapes}, load {task.load:g}: {c['cpu_nodes']:,} CPU + {c['gpu_nodes']:,} "
+            f"GPU nodes; " + "; ".join(c["node_shapes"])
+        )
+    setup = done[0][1]
+    result.tables.append(
+        (
+            f"{setup['instances']:,} instances at the concurrency peak ({setup['cn_instances']:,} "
+            f"CN, {setup['hn_instances']:,} HN; {setup['merged_instances']:,} monolithic after "
+            "merging). Fragmentation in % of the cluster's CPU or GPUs, means over seeds",
+            "\n".join(shapes_seen) + "\n\n" + markdown_table(compare, floats="{:.2f}"),
+        )
+    )
+    return result

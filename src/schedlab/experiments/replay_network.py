@@ -15,67 +15,14 @@ from schedlab.model.cluster import Cluster
 from schedlab.model.jobs import JobTable
 from schedlab.network.generators import parse_topology
 from schedlab.network.jobcomm import job_comm
-from schedlab.network.metrics import utilisation_by_tier
+from schedlab.network.metrics import utilisation_by_tier, window_mean
+from schedlab.network.options import check_routing, check_rule
 from schedlab.network.replay_state import BaseTime, NetworkModel
 from schedlab.network.routing import Routing
-from schedlab.network.sharing import DEFAULT_RULE, check_rule
 from schedlab.network.topology import SPINE, Topology, cluster_for
+from schedlab.network.topology_limits import unreachable_leaves
 from schedlab.perf.models import PerfModel, ThroughputTable, interpolate
 from schedlab.traces.formats import detect_format
-
-#: ``--net-routing`` choices: ``policy`` needs a network controller, which replay has not got.
-REPLAY_ROUTING = ("ecmp", "spray", "source")
-
-
-def check_routing(mode: str) -> str:
-    if mode not in REPLAY_ROUTING:
-        raise InputError(
-            f"unknown routing mode: field 'net_routing', value {mode!r} "
-            f"(known: {', '.join(REPLAY_ROUTING)})"
-        )
-    return mode
-
-
-#: ``--net-control`` choices: who decides paths (and, for ``crux``, priorities).
-NET_CONTROLS = ("ecmp", "spray", "crux")
-
-
-def resolve_net_control(
-    control: str | None, routing: str | None, sharing: str | None
-) -> tuple[str, str, str]:
-    """(control, routing, sharing) of a run from ``--net-control``, ``--net-routing`` and
-    ``--net-sharing`` as given (None = not given).
-
-    ``ecmp`` and ``spray`` are routings without a controller: the same as ``--net-routing`` with
-    that value, which may be given too only if it agrees. ``crux`` routes every cross-leaf flow
-    aggregate itself and sets priority levels, which the ``priority`` rule enforces: it refuses
-    any ``--net-routing`` and any ``--net-sharing`` but ``priority``. Without ``--net-control``
-    the routing is ``--net-routing`` (default ecmp), as before; the control is then "".
-    """
-    if control is None or control == "":
-        return "", check_routing(routing or "ecmp"), check_rule(sharing or DEFAULT_RULE)
-    if control not in NET_CONTROLS:
-        raise InputError(
-            f"unknown network control: field 'net_control', value {control!r} "
-            f"(known: {', '.join(NET_CONTROLS)})"
-        )
-    if control == "crux":
-        if routing is not None:
-            raise InputError(
-                f"'--net-control crux' chooses every path itself: drop '--net-routing {routing}'"
-            )
-        if sharing is not None and sharing != "priority":
-            raise InputError(
-                "'--net-control crux' enforces its levels with '--net-sharing priority' "
-                f"(got '--net-sharing {sharing}')"
-            )
-        return control, "ecmp", "priority"
-    if routing is not None and routing != control:
-        raise InputError(
-            f"'--net-control {control}' contradicts '--net-routing {routing}' "
-            "(--net-control ecmp|spray is that routing)"
-        )
-    return control, control, check_rule(sharing or DEFAULT_RULE)
 
 
 def topology_cluster(topology: str, cluster: Cluster | None) -> tuple[Topology, Cluster]:
@@ -85,6 +32,24 @@ def topology_cluster(topology: str, cluster: Cluster | None) -> tuple[Topology, 
     if topo.ocs is not None and not len(topo.fabric_src):
         topo = topo.with_circuits(static_circuits(topo))
     return topo, cluster_for(topo, cluster)
+
+
+def check_static_wiring(topo: Topology, spec: str, placement: object) -> None:
+    """Refuse an optical switch whose static wiring (:func:`static_circuits`) leaves hosts
+    unable to reach each other, unless the placement sets up each job's circuits itself (as
+    ocs-vclos does): the first job across two islands would have no route."""
+    if topo.ocs is None or getattr(placement, "needs_ocs", False):
+        return
+    apart = unreachable_leaves(topo.num_switches, topo.fabric_src, topo.fabric_dst, topo.host_leaf)
+    if apart is not None:
+        a, b = (topo.switch_names[s] for s in apart)
+        spines = int((topo.switch_level == SPINE).sum())
+        raise InputError(
+            f"the static OCS wiring of topology spec {spec!r} leaves leaf {b!r} unable to reach "
+            f"{a!r}: each leaf's {topo.ocs.leaf_ports} uplink ports are dealt round-robin over "
+            f"{spines} spines (make hosts_per_leaf × m at least 'spines', or place with a policy "
+            "that sets up circuits, such as ocs-vclos)"
+        )
 
 
 def static_circuits(topo: Topology) -> list[tuple[int, int]]:
@@ -109,13 +74,15 @@ MEASURED_TABLES_WITH_TOPOLOGY = (
 )
 
 
-def base_time(perf: PerfModel, jobs: JobTable, compute: BaseTime, builtin: bool) -> BaseTime:
+def base_time(perf: PerfModel, jobs: JobTable, compute: BaseTime, builtin: bool) -> BaseTime | None:
     """The iteration time a job's performance-model rate already assumes on n GPUs.
 
-    Trace durations are compute time (the trace's run time has no network in it): C. The builtin
-    scaling model's rate includes its own all-reduce term, which the network replaces: its own
-    iteration time 1/rate. Measured tables include a communication time the model cannot take
-    apart, so they are refused.
+    Trace durations are run times measured with the trace's own network: None, for the network
+    state's reference time (the job alone on a compact placement, see
+    :mod:`schedlab.network.reference`), so that alone there a job takes its trace duration. The
+    builtin scaling model's rate includes its own all-reduce term, which the network replaces:
+    its own iteration time 1/rate. Measured tables include a communication time the model cannot
+    take apart, so they are refused.
     """
     if isinstance(perf, ThroughputTable):
         if not builtin:
@@ -129,7 +96,7 @@ def base_time(perf: PerfModel, jobs: JobTable, compute: BaseTime, builtin: bool)
             return 1.0 / rate if rate > 0 else compute(job, gpus)
 
         return from_table
-    return compute
+    return None
 
 
 def _is_generic(trace: str, fmt: str | None) -> bool:
@@ -199,12 +166,15 @@ def add_series_columns(series: pd.DataFrame, record: ReplayRecord) -> pd.DataFra
     return out
 
 
-def _time_average(series: pd.DataFrame, column: str) -> float | None:
+def _time_average(series: pd.DataFrame, column: str | np.ndarray) -> float | None:
+    """Mean of a series column (or values aligned with the series) over the run's decision
+    points, first to last."""
     t = series["time"].to_numpy(dtype=np.float64)
     if len(t) < 2 or t[-1] <= t[0]:
         return None
-    v = series[column].to_numpy(dtype=np.float64)
-    return float((v[:-1] * np.diff(t)).sum() / (t[-1] - t[0]))
+    v = series[column].to_numpy(dtype=np.float64) if isinstance(column, str) else column
+    mean = window_mean(t, v, float(t[0]), float(t[-1]))
+    return mean if np.isfinite(mean) else None
 
 
 def _stats(values: np.ndarray) -> dict[str, float | None]:
@@ -247,9 +217,7 @@ def network_block(
         "routing": net.routing,
         "machines_used": _time_average(series, "machines_used"),
         "machine_frag_rate": _time_average(series, "machine_frag_rate"),
-        "machine_frag_share": _time_average(
-            pd.DataFrame({"time": series["time"], "v": net.ts_machine_frag_share}), "v"
-        ),
+        "machine_frag_share": _time_average(series, net.ts_machine_frag_share),
         "compute_util": _time_average(series, "compute_util"),
         "link_utilisation": utilisation_by_tier(net.topology, net.link_util_avg),
         "jct": _stats(jct),

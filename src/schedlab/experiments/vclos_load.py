@@ -10,8 +10,9 @@ or BERT). Communication follows RapidNetSim's ``gradient=share``: a job's share 
 alone (``comm_share.csv``, at the largest GPU count listed ≤ its size, else the smallest) sets
 its compute time C = (1 − s)·T^ref and its gradient bytes so that its collective alone takes
 s·T^ref on the packed reference placement (its GPUs on the lowest hosts of the ``vclos`` fabric,
-traffic spread evenly); T^ref = 1 s. The trace duration is the run time alone on that placement
-(``duration_is=isolated``), so a job runs duration · T/T^ref. No overlap.
+traffic spread evenly); T^ref = 1 s. The trace duration is the run time alone on that placement,
+which is how replay reads every trace duration under a network, so a job runs duration · T/T^ref.
+No overlap.
 
 Runs (FIFO without backfill): ``locality`` + worst-case sharing (electrical), ``vclos``,
 ``ocs-vclos`` on the ``ocs`` fabric, ``locality`` + isolated (ideal).
@@ -28,6 +29,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from schedlab.experiments.live_progress import reporter
 from schedlab.experiments.parallel import run_all
 from schedlab.experiments.replay_run import ReplaySpec, run_replay
 from schedlab.network.collectives import CommSpec
@@ -62,9 +64,17 @@ PUBLISHED = (
 )
 
 
+#: Job-size mixes: ``tpuv4`` (the spec's: LumosCore's TPU v4 size distribution, 32–512 GPUs,
+#: whole leaves or one leaf on the 64-GPU leaves of ``vclos``) and ``profiled`` (the GPU counts
+#: LumosCore's communication-share table profiles its small models at, 4–128 GPUs, drawn one
+#: row of ``comm_share.csv`` uniformly: 96 and 128 GPUs take 1.5 and 2 leaves, and small jobs
+#: leave leaves part-full, so multi-leaf jobs need spine sets over partly used leaves).
+MIXES = ("tpuv4", "profiled")
+
+
 @dataclass(frozen=True)
 class Setting:
-    """One load study: fabric sizes, job count, load points, seed."""
+    """One load study: fabric sizes, job count, load points, seed, size mix."""
 
     jobs: int = JOBS
     betas: tuple[float, ...] = (400.0, 320.0, 280.0, 241.0, 210.0)
@@ -73,16 +83,17 @@ class Setting:
     ocs: str = "ocs"
     size_cap: int = SIZE_CAP
     runs: tuple[tuple[str, str, str, str, str], ...] = RUNS
+    mix: str = "tpuv4"
 
 
-#: A quick setting a test runs in seconds: 32 leaves of 16 GPUs, 120 jobs of at most 64 GPUs,
-#: two load points.
+#: A quick setting a test runs in seconds: 8 leaves of 64 GPUs (the full fabric's leaves), 120
+#: jobs of at most 128 GPUs, two load points.
 QUICK = Setting(
     jobs=120,
-    betas=(1500.0, 600.0),
-    size_cap=64,
-    vclos="vclos:leaves=32,spines=16,hosts_per_leaf=4,g=4,m=4,nic_gbps=100",
-    ocs="ocs:leaves=32,spines=16,hosts_per_leaf=4,g=4,m=4,nic_gbps=100",
+    betas=(3000.0, 1500.0),
+    size_cap=128,
+    vclos="vclos:leaves=8,spines=16,hosts_per_leaf=16,g=4,m=4,nic_gbps=100",
+    ocs="ocs:leaves=16,spines=16,hosts_per_leaf=8,g=4,m=4,nic_gbps=100",
 )
 
 #: The group's published 4,096-GPU setting (64 leaves of 64 GPUs, 1,000 jobs, β = 2,000 s).
@@ -120,6 +131,30 @@ def share_of(shares: pd.DataFrame, model: str, collective: str, gpus: int) -> fl
     return float(values[i])
 
 
+#: Trace model names of the profiled mix's rows (ResNet-101 has no gradient size of its own here:
+#: its bytes come from its communication share like every job's, the name only labels it).
+PROFILED_MODELS = {
+    "VGG16": "vgg16",
+    "ResNet50": "resnet50",
+    "ResNet101": "resnet50",
+    "Bert": "bert",
+}
+
+
+def profiled_rows(shares: pd.DataFrame) -> pd.DataFrame:
+    """The rows of ``comm_share.csv`` with a GPU count (the small models' profiles)."""
+    rows = shares[shares["gpus"].notna() & shares["model"].isin(list(PROFILED_MODELS))]
+    return rows.reset_index(drop=True)
+
+
+def mean_size(shared: Path, mix: str, size_cap: int = SIZE_CAP) -> float:
+    """Expected GPUs of a job of ``mix`` (to set the profiled mix's arrival gaps)."""
+    if mix == "profiled":
+        return float(profiled_rows(comm_shares(shared))["gpus"].mean())
+    values, probs = size_table(shared)
+    return float((np.minimum(values, size_cap) * probs).sum())
+
+
 def job_kind(size: int, draw: float, pick: float) -> tuple[str, str, str, str]:
     """(model shown, collective, share model, share collective) for a job of ``size`` GPUs."""
     if pick < 0.5:
@@ -136,37 +171,54 @@ def job_kind(size: int, draw: float, pick: float) -> tuple[str, str, str, str]:
 
 
 def workload(
-    shared: Path, jobs: int, beta: float, seed: int, topo: Topology, size_cap: int = SIZE_CAP
+    shared: Path,
+    jobs: int,
+    beta: float,
+    seed: int,
+    topo: Topology,
+    size_cap: int = SIZE_CAP,
+    mix: str = "tpuv4",
 ) -> pd.DataFrame:
     """The study's jobs as schedlab's own trace columns (communication included)."""
     rng = np.random.default_rng([seed, int(beta * 1000)])
-    values, probs = size_table(shared)
-    sizes = np.minimum(rng.choice(values, size=jobs, p=probs), size_cap)
+    shares = comm_shares(shared)
+    if mix == "profiled":
+        rows = profiled_rows(shares)
+        picked = rows.iloc[rng.integers(len(rows), size=jobs)].reset_index(drop=True)
+        sizes = picked["gpus"].to_numpy(dtype=np.int64)
+    else:
+        values, probs = size_table(shared)
+        sizes = np.minimum(rng.choice(values, size=jobs, p=probs), size_cap)
     philly = read_jobs(shared / "traces" / "philly-adaptdl" / "philly.csv").jobs.duration
     lo, hi = DURATION_RANGE
     durations = np.round(np.clip(rng.choice(philly, size=jobs), lo, hi) / 100.0) * 100.0
     submit = np.cumsum(rng.exponential(beta, size=jobs))
     draw, pick = rng.random(jobs), rng.random(jobs)
-    shares = comm_shares(shared)
     calibrate = Calibration(topo)
     share_cache: dict[tuple[str, str, int], float] = {}
-    rows = []
+    out = []
     for i in range(jobs):
         n = int(sizes[i])
-        model, coll, share_model, share_coll = job_kind(n, float(draw[i]), float(pick[i]))
-        key = (share_model, share_coll, n)
-        if key not in share_cache:
-            parts = share_coll.split("+")
-            share_cache[key] = sum(share_of(shares, share_model, c, n) for c in parts)
-        s = share_cache[key]
+        if mix == "profiled":
+            row = picked.iloc[i]
+            model = PROFILED_MODELS[str(row["model"])]
+            coll = "hd" if n & (n - 1) == 0 else "ring"
+            s = float(row["share_of_runtime"])
+        else:
+            model, coll, share_model, share_coll = job_kind(n, float(draw[i]), float(pick[i]))
+            key = (share_model, share_coll, n)
+            if key not in share_cache:
+                parts = share_coll.split("+")
+                share_cache[key] = sum(share_of(shares, share_model, c, n) for c in parts)
+            s = share_cache[key]
         compute = (1.0 - s) * T_REF
-        rows.append(
+        out.append(
             {
                 "job_id": f"j{i}",
                 "submit_time": round(float(submit[i]), 3),
                 "num_gpus": n,
-                # run time alone on the reference placement = the drawn duration
-                "duration": float(durations[i]) * compute / T_REF,
+                # run time alone on the reference placement (replay's compact placement)
+                "duration": float(durations[i]),
                 "model_name": model,
                 "collective": coll,
                 "gradient_bytes": calibrate.bytes(coll, n, compute, s * T_REF),
@@ -176,7 +228,7 @@ def workload(
                 "comm_share": s,
             }
         )
-    return pd.DataFrame(rows)
+    return pd.DataFrame(out)
 
 
 class Calibration:
@@ -215,6 +267,7 @@ def offered_load(frame: pd.DataFrame, gpus: int) -> float:
 @dataclass(frozen=True)
 class Task:
     label: str
+    mix: str
     beta: float
     trace: str
     topology: str
@@ -238,7 +291,7 @@ def run_task(task: Task) -> dict[str, object]:
         net_routing=task.routing,
     )
     started, cpu = time.perf_counter(), time.process_time()
-    record = run_replay(spec)
+    record = run_replay(spec, progress=reporter(f"vclos/{task.mix}/{task.beta:g}/{task.label}"))
     wall, cpu = time.perf_counter() - started, time.process_time() - cpu
     submit = record.jobs.submit_time
     done = np.isfinite(record.end_time)
@@ -247,6 +300,7 @@ def run_task(task: Task) -> dict[str, object]:
     jrt = record.end_time[done] - record.first_start[done]
     net = record.network
     return {
+        "mix": task.mix,
         "run": task.label,
         "beta": task.beta,
         "load": round(task.load, 4),
@@ -275,14 +329,25 @@ def tasks_for(shared: Path, setting: Setting, trace_dir: Path) -> list[Task]:
     topo = parse_topology(setting.vclos)
     out = []
     for beta in setting.betas:
-        frame = workload(shared, setting.jobs, beta, setting.seed, topo, setting.size_cap)
-        path = trace_dir / f"jobs-beta{beta:g}.csv"
+        frame = workload(
+            shared, setting.jobs, beta, setting.seed, topo, setting.size_cap, setting.mix
+        )
+        path = trace_dir / f"jobs-{setting.mix}-beta{beta:g}.csv"
         frame.to_csv(path, index=False)
         load = offered_load(frame, topo.total_gpus)
         for label, fabric, placement, sharing, routing in setting.runs:
             spec = setting.vclos if fabric == "vclos" else setting.ocs
             task = Task(
-                label, beta, str(path), spec, placement, sharing, routing, setting.seed, load
+                label,
+                setting.mix,
+                beta,
+                str(path),
+                spec,
+                placement,
+                sharing,
+                routing,
+                setting.seed,
+                load,
             )
             out.append(task)
     return out
@@ -299,14 +364,23 @@ def run_study(
     rows = run_all(
         run_task, tasks, workers, on_done=on_done, slow_first=lambda t: t.label == "vclos"
     )
-    return pd.DataFrame(rows).sort_values(["beta", "run"], ascending=[False, True])
+    return sort_table(pd.DataFrame(rows))
+
+
+def sort_table(table: pd.DataFrame) -> pd.DataFrame:
+    """Mixes in :data:`MIXES` order, then load points by falling β, then runs by name."""
+    order = table["mix"].map({m: i for i, m in enumerate(MIXES)})
+    table = table.assign(_mix=order).sort_values(
+        ["_mix", "beta", "run"], ascending=[True, False, True]
+    )
+    return table.drop(columns="_mix").reset_index(drop=True)
 
 
 def compare(table: pd.DataFrame) -> pd.DataFrame:
     """Per load point: OCS-vClos JWT against vClos, OCS-vClos JCT against the ideal, vClos JCT
     against the electrical fabric (relative changes)."""
     out = []
-    for beta, group in table.groupby("beta", sort=False):
+    for (mix, beta), group in table.groupby(["mix", "beta"], sort=False):
         by = group.set_index("run")
 
         def get(run: str, col: str, by: pd.DataFrame = by) -> float:
@@ -317,6 +391,7 @@ def compare(table: pd.DataFrame) -> pd.DataFrame:
 
         out.append(
             {
+                "mix": mix,
                 "beta": beta,
                 "load": float(group["load"].iloc[0]),
                 "ocs_vs_vclos_jwt": rel(get("ocs-vclos", "avg_jwt"), get("vclos", "avg_jwt")),
@@ -334,20 +409,20 @@ def compare(table: pd.DataFrame) -> pd.DataFrame:
 
 def markdown(table: pd.DataFrame, rel: pd.DataFrame) -> str:
     lines = [
-        "| β s | load | run | avg JCT s | avg JWT s | avg JRT s | completed | CPU s |",
-        "|---|---|---|---|---|---|---|---|",
+        "| mix | β s | load | run | avg JCT s | avg JWT s | avg JRT s | completed | CPU s |",
+        "|---|---|---|---|---|---|---|---|---|",
     ]
     for _, r in table.iterrows():
         lines.append(
-            f"| {r['beta']:g} | {r['load']:.2f} | {r['run']} | {r['avg_jct']:,.0f} | "
+            f"| {r['mix']} | {r['beta']:g} | {r['load']:.2f} | {r['run']} | {r['avg_jct']:,.0f} | "
             f"{r['avg_jwt']:,.0f} | {r['avg_jrt']:,.0f} | {r['completed']}/{r['jobs']} | "
             f"{r.get('cpu_s', math.nan):.0f} |"
         )
     lines += [
         "",
-        "| β s | load | OCS-vClos JWT vs vClos | OCS-vClos JCT vs ideal | vClos JCT vs electrical "
-        "| ideal JCT vs electrical |",
-        "|---|---|---|---|---|---|",
+        "| mix | β s | load | OCS-vClos JWT vs vClos | OCS-vClos JCT vs ideal "
+        "| vClos JCT vs electrical | ideal JCT vs electrical |",
+        "|---|---|---|---|---|---|---|",
     ]
     for _, r in rel.iterrows():
         cells = [
@@ -359,27 +434,34 @@ def markdown(table: pd.DataFrame, rel: pd.DataFrame) -> str:
                 "ideal_vs_electrical_jct",
             )
         ]
-        lines.append(f"| {r['beta']:g} | {r['load']:.2f} | " + " | ".join(cells) + " |")
+        lines.append(
+            f"| {r['mix']} | {r['beta']:g} | {r['load']:.2f} | " + " | ".join(cells) + " |"
+        )
     lines += ["", f"Published direction [secondary]: {PUBLISHED}."]
     return "\n".join(lines) + "\n"
 
 
 def figure(table: pd.DataFrame, path: Path) -> None:
+    """Average JCT and JWT against offered load, one row of panels per size mix."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, axes = plt.subplots(1, 2, figsize=(10, 4))
-    for run, group in table.groupby("run", sort=False):
-        group = group.sort_values("load")
-        axes[0].plot(group["load"], group["avg_jct"] / 3600, marker="o", label=run)
-        axes[1].plot(group["load"], group["avg_jwt"] / 3600, marker="o", label=run)
-    for ax, what in zip(axes, ("average JCT (h)", "average JWT (h)"), strict=True):
-        ax.set_xlabel("offered load (GPU-time asked / GPU-time available)")
-        ax.set_ylabel(what)
-        ax.grid(alpha=0.3)
-    axes[0].legend()
+    mixes = list(dict.fromkeys(table["mix"]))
+    fig, axes = plt.subplots(len(mixes), 2, figsize=(10, 4 * len(mixes)), squeeze=False)
+    for row, mix in zip(axes, mixes, strict=True):
+        part = table[table["mix"] == mix]
+        for run, group in part.groupby("run", sort=False):
+            group = group.sort_values("load")
+            row[0].plot(group["load"], group["avg_jct"] / 3600, marker="o", label=run)
+            row[1].plot(group["load"], group["avg_jwt"] / 3600, marker="o", label=run)
+        for ax, what in zip(row, ("average JCT (h)", "average JWT (h)"), strict=True):
+            ax.set_xlabel("offered load (GPU-time asked / GPU-time available)")
+            ax.set_ylabel(what)
+            ax.set_title(f"{mix} sizes", fontsize=9)
+            ax.grid(alpha=0.3)
+        row[0].legend()
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     plt.close(fig)

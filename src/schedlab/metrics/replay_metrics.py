@@ -27,12 +27,13 @@ import numpy as np
 import pandas as pd
 
 from schedlab.errors import InputError
+from schedlab.metrics.timeline import step_integral, time_weighted_mean  # noqa: F401 (re-exported)
 
 #: Runtimes shorter than this count as this long in the bounded slowdown, so that a 1-second job
 #: that waited 1 minute does not dominate the mean with a slowdown of 60.
 DEFAULT_SLOWDOWN_FLOOR = 10.0
 
-STATUSES = ("completed", "unfinished", "rejected")
+STATUSES = ("completed", "unfinished", "rejected", "timeout")
 JOB_NUMERIC_COLUMNS = (
     "submit_time",
     "start_time",
@@ -133,34 +134,8 @@ def _quantile(values: np.ndarray, q: float) -> float | None:
     return _float(np.quantile(values, q)) if len(values) else None
 
 
-def step_integral(times: np.ndarray, values: np.ndarray, at: np.ndarray) -> np.ndarray:
-    """∫ from −∞ to each ``at`` of the step function the rows describe (0 before the first row).
-
-    Rows must be sorted by time (stably). Among rows at the same time the last one holds, since
-    each row is the state right after its decision. Exact, with no resampling: the integral is
-    piecewise linear, so it is evaluated at any point from the cumulative sums at breakpoints.
-    """
-    times = np.asarray(times, dtype=np.float64)
-    values = np.asarray(values, dtype=np.float64)
-    at = np.asarray(at, dtype=np.float64)
-    if len(times) == 0:
-        return np.zeros_like(at)
-    cum = np.concatenate(([0.0], np.cumsum(values[:-1] * np.diff(times))))
-    k = np.searchsorted(times, at, side="right") - 1
-    kc = np.maximum(k, 0)
-    return np.where(k < 0, 0.0, cum[kc] + values[kc] * (at - times[kc]))
-
-
 def _sorted_series(timeseries: pd.DataFrame) -> pd.DataFrame:
     return timeseries.sort_values("time", kind="stable")
-
-
-def time_weighted_mean(times: np.ndarray, values: np.ndarray, t0: float, t1: float) -> float | None:
-    """Mean of the step function over ``[t0, t1]``; None for an empty or zero-length window."""
-    if len(times) == 0 or not (t1 > t0):
-        return None
-    lo, hi = step_integral(times, values, np.array([t0, t1]))
-    return _float((hi - lo) / (t1 - t0))
 
 
 def utilization_series(timeseries: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
@@ -250,6 +225,8 @@ def summarize(
         "completed": int((status == "completed").sum()),
         "rejected": int((status == "rejected").sum()),
         "unfinished": int((status == "unfinished").sum()),
+        # runs killed at their time limit (only when some were)
+        **({"timeouts": int(n)} if (n := (status == "timeout").sum()) else {}),
         "users": len(users),
         "avg_jct": _mean(jct),
         "p50_jct": _quantile(jct, 0.50),

@@ -1,7 +1,10 @@
 """Network metrics as pure functions of given data (footprints, iteration times, timelines).
 
-Time averages take piecewise-constant timelines: ``values[i]`` holds over ``durations[i]``
-seconds. The engine will feed these from its event loop; here they only compute.
+One implementation per metric: the replay's network state computes machine fragmentation at each
+decision point with :func:`machine_fragmentation_at`, the same function the timeline forms below
+use, and studies average its series with :func:`window_mean` / :func:`machine_days`. Time
+averages take piecewise-constant timelines: ``values[i]`` holds over ``durations[i]`` seconds
+(or, for the series forms, from ``times[i]`` to the next time).
 """
 
 from __future__ import annotations
@@ -11,8 +14,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from schedlab.metrics.timeline import step_integral, time_weighted_mean
 from schedlab.network.footprint import Footprint
 from schedlab.network.topology import TIERS, Topology
+
+#: Seconds in a day (machine-days).
+DAY = 86_400.0
 
 
 @dataclass(frozen=True)
@@ -64,10 +71,15 @@ def job_metrics(
     )
 
 
+def titan_pair_bytes(cross_host_bytes: float | np.ndarray) -> float | np.ndarray:
+    """Titan's cross-machine count for halving-doubling from sender-side cross-host bytes: each
+    exchanging pair once per stage, i.e. half of them."""
+    return cross_host_bytes / 2
+
+
 def titan_pair_traffic(fp: Footprint) -> float:
-    """Titan's cross-machine count for halving-doubling: each exchanging pair once per stage,
-    i.e. half the sender-side bytes."""
-    return fp.cross_host_bytes / 2
+    """Titan's count of one iteration of a footprint (:func:`titan_pair_bytes`)."""
+    return float(titan_pair_bytes(fp.cross_host_bytes))
 
 
 def machines_used(busy_gpus: np.ndarray, durations: Sequence[float]) -> float:
@@ -76,23 +88,53 @@ def machines_used(busy_gpus: np.ndarray, durations: Sequence[float]) -> float:
     return time_average((np.asarray(busy_gpus) > 0).sum(axis=1), durations)
 
 
-def machine_fragmentation(
-    busy_gpus: np.ndarray, host_gpus: np.ndarray, durations: Sequence[float]
-) -> tuple[float, float]:
-    """(machine fragmentation rate, machine_frag_share), time-averaged.
+def machine_fragmentation_at(idle_on_active, cap_active, total_gpus):
+    """(rate, share) at one instant (scalars or arrays of instants).
 
     Rate: idle GPUs on non-idle hosts / all GPUs of non-idle hosts (0 when every host is idle);
     share: idle GPUs on non-idle hosts / all GPUs. Idle machines are not fragments.
     """
+    if np.isscalar(idle_on_active) and np.isscalar(cap_active):  # the replay's per-event call
+        return (
+            idle_on_active / cap_active if cap_active else 0.0,
+            idle_on_active / total_gpus if total_gpus else 0.0,
+        )
+    idle = np.asarray(idle_on_active, dtype=np.float64)
+    cap = np.asarray(cap_active, dtype=np.float64)
+    rate = np.divide(idle, cap, out=np.zeros_like(idle), where=cap > 0)
+    share = idle / total_gpus if total_gpus else np.zeros_like(idle)
+    return rate, share
+
+
+def machine_fragmentation(
+    busy_gpus: np.ndarray, host_gpus: np.ndarray, durations: Sequence[float]
+) -> tuple[float, float]:
+    """(machine fragmentation rate, machine_frag_share), time-averaged over intervals × hosts
+    of busy GPUs (see :func:`machine_fragmentation_at`)."""
     busy = np.asarray(busy_gpus, dtype=np.float64)
     cap = np.asarray(host_gpus, dtype=np.float64)[None, :]
     active = busy > 0
     idle_on_active = np.where(active, cap - busy, 0.0).sum(axis=1)
     cap_active = np.where(active, cap, 0.0).sum(axis=1)
-    rate = np.divide(
-        idle_on_active, cap_active, out=np.zeros_like(idle_on_active), where=cap_active > 0
-    )
-    return time_average(rate, durations), time_average(idle_on_active / cap.sum(), durations)
+    rate, share = machine_fragmentation_at(idle_on_active, cap_active, float(cap.sum()))
+    return time_average(rate, durations), time_average(share, durations)
+
+
+def window_mean(times: np.ndarray, values: np.ndarray, start: float, end: float) -> float:
+    """Mean of a step series (each value holds from its time to the next, the last one on)
+    over [start, end]: the common window placements are compared over (NaN if empty)."""
+    mean = time_weighted_mean(np.asarray(times), np.asarray(values), start, end)
+    return float("nan") if mean is None else mean
+
+
+def machine_days(times: np.ndarray, machines: np.ndarray, end: float) -> float:
+    """∫ machines in use dt from the first time to ``end``, in machine-days: what a placement
+    costs over the whole run, however long its tail."""
+    t = np.asarray(times, dtype=np.float64)
+    if not len(t):
+        return 0.0
+    lo, hi = step_integral(t, machines, np.array([t[0], end]))
+    return float(hi - lo) / DAY
 
 
 def compute_utilisation(

@@ -6,8 +6,9 @@ preemption, resize), then once per decision point asks :meth:`~NetworkState.sett
 speeds changed. Only then is the sharing solver run, on the jobs whose links changed; nothing here
 runs per flow or per round. A job's rate is its performance model's rate times ``base / T``:
 ``T`` is its iteration time under sharing and ``base`` the iteration time the performance model
-already assumes (the compute time C for trace durations, the builtin model's own iteration time
-for ``--throughputs builtin``).
+already assumes (for trace durations the job's iteration time alone on a compact placement, see
+:mod:`schedlab.network.reference`; the builtin model's own iteration time for ``--throughputs
+builtin``).
 
 The state also keeps what the network metrics need, incrementally: per-link utilisation and its
 time integral, compute utilisation, machines used and fragmentation, and per job the time
@@ -28,7 +29,9 @@ from schedlab.network.collectives import CommSpec
 from schedlab.network.crux_control import DEFAULT_LEVELS, CruxController, CruxJob, Path
 from schedlab.network.footprint import Footprint, cross_leaf_aggregates, footprint
 from schedlab.network.jobcomm import JobComm
+from schedlab.network.metrics import machine_fragmentation_at
 from schedlab.network.plan import NetPlan
+from schedlab.network.reference import ReferenceTimes
 from schedlab.network.reservation import Reservations
 from schedlab.network.routing import FlowKey, Routing
 from schedlab.network.sharing import DEFAULT_ALPHA, SharingSolver, iteration_time
@@ -46,7 +49,8 @@ class NetworkModel:
     rule: str
     routing: Routing
     comm: JobComm
-    base_time: BaseTime
+    #: None: trace run times, whose base is the reference iteration time (compact placement).
+    base_time: BaseTime | None
     alpha: float = DEFAULT_ALPHA
     #: ``crux``: a Crux controller sets paths and priority levels (``routing`` is then
     #: ``policy`` and ``rule`` ``priority``); empty: the routing alone decides paths.
@@ -89,6 +93,8 @@ class NetworkRecord:
     comm_share: np.ndarray
     cross_host_bytes: np.ndarray
     cross_leaf_bytes: np.ndarray
+    #: Sender-side cross-host bytes of one iteration on the job's last allocation (0: one host).
+    cross_host_per_iteration: np.ndarray
     net_slowdown: np.ndarray
     ts_machines_used: np.ndarray
     ts_machine_frag_rate: np.ndarray
@@ -113,6 +119,8 @@ class NetworkState:
         n = len(jobs)
         self.solver = SharingSolver(model.rule, model.alpha, private=topo.link_tier == TIER_INTRA)
         self.active: dict[int, _Active] = {}
+        # Trace run times: a job alone on a compact placement of the starting fabric keeps them.
+        self.reference = ReferenceTimes(topo, model.alpha) if model.base_time is None else None
         self.changed: dict[int, None] = {}  # started jobs not in the solver, to report at settle
         # Source routing: each job's paths are reserved at its start and released at its stop.
         self.reservations = Reservations() if model.routing.mode == "source" else None
@@ -138,6 +146,7 @@ class NetworkState:
         self.slow_int = np.zeros(n)  # ∫ T/T^iso dt
         self.xhost = np.zeros(n)  # ∫ cross-host bytes per iteration / T dt
         self.xleaf = np.zeros(n)
+        self.xhost_iter = np.zeros(n)  # cross-host bytes per iteration, last allocation
         # Links.
         self.tier = topo.link_tier
         self.util = np.zeros(topo.num_links)
@@ -196,10 +205,15 @@ class NetworkState:
             shared = False
         t_iso = iteration_time(spec, fp.comm_time(m.alpha))
         hosts = tuple((node, len(slots)) for node, slots in allocation)
+        if m.base_time is not None:
+            base = m.base_time(job, gpus)
+        else:
+            assert self.reference is not None
+            base = self.reference.iteration_time(spec, gpus)
         act = _Active(
             fp,
             spec,
-            m.base_time(job, gpus),
+            base,
             gpus,
             hosts,
             links,
@@ -216,6 +230,7 @@ class NetworkState:
         else:
             self.changed[job] = None
         self.hosts[job], self.leaves[job] = fp.hosts, fp.leaves
+        self.xhost_iter[job] = fp.cross_host_bytes
         self.collective[job] = spec.collective
         for node, count in hosts:
             if count == 0:
@@ -309,9 +324,11 @@ class NetworkState:
             self.t0 = now
         ts = self.ts
         ts["machines"].append(self.hosts_active)
-        idle = self.cap_active - self.busy_total
-        ts["frag_rate"].append(idle / self.cap_active if self.cap_active else 0.0)
-        ts["frag_share"].append(idle / self.total_gpus if self.total_gpus else 0.0)
+        rate, share = machine_fragmentation_at(
+            self.cap_active - self.busy_total, self.cap_active, self.total_gpus
+        )
+        ts["frag_rate"].append(rate)
+        ts["frag_share"].append(share)
         ts["compute"].append(max(0.0, self.compute_sum) / self.total_gpus)
         for name, values in self.ts_tier.items():
             i = TIERS.index(name)
@@ -340,6 +357,7 @@ class NetworkState:
             comm_share=share,
             cross_host_bytes=np.where(ran, self.xhost, np.nan),
             cross_leaf_bytes=np.where(ran, self.xleaf, np.nan),
+            cross_host_per_iteration=self.xhost_iter,
             net_slowdown=slow,
             ts_machines_used=np.asarray(self.ts["machines"], dtype=np.int64),
             ts_machine_frag_rate=np.asarray(self.ts["frag_rate"]),

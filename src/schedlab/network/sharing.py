@@ -9,6 +9,23 @@ by Jacobi rounds (damped when the change grows).
 jobs sharing a link with it; :meth:`SharingSolver.solve` iterates only those, the rest frozen.
 Everything inside a round is numpy over a job × link incidence, so thousands of jobs on thousands
 of links solve in milliseconds per round.
+
+Two refinements keep ``random-phase`` honest where links are crowded; both leave the spec's
+formula exactly as it is where a link is its jobs' bottleneck and below capacity (the worked
+examples):
+
+- *Bursts on links that are not the bottleneck.* A job's share u of a phase on link l (its
+  seconds there over the phase's time alone) below 1 means l alone does not pace the phase; it
+  does when enough others transmit at once. With m others active (each active with probability
+  p_k = seconds of k's phases using l / T_k, m binomial with their mean) the phase's term on l is
+  τ·E[max(1, (m + 1)·u)]; for u = 1 that is τ·(1 + Σ p_k), the spec's rule.
+- *Capacity.* Σ_k φ_{k,l} is the link's long-run utilisation and cannot exceed 1; the rules'
+  fixed points can (four communication-bound jobs on one link: random-phase σ ≈ 2.3 where each
+  gets a quarter of it). A per-link multiplier, raised while the utilisation is above 1 and
+  lowered back towards 1 when it is below, stretches the link's σ until the link is exactly
+  full, never beyond worst-case (σ = n). ``interleaved`` (CASSINI's ideal) is left unbounded:
+  it is the optimistic end of the rules' order interleaved ≤ random-phase ≤ worst-case, and at
+  saturation it is below what capacity allows.
 """
 
 from __future__ import annotations
@@ -21,36 +38,25 @@ import numpy as np
 from schedlab.errors import InputError
 from schedlab.network.collectives import CommSpec
 from schedlab.network.footprint import Footprint
+from schedlab.network.options import DEFAULT_RULE, check_rule
+from schedlab.network.options import RULES as RULES  # where the rules were always found
 
 #: Undamped Jacobi rounds allowed before a slowly shrinking change turns damping on.
 SLOW_ROUNDS = 8
 
-RULES: tuple[str, ...] = (
-    "isolated",
-    "random-phase",
-    "worst-case",
-    "maxmin",
-    "interleaved",
-    "priority",
-)
-#: The rule used when none is given.
-DEFAULT_RULE = "random-phase"
 #: Per-step latency α, seconds (ours).
 DEFAULT_ALPHA = 10e-6
 #: Floor of the bandwidth share left to a lower priority level.
 PRIORITY_EPS = 0.05
 PROPAGATE = ("affected", "component")
+#: Rules bounded by link capacity (see the module's docstring).
+CAPACITY_BOUNDED = ("random-phase",)
+#: Largest number of other active jobs the burst term counts exactly (beyond it the link is so
+#: far below its own share that the term is bounded by Jensen's inequality instead).
+BURST_TERMS = 16
 #: A solve whose links number more than 1/SCAN_RATIO of all jobs' shared links finds the jobs
 #: beside it by scanning every job rather than through each link's users.
 SCAN_RATIO = 8
-
-
-def check_rule(rule: str) -> str:
-    if rule not in RULES:
-        raise InputError(
-            f"unknown sharing rule: field 'net-sharing', value {rule!r} (known: {', '.join(RULES)})"
-        )
-    return rule
 
 
 def iteration_time(spec: CommSpec, comm: float) -> float:
@@ -71,6 +77,8 @@ class _Job:
     shared: np.ndarray  # the links other jobs may use too (indexed in link_jobs)
     entry_pos: np.ndarray  # per footprint entry, the position of its link in ``links``
     phase_starts: np.ndarray  # first footprint entry of every non-empty phase
+    active: np.ndarray  # per link: Σ of the alone times τ_t of the phases that use it
+    share: np.ndarray  # per footprint entry: its seconds / its phase's τ_t (≤ 1)
     speed: float = 1.0  # max-min share v
 
 
@@ -126,6 +134,10 @@ class SharingSolver:
         own = np.ones(len(links), dtype=bool) if self.private is None else ~self.private[links]
         shared = links[own]
         ptr = fp.phase_ptr
+        entry_pos = np.searchsorted(links, fp.links).astype(np.int64)
+        tau = np.repeat(fp.phase_times(), np.diff(ptr))  # each entry's phase time alone
+        with np.errstate(divide="ignore", invalid="ignore"):
+            share = np.where(tau > 0, fp.seconds / np.where(tau > 0, tau, 1.0), 1.0)
         self.jobs[key] = _Job(
             fp,
             spec,
@@ -136,8 +148,10 @@ class SharingSolver:
             t_iso,
             d0,
             shared,
-            entry_pos=np.searchsorted(links, fp.links).astype(np.int64),
+            entry_pos=entry_pos,
             phase_starts=ptr[np.flatnonzero(np.diff(ptr) > 0)].astype(np.int64),
+            active=np.bincount(entry_pos, tau, len(links)),
+            share=np.minimum(share, 1.0),
         )
         if len(links):
             self._grow_map(int(links[-1]) + 1)
@@ -238,7 +252,7 @@ class SharingSolver:
                 damped = True
             t = (t + f) / 2 if damped else f
             prev_change = change
-            if change < self.tol or self.rule == "worst-case":
+            if (change < self.tol and problem.settled) or self.rule == "worst-case":
                 break
         for j, tj, dj in zip(jobs, t.tolist(), d.tolist(), strict=True):
             j.t, j.d = tj, dj
@@ -313,6 +327,7 @@ class _Problem:
     inc_job: np.ndarray  # incidence over B × L: job (0..|B|), link (local), load
     inc_link: np.ndarray
     inc_load: np.ndarray
+    inc_active: np.ndarray  # per incidence entry: the job's active seconds on the link
     num_links: int
     level: np.ndarray  # priority level index per B job
     num_levels: int
@@ -322,12 +337,17 @@ class _Problem:
     e_sec: np.ndarray
     e_inc: np.ndarray
     e_job: np.ndarray
+    e_share: np.ndarray  # per phase entry of A: its seconds / its phase's time alone
     phase_start: np.ndarray  # first entry of every non-empty phase
     phase_job: np.ndarray
     steps: np.ndarray
     compute: np.ndarray
     overlap: np.ndarray
     penalty: np.ndarray
+    #: Per local link, the capacity multiplier of the bounded rules (1: below capacity).
+    mult: np.ndarray | None = None
+    #: False while a capacity multiplier is still moving (the solve must go on).
+    settled: bool = True
 
     @classmethod
     def build(cls, solver: SharingSolver, keys: list[Hashable]) -> _Problem:
@@ -343,11 +363,13 @@ class _Problem:
         # Each job's links are ascending, so the incidence comes out sorted by (job, link).
         b_links = np.concatenate([j.links for j in b_jobs])
         b_load = np.concatenate([j.load for j in b_jobs])
+        b_active = np.concatenate([j.active for j in b_jobs])
         b_size = np.array([len(j.links) for j in b_jobs], dtype=np.int64)
         b_owner = np.repeat(np.arange(len(b_jobs)), b_size)
         pos = local[b_links]
         ok = pos >= 0
         ij, il, iw = b_owner[ok].astype(np.int64), pos[ok], b_load[ok]
+        ia = b_active[ok]
         # A's jobs come first and all their links are among ``links``: job i's incidence
         # entries are its own links, from the sum of the earlier A jobs' link counts on.
         a_ends = np.cumsum(b_size[: len(a_jobs)])
@@ -372,6 +394,7 @@ class _Problem:
             inc_job=ij,
             inc_link=il,
             inc_load=iw,
+            inc_active=ia,
             num_links=len(links),
             level=level_idx.astype(np.int64),
             num_levels=len(uniq),
@@ -381,12 +404,14 @@ class _Problem:
             e_sec=np.concatenate([j.fp.seconds for j in a_jobs]),
             e_inc=e_inc,
             e_job=ej,
+            e_share=np.concatenate([j.share for j in a_jobs] + [np.zeros(0)]),
             phase_start=starts + np.repeat(offsets, counts),
             phase_job=np.repeat(np.arange(len(a_jobs)), counts).astype(np.int64),
             steps=np.array([j.fp.steps for j in a_jobs], dtype=np.float64),
             compute=np.array([j.spec.compute for j in a_jobs]),
             overlap=np.array([j.spec.overlap for j in a_jobs]),
             penalty=np.array([j.spec.penalty for j in a_jobs]),
+            mult=np.ones(len(links)) if solver.rule in CAPACITY_BOUNDED else None,
         )
 
     def slowdown(self, t_a: np.ndarray) -> np.ndarray:
@@ -406,11 +431,34 @@ class _Problem:
             return (1.0 + same) / np.maximum(PRIORITY_EPS, 1.0 - above[q, self.e_link])
         # σ per incidence entry of A (one per job and link), then per phase entry: a job's
         # phases repeat its links.
-        total = np.bincount(self.inc_link, phi, self.num_links)[self.a_link]
+        total = np.bincount(self.inc_link, phi, self.num_links)
         if self.rule == "interleaved":
-            return np.maximum(1.0, total)[self.e_inc]
-        own = phi[: len(self.a_link)]
-        return np.minimum(self.a_users, 1.0 + total - own)[self.e_inc]  # random-phase
+            return np.maximum(1.0, total[self.a_link])[self.e_inc]
+        return self._bounded(self._random_phase(t), total)
+
+    def _random_phase(self, t: np.ndarray) -> np.ndarray:
+        """Per phase entry of A: E[max(1, (m + 1)·u)] / u, m the other jobs active on the link
+        (binomial over the n − 1 others with their mean probability); 1 + Σ p_k where u = 1."""
+        p = np.minimum(1.0, self.inc_active / t[self.inc_job])
+        lam = np.bincount(self.inc_link, p, self.num_links)[self.a_link] - p[: len(self.a_link)]
+        lam = np.maximum(lam, 0.0)[self.e_inc]
+        sigma = 1.0 + lam
+        u = self.e_share
+        part = np.flatnonzero(u < 1.0 - 1e-12)
+        if len(part):
+            sigma[part] = _burst(u[part], lam[part], self.a_users[self.e_inc[part]] - 1.0)
+        return sigma
+
+    def _bounded(self, sigma: np.ndarray, total: np.ndarray) -> np.ndarray:
+        """σ with the capacity multiplier of each link (moved by this round's utilisation),
+        never above n."""
+        if self.mult is None:
+            return sigma
+        before = self.mult
+        users = np.bincount(self.inc_link, minlength=self.num_links)
+        self.mult = np.clip(before * total, 1.0, np.maximum(users, 1.0))
+        self.settled = bool(np.all(np.abs(self.mult - before) <= 1e-6 * before))
+        return np.minimum(sigma * self.mult[self.e_link], self.a_users[self.e_inc])
 
     def apply(self, t_a: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(D, F(T)) of A's jobs."""
@@ -422,6 +470,25 @@ class _Problem:
             d = np.zeros(self.n_a)
         d = d + self.alpha * self.steps
         return d, self.compute + self.penalty + np.maximum(0.0, d - self.overlap * self.compute)
+
+
+def _burst(u: np.ndarray, lam: np.ndarray, others: np.ndarray) -> np.ndarray:
+    """E[max(1, (m + 1)·u)] / u for m ~ Binomial(others, lam/others), entry by entry.
+
+    = (1 + λ) + Σ_{m : (m+1)u < 1} P(m)·(1 − (m + 1)·u) / u; the sum runs over at most
+    :data:`BURST_TERMS` values of m, and the result is kept ≥ max(1/u, 1 + λ) (Jensen).
+    """
+    n = np.maximum(others, 0.0)
+    q = np.where(n > 0, np.minimum(lam / np.where(n > 0, n, 1.0), 1.0 - 1e-12), 0.0)
+    pm = (1.0 - q) ** n  # P(m = 0)
+    extra = np.zeros_like(u)
+    for m in range(BURST_TERMS):
+        gap = 1.0 - (m + 1) * u
+        if not (gap > 0).any():
+            break
+        extra += pm * np.maximum(gap, 0.0)
+        pm = pm * np.maximum(n - m, 0.0) / (m + 1) * q / (1.0 - q)
+    return np.maximum(np.maximum(1.0 / u, 1.0 + lam), 1.0 + lam + extra / u)
 
 
 def iteration_times(

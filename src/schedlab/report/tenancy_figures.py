@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
-from schedlab.report.pack_figures import PALETTE  # also sets the Agg backend
+from schedlab.report.colours import COLOURS as PALETTE  # queues: the policies' colour list
 
 if TYPE_CHECKING:
     from schedlab.report.html_report import Run
@@ -54,7 +54,7 @@ def tenancy_figure(
     folder: Path, recorder: TenancyRecorder, timeline: pd.DataFrame, end: float
 ) -> list[Path]:
     """Write F1 as ``tenancy.png`` and ``tenancy.svg`` under ``folder``."""
-    import matplotlib.pyplot as plt
+    from schedlab.report.mpl import plt  # the Agg backend, set up once
 
     folder.mkdir(parents=True, exist_ok=True)
     tree = recorder.tree

@@ -50,6 +50,7 @@ HORIZON = 24 * 3600.0
 class GreenFlow(CarbonAware, SchedulingPolicy):
     name = "greenflow"
     summary = "least mean JCT under a carbon budget: GPU count and power limit per job per slot"
+    elastic = True  # it sizes every job itself
     engines = REPLAY_ONLY
     stateful = True
     preemptive = True
