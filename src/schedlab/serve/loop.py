@@ -49,8 +49,9 @@ from schedlab.serve.queue_view import build_queue, write_queue
 from schedlab.serve.reasons import waiting_reason
 from schedlab.serve.slurm_state import JobInfo, NodeInfo, partition_jobs, read_nodes
 from schedlab.serve.topology import ServeTopology
+from schedlab.tenancy.live import JOB_ATTRIBUTES, LiveTenancy
 from schedlab.tenancy.replay import TenancySpec
-from schedlab.tenancy.serve import tenancy_record, wrap_live
+from schedlab.tenancy.serve import read_associations, tenancy_record, wrap_live
 
 Record = dict[str, Any]
 
@@ -232,7 +233,23 @@ class ServeLoop:
         self.cycle_no = 0
         self.stop_reason: str | None = None
         self._policy_state = saved_policy_state(journal.path, self._identity())
+        #: The queues and each job's queue, when a share policy wraps the ordering.
+        self.tenancy: LiveTenancy | None = None
         self._repeats: tuple[set[str], set[str]] = (set(), set())  # (last cycle's, this one's)
+
+    def wrap_tenancy(
+        self,
+        associations: Callable[[], str] | None = None,
+        attributes: tuple[str, ...] = JOB_ATTRIBUTES,
+        default_key: tuple[str, ...] = ("account",),
+    ) -> LiveTenancy | None:
+        """Put the share policy of ``config.tenancy`` around the served ordering (None: no
+        tenancy). Each engine says what its jobs offer as tenant keys; Slurm may also read its
+        associations for the tree."""
+        spec = getattr(self.config, "tenancy", None)
+        if spec is None:
+            return None
+        return wrap_live(spec, self.policies, associations, attributes, default_key)
 
     def _identity(self) -> Record:
         """What makes journaled policy state this server's to take back."""
@@ -301,7 +318,9 @@ class Server(ServeLoop):
         super().__init__(config, journal, clock)
         if config.shadow:
             client = ShadowSlurm(client)
-        self.tenancy = wrap_live(config.tenancy, self.policies, client, config.associations)
+        self.tenancy = self.wrap_tenancy(
+            (lambda: read_associations(client)) if config.associations else None
+        )
         self.client = client
         self.sleep = sleep
         self.applier = Applier(client, self._stamp, self._sink)

@@ -1,4 +1,9 @@
-"""Tenancy on a live Slurm cluster: queues from the accounting tree, jobs by their account.
+"""Tenancy on a live cluster: the queue tree, and every cycle each job's queue from its attributes.
+
+Slurm: queues from the accounting tree, jobs by their account (or user, partition). Kubernetes:
+queues from the queue file, a pod's queue from its ``kueue.x-k8s.io/queue-name``,
+``kai.scheduler/queue`` or ``schedlab.io/queue`` label, else its namespace (attributes ``queue``
+and ``namespace``).
 
 A queue is a Slurm association ``(account, user)``: ``sacctmgr -nP show assoc format=
 Cluster,Account,User,Partition,ParentName,Fairshare,GrpTRES,QOS`` gives the account tree
@@ -14,7 +19,7 @@ a queue under the ``unknown_tenant`` rule), so the share policy decides on the l
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 
 import numpy as np
@@ -32,8 +37,10 @@ SACCTMGR_ARGV = [
     "assoc",
     "format=Cluster,Account,User,Partition,ParentName,Fairshare,GrpTRES,QOS",
 ]
-#: The attributes a live job offers for ``tenant_key`` and ``match``.
+#: The attributes a live Slurm job offers for ``tenant_key`` and ``match``.
 JOB_ATTRIBUTES = ("account", "user", "partition")
+#: The attributes a Kubernetes job (a pod or a gang) offers, and the default key.
+KUBE_ATTRIBUTES = ("queue", "namespace")
 
 
 def _gpu_limit(tres: str, where: str) -> float | None:
@@ -113,34 +120,51 @@ def merge(associations: Sequence[QueueSpec], config: TenancyConfig) -> TenancyCo
 
 
 class LiveTenancy:
-    """The tenancy of a live partition, refreshed from the jobs every cycle."""
+    """The tenancy of a live cluster, refreshed from the jobs every cycle.
 
-    def __init__(self, config: TenancyConfig, associations: Sequence[QueueSpec] = ()) -> None:
+    ``attributes``: what the engine's jobs offer for ``tenant_key`` and ``match``;
+    ``default_key``: the key when the queue file gives none."""
+
+    def __init__(
+        self,
+        config: TenancyConfig,
+        associations: Sequence[QueueSpec] = (),
+        attributes: Sequence[str] = JOB_ATTRIBUTES,
+        default_key: Sequence[str] = ("account",),
+    ) -> None:
         if associations:
             config = merge(associations, config)
             key = config.tenant_key or ("account", "user")
         else:
-            key = config.tenant_key or ("account",)
-        bad = [k for k in key if k not in JOB_ATTRIBUTES]
+            key = config.tenant_key or tuple(default_key)
+        bad = [k for k in key if k not in attributes]
         if bad:
             raise InputError(
                 f"{config.source}: tenant_key {bad[0]!r} is not a live job attribute "
-                f"({', '.join(JOB_ATTRIBUTES)})"
+                f"({', '.join(attributes)})"
             )
         self.config = replace(config, tenant_key=tuple(key))
+        self.attributes = tuple(attributes)
         tree, _ = assign(self.config, {k: np.zeros(0, dtype=object) for k in key}, np.zeros(0))
         self.tenancy = Tenancy(self.config, tree, np.zeros(0, dtype=np.int64))
 
     def refresh(self, infos: Sequence[JobInfo]) -> Tenancy:
-        """Map the snapshot's jobs (``infos``, in snapshot order) to queues, in place."""
-        attrs = {
-            "account": np.asarray([i.account for i in infos], dtype=object),
-            "user": np.asarray([i.user for i in infos], dtype=object),
-            "partition": np.asarray([i.partition for i in infos], dtype=object),
-        }
-        ids = np.asarray([str(i.job_id) for i in infos], dtype=object)
-        tree, leaf_of = assign(self.config, attrs, ids, where="slurm")
+        """Map a Slurm snapshot's jobs (``infos``, in snapshot order) to queues, in place."""
+        return self.refresh_jobs(
+            [str(i.job_id) for i in infos],
+            {
+                "account": [i.account for i in infos],
+                "user": [i.user for i in infos],
+                "partition": [i.partition for i in infos],
+            },
+        )
+
+    def refresh_jobs(self, ids: Sequence[str], attrs: Mapping[str, Sequence[str]]) -> Tenancy:
+        """Map jobs (``ids``, in snapshot order, with their ``attrs``) to queues, in place."""
+        columns = {k: np.asarray(list(v), dtype=object) for k, v in attrs.items()}
+        id_arr = np.asarray(list(ids), dtype=object)
+        tree, leaf_of = assign(self.config, columns, id_arr, where="live jobs")
         self.tenancy.tree = tree
         self.tenancy.leaf_of = leaf_of
-        self.tenancy.by_id = dict(zip(ids.tolist(), leaf_of.tolist(), strict=True))
+        self.tenancy.by_id = dict(zip(id_arr.tolist(), leaf_of.tolist(), strict=True))
         return self.tenancy

@@ -149,7 +149,8 @@ class TenantScheduler(SchedulingPolicy):
         last = self._after
         if last is not None and last[0] == snap.now:
             st, fair = last[1], last[2]
-        else:
+        else:  # no decision at this time (a status read): queue the pending jobs first
+            self._sync(snap, set())
             st = self._state(snap)
             fair = self.share.shares(st)
         extra = self.share.status(st, fair)

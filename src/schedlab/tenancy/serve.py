@@ -1,4 +1,6 @@
-"""Tenancy in ``schedlab serve slurm``: the share policy around the served ordering.
+"""Tenancy in ``schedlab serve slurm`` and ``serve kubernetes``: the share policy around the
+served ordering, put there by the serve loop every engine shares
+(:class:`schedlab.serve.loop.ServeLoop`).
 
 How it coexists with Slurm's own priority: schedlab's jobs are held from submission until
 schedlab releases them onto the nodes its policy chose, so Slurm's multifactor priority (and
@@ -7,17 +9,30 @@ accounts their usage (``sshare`` keeps counting), its limits still apply to a re
 (a job kept back by an association limit is reported, not forced), and jobs outside
 schedlab's partition are Slurm's alone. A reclaim is a requeue (``scontrol requeuehold``),
 as every preemption of serve: a checkpointing job resumes, others start again.
+
+On Kubernetes only schedlab binds the pods that name it (``spec.schedulerName``), so the share
+policy decides which of them start; the queues come from the queue file and a pod's queue from
+its labels or namespace (:mod:`schedlab.tenancy.live`). A reclaim is an eviction (the Eviction
+API, disruption budgets respected, ``--grace``), as every preemption of ``serve kubernetes``:
+the pod's controller makes it again and it waits in its queue. schedlab must not act on pods a
+Kueue or KAI controller manages: those name their own scheduler, never schedlab's.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from schedlab.errors import InputError
 from schedlab.policies.ordering.queue_scheduler import QueueScheduler
 from schedlab.policies.wiring import Policies
 from schedlab.serve.client import SlurmError
-from schedlab.tenancy.live import SACCTMGR_ARGV, LiveTenancy, association_specs
+from schedlab.tenancy.live import (
+    JOB_ATTRIBUTES,
+    SACCTMGR_ARGV,
+    LiveTenancy,
+    association_specs,
+)
 from schedlab.tenancy.registry import make_share_policy
 from schedlab.tenancy.replay import TenancySpec, config_of
 from schedlab.tenancy.scheduler import TenantScheduler
@@ -38,10 +53,17 @@ def read_associations(client: Any) -> str:
 
 
 def wrap_live(
-    spec: TenancySpec, policies: Policies, client: Any, associations: bool
+    spec: TenancySpec,
+    policies: Policies,
+    associations: Callable[[], str] | None = None,
+    attributes: Sequence[str] = JOB_ATTRIBUTES,
+    default_key: Sequence[str] = ("account",),
 ) -> LiveTenancy | None:
-    """Put the share policy around the served scheduler (None: no tenancy)."""
-    if not spec.enabled and not associations:
+    """Put the share policy around the served scheduler (None: no tenancy).
+
+    ``associations``: reads Slurm's association list (``--associations``; None: not asked
+    for); ``attributes`` and ``default_key``: what the engine's jobs offer as tenant keys."""
+    if not spec.enabled and associations is None:
         return None
     if not spec.enabled:
         raise InputError("'--associations' needs '--tenancy POLICY' or '--queues FILE'")
@@ -54,8 +76,8 @@ def wrap_live(
     if inner.backfill:
         raise InputError("'--backfill' does not combine with tenancy (queues are best-effort)")
     config = config_of(spec)
-    assoc = association_specs(read_associations(client)) if associations else []
-    live = LiveTenancy(config, assoc)
+    assoc = association_specs(associations()) if associations is not None else []
+    live = LiveTenancy(config, assoc, attributes, default_key)
     share = make_share_policy(
         live.config.policy, live.config.params.get(live.config.policy), live.config.source
     )
