@@ -6,7 +6,8 @@ quotas were never published, so each VC's deserved GPUs are ⌊its share of the 
 cluster GPUs⌋ (``derive_deserved = "demand-share"``, marked synthetic). Every policy runs fifo
 inside each queue with bestfit placement; ``none`` is the same replay without tenancy (one
 queue). There is no published figure to match: the table compares the policies with each other
-(``published`` and ``verdict`` stay empty).
+(``published`` and ``verdict`` stay empty). The run without tenancy is judged on the same VC
+queues and quotas, from what its jobs held and asked for (:func:`one_queue_fairness`).
 
 Measures per policy (see :mod:`schedlab.tenancy.metrics`): Jain's index of held / entitled over
 the VCs, unfairness, the largest share of waiting time a VC spent below its deserved quota,
@@ -24,8 +25,9 @@ import pandas as pd
 
 from schedlab.experiments.replay_run import ReplaySpec, jobs_frame, run_replay
 from schedlab.model.jobs import JobTable
+from schedlab.tenancy.metrics import fairness, observed_timeline
 from schedlab.tenancy.registry import NONE, share_policy_names
-from schedlab.tenancy.replay import TenancySpec, summarize
+from schedlab.tenancy.replay import TenancySpec, build_tenancy, summarize
 from schedlab.traces.cluster_spec import parse_cluster_spec
 from schedlab.traces.formats import read_jobs
 
@@ -90,11 +92,38 @@ def run_policy(
             reclaims=s["reclaims"],
             reclaims_per_hour=s["reclaims"] / hours if hours == hours else None,
         )
-    else:
+    else:  # one queue: judged on the VCs' queues by the same measures
+        fair = one_queue_fairness(trace, jobs, frame, cluster, end)
         row.update(
-            jain=None, unfairness=None, starved_share_max=None, reclaims=0, reclaims_per_hour=0.0
+            jain=fair["jain"],
+            unfairness=fair["unfairness"],
+            starved_share_max=max(
+                (v for v in fair["starved_share"].values() if v is not None), default=None
+            ),
+            reclaims=0,
+            reclaims_per_hour=0.0,
         )
     return row
+
+
+def one_queue_fairness(
+    trace: Path, jobs: JobTable, frame: pd.DataFrame, cluster: str, end: float
+) -> dict[str, object]:
+    """The tenancy measures of a run without tenancy, over the queues (and demand-derived
+    quotas) the share policies get: what each VC held and asked for, from its jobs."""
+    spec = TenancySpec("kai", derive_deserved="demand-share")  # the policy does not matter
+    total = parse_cluster_spec(cluster)
+    _, tenancy = build_tenancy(spec, jobs, total, str(trace), "philly")
+    timeline = observed_timeline(
+        tenancy.tree,
+        tenancy.leaf_of,
+        frame["submit_time"].to_numpy(),
+        frame["start_time"].to_numpy(),
+        frame["end_time"].to_numpy(),
+        frame["num_gpus"].to_numpy(),
+        float(total.total_gpus),
+    )
+    return fairness(timeline, end, tenancy.tree.leaves)
 
 
 def philly_tenancy_study(
