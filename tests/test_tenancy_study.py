@@ -59,10 +59,10 @@ def test_a_job_that_never_started_only_asks():
 
 def table(**changes: dict[str, float]) -> pd.DataFrame:
     rows = {
-        "none": {"completed": 100, "reclaims": 0, "unfairness": 0.3, "jain": 0.5},
-        "kai": {"completed": 100, "reclaims": 12, "unfairness": 0.1, "jain": 0.9},
-        "kueue-fair": {"completed": 100, "reclaims": 3, "unfairness": 0.2, "jain": 0.8},
-        "slurm-classic": {"completed": 100, "reclaims": 0, "unfairness": 0.25, "jain": 0.6},
+        "none": {"completed": 100, "rejected": 0, "reclaims": 0, "unfairness": 0.3, "jain": 0.5},
+        "kai": {"completed": 98, "rejected": 2, "reclaims": 12, "unfairness": 0.1, "jain": 0.9},
+        "kueue-fair": {"completed": 100, "rejected": 0, "reclaims": 3, "unfairness": 0.2},
+        "slurm-classic": {"completed": 100, "rejected": 0, "reclaims": 0, "unfairness": 0.25},
     }
     for policy, values in changes.items():
         rows[policy].update(values)
@@ -75,12 +75,13 @@ def test_philly_checks_pass_on_a_table_that_holds_its_properties():
     assert len(gated) == 4 + 1 + 2  # completed ×4, Slurm never preempts, two reclaimers
     assert all(c.verdict == "pass" for c in gated)
     assert any(c.what == "Philly kai: Jain's index (held / entitled)" for c in checks)
+    assert all(math.isnan(c.ours_value) for c in checks if "kueue-fair: Jain" in c.what)
 
 
 @pytest.mark.parametrize(
     "changes",
     [
-        {"kai": {"completed": 99}},  # a job lost
+        {"kai": {"completed": 97}},  # a job lost
         {"slurm-classic": {"reclaims": 1}},  # Slurm's fair share preempted
         {"kueue-fair": {"unfairness": 0.35}},  # a reclaimer less fair than one queue
     ],

@@ -44,6 +44,7 @@ COLUMNS = [
     "p95_jct_h",
     "mean_wait_h",
     "completed",
+    "rejected",
     "cpu_seconds",
     "published",
     "verdict",
@@ -78,6 +79,8 @@ def run_policy(
         "p95_jct_h": float(done["jct"].quantile(0.95)) / 3600 if len(done) else None,
         "mean_wait_h": float(frame["queue_delay"].mean()) / 3600,
         "completed": len(done),
+        # Turned away at arrival, with the reason: bigger than its queue could ever hold.
+        "rejected": int((frame["status"] == "rejected").sum()),
         "cpu_seconds": round(cpu, 1),
         "published": "",
         "verdict": "",
