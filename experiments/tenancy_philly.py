@@ -1,12 +1,13 @@
 """Every share policy on Philly's 15 virtual clusters, quotas derived from their demand.
 
-    python experiments/tenancy_philly.py --out DIR [--quick] [--policies kai,drf,...]
+    python experiments/tenancy_philly.py --out DIR [--quick] [--jobs N] [--policies kai,drf,...]
         [--cluster 80x8:V100] [--seed 0]
 
 Replays the condensed Philly trace (../shared/traces/philly-adaptdl/philly.csv) under fifo with
 each share policy (and without tenancy) and writes table.csv, table.md and config.toml to DIR
 (complete or absent); see ``schedlab.experiments.tenancy_philly``. ``--quick`` takes the first
-4,000 jobs on 80 GPUs (about a minute); the full run replays all 82,247 jobs per policy.
+4,000 jobs on 80 GPUs (about a minute); ``--jobs N`` the first N jobs on the full cluster; the
+full run replays all 82,247 jobs per policy.
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--out", type=Path, required=True)
     p.add_argument("--quick", action="store_true", help=f"first {QUICK_JOBS:,} jobs, 80 GPUs")
     p.add_argument("--policies", default=",".join([NONE, *share_policy_names()]))
+    p.add_argument("--jobs", type=int, default=None, help="only the first N jobs by submit time")
     p.add_argument("--cluster", default=None, help=f"default {CLUSTER} ({QUICK_CLUSTER} quick)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--shared", type=Path, default=SHARED)
@@ -41,7 +43,9 @@ def main(argv: list[str] | None = None) -> int:
         if not philly_trace(args.shared).is_file():
             raise InputError(f"the Philly trace is not at {philly_trace(args.shared)}")
         cluster = args.cluster or (QUICK_CLUSTER if args.quick else CLUSTER)
-        limit = QUICK_JOBS if args.quick else None
+        if args.jobs is not None and args.jobs < 1:
+            raise InputError(f"'--jobs' must be ≥ 1 (got {args.jobs})")
+        limit = QUICK_JOBS if args.quick else args.jobs
         with staged_dir(args.out) as out:
             table = philly_tenancy_study(
                 args.shared,

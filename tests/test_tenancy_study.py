@@ -9,6 +9,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from conftest import SHARED_DIR
+from schedlab.cli import main
 from schedlab.experiments.tenancy_study import philly_checks
 from schedlab.reproduce.catalog import BY_NAME, load
 from schedlab.tenancy.metrics import fairness, observed_timeline
@@ -95,3 +97,23 @@ def test_the_study_is_in_the_catalog():
     study = BY_NAME["tenancy"]
     assert callable(load(study))
     assert set(study.needs) == {"data/fairshare", "traces/philly-adaptdl"}
+
+
+@pytest.mark.slow
+@pytest.mark.shared
+@pytest.mark.skipif(
+    not (SHARED_DIR / "data" / "fairshare").is_dir()
+    or not (SHARED_DIR / "traces" / "philly-adaptdl").is_dir(),
+    reason="../shared/data/fairshare or ../shared/traces/philly-adaptdl not found",
+)
+def test_quick_study_from_the_command_line(tmp_path):
+    out = tmp_path / "repro"
+    argv = ["reproduce", "tenancy", "--quick", "--workers", "1", "--out", str(out)]
+    assert main(argv) == 0
+    checks = pd.read_csv(out / "tenancy" / "checks.csv")
+    gated = checks[checks["gated"]]
+    assert len(gated) >= 14 + 18 + 11 + 2 + 3
+    assert (gated["verdict"] == "pass").all(), gated[gated["verdict"] != "pass"].to_string()
+    philly = pd.read_csv(out / "tenancy" / "philly.csv")
+    assert len(philly) == 11 and ((philly["completed"] + philly["rejected"]) == 1000).all()
+    assert "Philly, 1,000 jobs" in (out / "tenancy" / "table.md").read_text()
