@@ -148,3 +148,14 @@ def test_cli_refuses_tenancy_with_the_extender(tmp_path: Path, capsys):
     code = main(["serve", "kubernetes", "--extender", "--tenancy", "kai"])
     assert code == 2
     assert "--extender" in capsys.readouterr().err
+
+
+def test_serve_check_refuses_a_tenancy_journal(tmp_path: Path, capsys):
+    api = cluster()
+    api.add_pod(team_pod("a0", "a", "2026-01-01T00:00:00Z"))
+    server = make(api, tmp_path, Clock())
+    cycle(server)
+    server.journal.close()
+    assert main(["serve", "check", "--journal", str(tmp_path / "j.jsonl")]) == 2
+    err = capsys.readouterr().err
+    assert "re-deriving tenancy decisions from the journal is not supported" in err
