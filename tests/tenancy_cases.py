@@ -21,6 +21,22 @@ from schedlab.tenancy.tenants import resolve
 from schedlab.tenancy.tree import QueueSpec
 from schedlab.traces.cluster_spec import parse_cluster_spec
 
+#: The live scenario on 4 nodes × 8 GPUs: ``a`` owed 8 GPUs, may borrow up to its limit of 24;
+#: ``b`` owed 16 (a job's queue: its Slurm account, its pod's queue label).
+LIVE_QUEUES = """[tenancy]
+policy = "kai"
+unknown_tenant = "error"
+
+[[queue]]
+name = "a"
+deserved = { gpu = 8 }
+limit = { gpu = 24 }
+
+[[queue]]
+name = "b"
+deserved = { gpu = 16 }
+"""
+
 
 def jobs_of(rows: Sequence[tuple[str, str, float, int, float]], **extra: Any) -> JobTable:
     """Jobs from ``(id, queue, submit, gpus, duration)`` rows."""

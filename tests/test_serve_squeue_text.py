@@ -58,6 +58,7 @@ def row(job: int = 1172, **values: str) -> str:
         "ArrayTaskID": "N/A",
         "Name": "ckpt",
         "UserName": "root",
+        "Account": "(null)",
         "Partition": "gpu",
         "State": "PENDING",
         "Reason": "JobHeldUser",
@@ -268,7 +269,7 @@ def test_compact_ranges() -> None:
 @pytest.mark.parametrize(
     ("text", "words"),
     [
-        (row().replace(ROW_END, FIELD_END + "extra" + ROW_END), "29 fields, not 28"),
+        (row().replace(ROW_END, FIELD_END + "extra" + ROW_END), "30 fields, not 29"),
         (row(PriorityLong="high"), "priority 'high'"),
         (row(SubmitTime="yesterday"), "time 'yesterday'"),
         (row(TimeLimit="5:xx"), "time limit '5:xx'"),

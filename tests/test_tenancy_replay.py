@@ -295,3 +295,53 @@ def test_entitlement_respects_deserved_floors_and_limits():
     ent = entitlement(tree, demand, 12.0)
     # a keeps its 6; b is capped at 1; the 5 left go by weight 1:3 between a and c.
     assert ent[0, 1:].tolist() == pytest.approx([6 + 5 / 4, 1, 5 * 3 / 4], abs=1e-6)
+
+
+def test_sweep_crosses_share_policies_with_the_orderings(trace, tmp_path):
+    out = tmp_path / "grid"
+    argv = [
+        "sweep",
+        "--cluster",
+        "1x8:V100",
+        "--traces",
+        str(trace),
+        "--policies",
+        "fifo",
+        "--tenancy",
+        "none",
+        "kai",
+        "--workers",
+        "1",
+        "--out",
+        str(out),
+    ]
+    assert main(argv) == 0
+    table = pd.read_csv(out / "results.csv", dtype={"variant": str}).fillna({"variant": ""})
+    assert sorted(table["variant"]) == ["", "tenancy=kai"]
+    kai = table[table["variant"] == "tenancy=kai"].iloc[0]
+    assert kai["tenancy_reclaims"] == 2 and kai["completed"] == 6
+    assert np.isnan(table[table["variant"] == ""].iloc[0]["tenancy_reclaims"])
+    config = tomllib.loads((out / "config.toml").read_text())
+    assert config["tenancy"] == ["none", "kai"]
+    assert (Path(kai["run_dir"]) / "tenancy_queues.csv").is_file()
+
+
+def test_sweep_without_tenancy_has_no_tenancy_columns(trace, tmp_path):
+    out = tmp_path / "grid"
+    argv = [
+        "sweep",
+        "--cluster",
+        "1x8:V100",
+        "--traces",
+        str(trace),
+        "--policies",
+        "fifo",
+        "--workers",
+        "1",
+        "--out",
+        str(out),
+    ]
+    assert main(argv) == 0
+    header = (out / "results.csv").read_text().splitlines()[0]
+    assert "tenancy" not in header
+    assert "tenancy" not in tomllib.loads((out / "config.toml").read_text())

@@ -122,6 +122,7 @@ TABLE_COLUMNS: tuple[tuple[str, str, float | None, int], ...] = (
 def replay_aggregate(table: pd.DataFrame) -> pd.DataFrame:
     """Mean, sd and 95 % CI over seeds of every summary measure, one row per grid cell."""
     metrics = [f for f in RESULT_FIELDS if f not in ("steady_window_start", "steady_window_end")]
+    metrics += [c for c in table.columns if c.startswith("tenancy_")]
     agg = seed_stats(table, KEY_COLUMNS, [*metrics, "steady_window_start", "steady_window_end"])
     drop = [c for c in agg.columns if c.startswith("steady_window_") and not c.endswith("_mean")]
     return add_clipped_intervals(agg.drop(columns=drop), metrics)

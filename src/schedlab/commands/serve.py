@@ -13,6 +13,7 @@ from pathlib import Path
 from schedlab.commands.common import add_plugin_option, console
 from schedlab.commands.replay import parse_params
 from schedlab.commands.serve_kubernetes import add_kubernetes_parser
+from schedlab.commands.tenancy_options import add_tenancy_options
 from schedlab.errors import InputError
 from schedlab.input_files import check_input_file
 from schedlab.output_dir import check_out_file
@@ -31,6 +32,7 @@ from schedlab.serve.queue_view import queue_path
 from schedlab.serve.rederive import rederive
 from schedlab.serve.status import as_json, gather, render
 from schedlab.serve.topology import ServeTopology
+from schedlab.tenancy.replay import spec_from as tenancy_spec
 
 #: Rotated journal files kept by default.
 JOURNAL_KEEP = 5
@@ -170,6 +172,13 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         default=None,
         help="where the one-scheduler-per-partition lock lives (default: "
         "$XDG_STATE_HOME/schedlab, /var/lib/schedlab for root)",
+    )
+    add_tenancy_options(slurm)
+    slurm.add_argument(
+        "--associations",
+        action="store_true",
+        help="read the queue tree from Slurm's accounts and associations (sacctmgr); a queue "
+        "file given with --queues lays its quotas over it",
     )
     add_plugin_option(slurm)
     slurm.set_defaults(run=run_slurm, serve_parser=slurm)
@@ -334,6 +343,8 @@ def config_from_args(args: argparse.Namespace) -> ServeConfig:
         grace=args.grace,
         shadow=args.shadow,
         topology=args.topology,
+        tenancy=tenancy_spec(lambda key: getattr(args, key, None)),
+        associations=args.associations,
     )
     build(SERVE, config.choice)  # every refusal before the journal is opened
     return config

@@ -11,6 +11,7 @@ import math
 from pathlib import Path
 
 from schedlab.commands.common import add_plugin_option, console
+from schedlab.commands.tenancy_options import add_tenancy_options
 from schedlab.errors import InputError
 from schedlab.policies.registry import ordering_names, placement_names
 
@@ -89,6 +90,7 @@ def add_kubernetes_parser(targets: argparse._SubParsersAction) -> None:
         help="where --extender listens (default 127.0.0.1:8888)",
     )
     k.add_argument("--quiet", action="store_true")
+    add_tenancy_options(k)
     add_plugin_option(k)
     k.set_defaults(run=run_kubernetes, serve_parser=k)
 
@@ -101,6 +103,9 @@ def _config(args: argparse.Namespace):  # type: ignore[no-untyped-def]
     from schedlab.serve.config_file import KUBE_KEYS
     from schedlab.serve.kubernetes.lease import default_identity
     from schedlab.serve.kubernetes.server import KubeConfig
+    from schedlab.tenancy.live import KUBE_ATTRIBUTES
+    from schedlab.tenancy.replay import spec_from as tenancy_spec
+    from schedlab.tenancy.serve import wrap_live
 
     merge_config_file(args, KUBE_KEYS)
     if not args.policy:
@@ -131,8 +136,10 @@ def _config(args: argparse.Namespace):  # type: ignore[no-untyped-def]
         lease_seconds=args.lease_seconds,
         identity=args.identity or default_identity(),
         topology_labels=tuple(k.strip() for k in args.topology_labels.split(",") if k.strip()),
+        tenancy=tenancy_spec(lambda key: getattr(args, key, None)),
     )
-    build(SERVE, config.choice)  # every refusal before anything is opened
+    # Every refusal (the policy, the queue file) before anything is opened.
+    wrap_live(config.tenancy, build(SERVE, config.choice), None, KUBE_ATTRIBUTES, ("queue",))
     return config
 
 
@@ -190,6 +197,11 @@ def run_extender(args: argparse.Namespace) -> int:
 
 def run_kubernetes(args: argparse.Namespace) -> int:
     if args.extender:
+        if args.tenancy or args.queues:
+            raise InputError(
+                "'--tenancy'/'--queues' need schedlab to schedule the pods; with '--extender' "
+                "kube-scheduler does (its placement only is schedlab's)"
+            )
         return run_extender(args)
     from schedlab.output_dir import check_out_file
     from schedlab.serve.journal import Journal

@@ -55,6 +55,9 @@ from schedlab.policies.registry import (
     placement_parameter_names,
 )
 from schedlab.policies.wiring import PolicyChoice, build
+from schedlab.tenancy.config import DERIVE, UNKNOWN_TENANT, read_queue_file
+from schedlab.tenancy.registry import NONE
+from schedlab.tenancy.replay import TenancySpec, config_entries, config_of
 from schedlab.traces.alibaba import read_node_list, read_pod_list
 from schedlab.traces.cluster_spec import parse_cluster_spec
 from schedlab.traces.formats import read_jobs
@@ -117,6 +120,25 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         help="offered loads to rescale every trace's inter-arrival times to, e.g. 0.5,0.7,0.9",
     )
     add_spec_options(replay)
+    replay.add_argument(
+        "--tenancy",
+        nargs="+",
+        metavar="POLICY",
+        help="share policies to cross with the orderings (each a variant 'tenancy=NAME'; "
+        f"'{NONE}' is the run without tenancy); see docs/tenancy.md",
+    )
+    replay.add_argument("--queues", help="queue file for the tenancy runs (TOML or YAML)")
+    replay.add_argument(
+        "--tenant-column",
+        action="append",
+        default=None,
+        metavar="COLUMN",
+        help="trace column naming a job's queue (repeatable)",
+    )
+    replay.add_argument(
+        "--derive-deserved", choices=DERIVE, help="demand-share: quotas from the trace's demand"
+    )
+    replay.add_argument("--unknown-tenant", choices=UNKNOWN_TENANT)
     add_energy_options(p, many=True)
     p.add_argument(
         "--policies",
@@ -268,6 +290,42 @@ def _run_pack(args: argparse.Namespace) -> int:
     return 0
 
 
+def tenancy_axis(args: argparse.Namespace) -> list[TenancySpec]:
+    """The tenancy variants of a replay grid (``[none]`` without ``--tenancy``), checked."""
+    names = list(dict.fromkeys(args.tenancy or [NONE]))
+    if args.queues is not None and NONE in names and len(names) == 1:
+        names = [read_queue_file(args.queues).policy]
+    specs = []
+    for name in names:
+        shared = name != NONE
+        spec = TenancySpec(
+            name,
+            queues=args.queues if shared else None,
+            tenant_key=tuple(args.tenant_column or ()) if shared else (),
+            derive_deserved=args.derive_deserved if shared else None,
+            unknown_tenant=args.unknown_tenant if shared else None,
+        ).check()
+        if spec.enabled:
+            config_of(spec)  # a bad queue file fails here, before any run
+        specs.append(spec)
+    if not any(s.enabled for s in specs) and (
+        args.queues or args.tenant_column or args.derive_deserved or args.unknown_tenant
+    ):
+        raise InputError("the tenancy options need '--tenancy POLICY ...'")
+    return specs
+
+
+def tenancy_config(specs: list[TenancySpec]) -> dict[str, object]:
+    """What the grid's config.toml records of the tenancy axis (nothing without it)."""
+    if not any(s.enabled for s in specs):
+        return {}
+    first = next(s for s in specs if s.enabled)
+    return {
+        "tenancy": [s.policy for s in specs],
+        **{k: v for k, v in config_entries(first).items() if k != "tenancy"},
+    }
+
+
 def split_backfill(name: str) -> tuple[str, bool]:
     """``fifo+backfill`` → ("fifo", True)."""
     if name.endswith("+backfill"):
@@ -335,6 +393,7 @@ def _run_replay(args: argparse.Namespace) -> int:
                 check_min_runtime(
                     name, build(REPLAY, choice).scheduler, fields["min_runtime"], fields["grace"]
                 )
+    tenancies = tenancy_axis(args)
     given = parse_cluster_spec(args.cluster) if args.cluster is not None else None
     topologies = axes.get("topology", [fields["topology"]])
     clusters = []
@@ -383,6 +442,7 @@ def _run_replay(args: argparse.Namespace) -> int:
         **options,
         **{k: getattr(args, k) for k in ENERGY_OPTIONS if getattr(args, k) is not None},
         **({"plugin": list(plugins)} if plugins else {}),
+        **tenancy_config(tenancies),
     }
     resumed = open_grid(args.out, config, args.force)  # an unwritable --out fails here
     short = axis_names(axes.get("topology", []))
@@ -397,17 +457,22 @@ def _run_replay(args: argparse.Namespace) -> int:
             cell_params(name, placement),
             topologies,
             energies,
+            tenancies,
             loads or [DEFAULT_SYNTHETIC_LOAD if kind else None],
             seeds,
         )
-        for params, topology, (energy_name, energy), load, seed in cells:
+        for params, topology, (energy_name, energy), tenancy, load, seed in cells:
             spec = ReplaySpec(
                 args.cluster or "", trace, name, placement, backfill, seed, args.trace_format,
                 params=params, plugins=plugins, **{**fields, "topology": topology},
-                energy=energy,
+                energy=energy, tenancy=tenancy,
             )  # fmt: skip
             synthetic = SyntheticJobs(args.synthetic, load, seed) if kind else None
-            axis = {**({"topology": short[topology]} if "topology" in axes else {}), **energy_name}
+            axis = {
+                **({"topology": short[topology]} if "topology" in axes else {}),
+                **energy_name,
+                **({"tenancy": tenancy.policy} if tenancy.enabled else {}),
+            }
             variant = ";".join(filter(None, (variant_label(params), variant_label(axis))))
             tasks.append(staged_task(spec, args.out, args.out, synthetic, variant, load))
     runner = _runner(args, run_grid, replay_sweep)

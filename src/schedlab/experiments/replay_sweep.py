@@ -45,6 +45,10 @@ PREEMPTIVE_FIRST = ("tiresias", "srtf")
 #: What identifies a grid cell apart from its seed (aggregate.csv has one row per cell).
 KEY_COLUMNS = ("trace", "policy", "placement", "variant", "load")
 
+#: tenancy_summary.json fields copied into results.csv (as tenancy_<field>) for grids with
+#: tenancy.
+TENANCY_FIELDS = ("jain", "unfairness", "starved_share_max", "reclaims", "reclaim_gpu_hours_lost")
+
 #: Summary fields copied into results.csv, in this order.
 RESULT_FIELDS = (
     "jobs",
@@ -309,4 +313,9 @@ def results_table(summaries: Sequence[dict[str, object]]) -> pd.DataFrame:
     table["load"] = pd.to_numeric(table["load"], errors="coerce")
     for f in RESULT_FIELDS:  # None (undefined, e.g. dsr without deadlines) becomes NaN
         table[f] = pd.to_numeric(table[f], errors="coerce")
+    if any(s.get("tenancy") for s in summaries):  # only grids with tenancy get these columns
+        at = table.columns.get_loc("run_dir")
+        for k, field in enumerate(TENANCY_FIELDS):
+            values = [(s.get("tenancy") or {}).get(field) for s in summaries]
+            table.insert(at + k, f"tenancy_{field}", pd.to_numeric(values, errors="coerce"))
     return table

@@ -134,6 +134,13 @@ class SubprocessSlurm:
     def scontrol(self, args: Sequence[str]) -> None:
         self._run(["scontrol", *args])
 
+    def associations(self) -> str:
+        """``sacctmgr``'s associations (accounts, users, shares, limits) as pipe-separated
+        lines, for tenancy (:mod:`schedlab.tenancy.live`)."""
+        from schedlab.tenancy.live import SACCTMGR_ARGV
+
+        return self._run(SACCTMGR_ARGV)
+
     def topology(self) -> str:
         # Without a topology plugin it prints nothing (and "No topology information" on stderr).
         return self._run(["scontrol", "show", "topology"])

@@ -38,6 +38,8 @@ KEYS: dict[str, tuple[tuple[type, ...], str]] = {
     "state_dir": ((str,), "a folder name"),
     "topology": ((str,), "a topology.conf file or a topology spec"),
     "plugins": ((list,), "a list of module:Class names"),
+    "tenancy": ((str,), "a share policy name"),
+    "queues": ((str,), "a queue file (TOML or YAML)"),
 }
 
 

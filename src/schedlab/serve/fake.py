@@ -58,6 +58,7 @@ def fake_job(
     dependency: str = "",
     eligible: float = 0.0,
     array: tuple[int, int | None, str, int] | None = None,
+    account: str = "",
 ) -> Raw:
     """A ``squeue --json`` job entry (``time_limit`` in minutes, as Slurm prints it).
 
@@ -72,6 +73,7 @@ def fake_job(
         "job_id": job_id,
         "name": f"job{job_id}",
         "user_name": "alice",
+        "account": account,
         "partition": partition,
         "job_state": state,
         "state_reason": "JobHeldUser" if held and state == "PENDING" else "None",
@@ -112,6 +114,7 @@ class FakeSlurm:
         self.fail_reads = 0
         self.start_on_release = start_on_release
         self.topology_text = ""  # what ``scontrol show topology`` prints (nothing: no tree)
+        self.associations_text: str | None = None  # ``sacctmgr`` output (None: no accounting)
 
     # -- reads -----------------------------------------------------------------------------
     def squeue(self) -> dict[str, Any]:
@@ -128,6 +131,11 @@ class FakeSlurm:
 
     def topology(self) -> str:
         return self.topology_text
+
+    def associations(self) -> str:
+        if self.associations_text is None:
+            raise SlurmError("sacctmgr: error: Problem talking to the database")
+        return self.associations_text
 
     def signal(self, job: str, name: str) -> None:
         self.calls.append(["signal", job, name])

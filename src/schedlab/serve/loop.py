@@ -49,6 +49,9 @@ from schedlab.serve.queue_view import build_queue, write_queue
 from schedlab.serve.reasons import waiting_reason
 from schedlab.serve.slurm_state import JobInfo, NodeInfo, partition_jobs, read_nodes
 from schedlab.serve.topology import ServeTopology
+from schedlab.tenancy.live import JOB_ATTRIBUTES, LiveTenancy
+from schedlab.tenancy.replay import TenancySpec
+from schedlab.tenancy.serve import read_associations, tenancy_record, wrap_live
 
 Record = dict[str, Any]
 
@@ -70,6 +73,10 @@ class ServeConfig:
     min_runtime: float = 0.0  # seconds a run lasts before it may be preempted
     grace: float = 0.0  # seconds between the SIGTERM to a victim and its requeue
     topology: str | None = None  # --topology: a topology.conf or a replay spec (None: Slurm's)
+    #: Queues and a share policy over schedlab's jobs (off unless --tenancy or --queues).
+    tenancy: TenancySpec = field(default_factory=TenancySpec)
+    #: Read the queue tree from Slurm's associations (``sacctmgr``).
+    associations: bool = False
 
     @property
     def choice(self) -> PolicyChoice:
@@ -226,16 +233,34 @@ class ServeLoop:
         self.cycle_no = 0
         self.stop_reason: str | None = None
         self._policy_state = saved_policy_state(journal.path, self._identity())
+        #: The queues and each job's queue, when a share policy wraps the ordering.
+        self.tenancy: LiveTenancy | None = None
         self._repeats: tuple[set[str], set[str]] = (set(), set())  # (last cycle's, this one's)
+
+    def wrap_tenancy(
+        self,
+        associations: Callable[[], str] | None = None,
+        attributes: tuple[str, ...] = JOB_ATTRIBUTES,
+        default_key: tuple[str, ...] = ("account",),
+    ) -> LiveTenancy | None:
+        """Put the share policy of ``config.tenancy`` around the served ordering (None: no
+        tenancy). Each engine says what its jobs offer as tenant keys; Slurm may also read its
+        associations for the tree."""
+        spec = getattr(self.config, "tenancy", None)
+        if spec is None:
+            return None
+        return wrap_live(spec, self.policies, associations, attributes, default_key)
 
     def _identity(self) -> Record:
         """What makes journaled policy state this server's to take back."""
         cfg = self.config
+        tenancy = getattr(cfg, "tenancy", None)
         return {
             "policy": cfg.label,
             "placement": cfg.placement,
             "params": dict(cfg.params),
             "seed": cfg.seed,
+            **({"tenancy": tenancy.policy} if tenancy is not None and tenancy.enabled else {}),
         }
 
     def _stamp(self) -> Record:
@@ -293,6 +318,9 @@ class Server(ServeLoop):
         super().__init__(config, journal, clock)
         if config.shadow:
             client = ShadowSlurm(client)
+        self.tenancy = self.wrap_tenancy(
+            (lambda: read_associations(client)) if config.associations else None
+        )
         self.client = client
         self.sleep = sleep
         self.applier = Applier(client, self._stamp, self._sink)
@@ -476,7 +504,10 @@ class Server(ServeLoop):
         policy = self.policies.scheduler
         assert policy is not None
         decisions = []
-        if view.snapshot.pending_set:
+        if self.tenancy is not None:
+            self.tenancy.refresh(view.infos)
+        # With tenancy the policy decides every cycle: usage accrues and reclaim may be due.
+        if view.snapshot.pending_set or self.tenancy is not None:
             try:
                 self.policies.start(
                     view.cluster,
@@ -575,6 +606,9 @@ class Server(ServeLoop):
             in_order=not (cfg.backfill or getattr(policy, "preemptive", False)),
             header=header,
         )
+        tenancy = getattr(policy, "queue_status", None)
+        if tenancy is not None:
+            data["tenancy"] = tenancy(view.snapshot)
         try:
             write_queue(self.queue_file, data)
         except OSError as exc:
@@ -664,6 +698,7 @@ class Server(ServeLoop):
             **self.network().for_replay(nodes),
             min_runtime=cfg.min_runtime,
             grace=cfg.grace,
+            **({"tenancy": tenancy_record(cfg.tenancy)} if cfg.tenancy.enabled else {}),
         )
 
     def run(self, report: Callable[[CycleReport], None] | None = None) -> int:

@@ -44,7 +44,7 @@ from schedlab.policies.api import SERVE
 from schedlab.policies.wiring import build
 from schedlab.serve.journal import read_journal
 from schedlab.serve.live import build_view
-from schedlab.serve.serve_record import policy_choice
+from schedlab.serve.serve_record import policy_choice, refuse_tenancy
 from schedlab.serve.slurm_state import MARK_QUEUED, MARK_RELEASED, JobInfo, NodeInfo
 from schedlab.serve.topology import ServeTopology
 
@@ -235,6 +235,7 @@ class _Replayer:
         if self.serve is None:
             raise InputError("the journal has decisions before any 'serve' record")
         s = self.serve
+        refuse_tenancy(s)
         infos = [_info(j, e.facts, e.run) for j, e in self.jobs.items() if e.run is not None]
         infos += [_info(j, self.jobs[j].facts, None) for j in self.queued]
         nodes = nodes_from_record(s)

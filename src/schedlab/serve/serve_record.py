@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from schedlab.errors import InputError
 from schedlab.policies.wiring import PolicyChoice
 
 
@@ -20,6 +21,18 @@ def policy_choice(record: Mapping[str, Any]) -> PolicyChoice:
         {str(k): str(v) for k, v in dict(record.get("params") or {}).items()},
         plugins=tuple(str(p) for p in record.get("plugins") or ()),
     )
+
+
+def refuse_tenancy(record: Mapping[str, Any]) -> None:
+    """``serve check`` re-derives an ordering's decisions from the jobs alone; a run under a
+    share policy also decided on queues and usage it does not rebuild: refused, not misjudged."""
+    tenancy = record.get("tenancy")
+    if tenancy:
+        raise InputError(
+            "serve check: this run served queues under a share policy "
+            f"(--tenancy/--queues {tenancy.get('queues') or tenancy.get('policy')}); re-deriving "
+            "tenancy decisions from the journal is not supported"
+        )
 
 
 def journaled_seconds(raw: object) -> float:

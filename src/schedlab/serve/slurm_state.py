@@ -160,6 +160,7 @@ class JobInfo:
     array_max_tasks: int = 0  # the array's throttle (``%N``), 0 when none
     reservation: str = ""
     exclusive: bool = False  # --exclusive: shares none of its nodes
+    account: str = ""  # --account (a queue for tenancy)
 
     @property
     def shaped(self) -> bool:
@@ -245,6 +246,7 @@ def parse_job(raw: Mapping[str, Any]) -> JobInfo:
         job_id=int(_number(raw.get("job_id")) or 0),
         name=_text(raw.get("name")),
         user=_text(raw.get("user_name")),
+        account=_text(raw.get("account")),
         partition=_text(raw.get("partition")),
         state=state,
         reason=_text(raw.get("state_reason")),

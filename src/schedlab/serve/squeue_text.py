@@ -54,6 +54,7 @@ FIELDS: tuple[tuple[str, str], ...] = (
     ("ArrayTaskID", "array_task_id"),
     ("Name", "name"),
     ("UserName", "user_name"),
+    ("Account", "account"),
     ("Partition", "partition"),
     ("State", "job_state"),
     ("Reason", "state_reason"),
@@ -84,7 +85,7 @@ _TIMES = {"submit_time", "start_time", "end_time", "eligible_time"}
 #: What squeue prints for a value that is not there (a number, a time, a list).
 _EMPTY = {"", "N/A", "(null)", "None", "Unknown", "NONE"}
 #: Free text (names, comments, Slurm's reason, where "None" is a value): only these are empty.
-_FREE_TEXT = {"name", "user_name", "state_reason", "comment", "admin_comment"}
+_FREE_TEXT = {"name", "user_name", "account", "state_reason", "comment", "admin_comment"}
 #: ``OverSubscribe`` → JSON's ``shared`` (``NO`` is ``--exclusive``).
 _SHARED = {"NO": "none", "USER": "user", "MCS": "mcs", "TOPO": "topo"}
 

@@ -347,6 +347,51 @@ def render_queue(status: Status, now: float) -> list[str]:
         )
     if len(jobs) > QUEUE_LINES:
         lines.append(f"  ({len(jobs) - QUEUE_LINES} more queued; --json)")
+    return lines + render_tenancy(q)
+
+
+def _gpus(row: Record, key: str) -> str:
+    value = (row.get(key) or {}).get("gpu")
+    if value is None:
+        return "-"
+    return f"{value:g}" if key != "usage" else f"{value:.3f}"
+
+
+def borrowed(row: Record) -> float | None:
+    """GPUs a queue holds beyond its deserved quota (0 within it; None without GPU figures)."""
+    alloc = (row.get("alloc") or {}).get("gpu")
+    deserved = (row.get("deserved") or {}).get("gpu")
+    if alloc is None or deserved is None:
+        return None
+    return max(0.0, float(alloc) - float(deserved))
+
+
+def render_tenancy(q: Record) -> list[str]:
+    """Each queue's deserved GPUs, fair share, GPUs held, borrowed (held beyond deserved) and
+    waiting (and usage, and the policy's own figure), when the server runs a share policy."""
+    rows = q.get("tenancy")
+    if not rows:
+        return []
+    extra = sorted(
+        {k for r in rows for k in r}
+        - {"queue", "leaf", "deserved", "fair_share", "alloc", "pending", "usage"}
+    )
+    usage = any("usage" in r for r in rows)
+    head = "  queue                 deserved  fair share      held  borrowed   waiting"
+    head += "     usage" if usage else ""
+    head += "".join(f"  {k:>9}" for k in extra)
+    lines = ["queues (GPUs):", head]
+    for r in rows:
+        lent = borrowed(r)
+        line = (
+            f"  {str(r.get('queue'))[:20]:<20}  {_gpus(r, 'deserved'):>8}  "
+            f"{_gpus(r, 'fair_share'):>10}  {_gpus(r, 'alloc'):>8}  "
+            f"{'-' if lent is None else f'{lent:g}':>8}  {_gpus(r, 'pending'):>8}"
+        )
+        if usage:
+            line += f"  {_gpus(r, 'usage'):>8}"
+        line += "".join(f"  {r.get(k, float('nan')):>9.3g}" for k in extra)
+        lines.append(line)
     return lines
 
 

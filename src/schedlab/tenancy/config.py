@@ -77,7 +77,6 @@ class TenancyConfig:
     #: Per-policy settings: ``{"kai": {"k_value": 1.0, ...}, ...}``, checked by the policy.
     params: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     derive_deserved: str = "none"
-    deserved_schedule: str | None = None
     strict_fifo: bool = False
     source: str = "<command line>"
 
@@ -234,11 +233,11 @@ def read_queue_file(path: str | Path) -> TenancyConfig:
             f"{src}: [tenancy] field 'derive_deserved' must be one of {', '.join(DERIVE)} "
             f"(got {derive!r})"
         )
-    schedule = head.get("deserved_schedule")
-    if schedule is not None:
-        if not isinstance(schedule, str):
-            raise InputError(f"{src}: [tenancy] field 'deserved_schedule' must be a file name")
-        schedule = str((p.parent / schedule).resolve())
+    if head.get("deserved_schedule") is not None:
+        raise InputError(
+            f"{src}: [tenancy] field 'deserved_schedule' (quotas that change over time) is not "
+            "supported: give fixed deserved quotas"
+        )
     strict = head.get("strict_fifo", False)
     if not isinstance(strict, bool):
         raise InputError(f"{src}: [tenancy] field 'strict_fifo' must be true or false")
@@ -255,7 +254,6 @@ def read_queue_file(path: str | Path) -> TenancyConfig:
         queues=queues,
         params={k: dict(v) for k, v in params.items()},
         derive_deserved=derive,
-        deserved_schedule=schedule,
         strict_fifo=strict,
         source=src,
     )

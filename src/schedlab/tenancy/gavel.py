@@ -119,7 +119,7 @@ class GavelWaterFilling(SharePolicy):
         if self.cached is not None and r == self.cached_round:
             return self.cached
         tree = st.tree
-        jobs: list[int] = [j for js in st.running.values() for j in js]
+        jobs: list[int] = [j for js in st.by_leaf().values() for j in js]
         jobs += st.queued() if st.queued is not None else []
         fair = np.zeros_like(st.alloc)
         if jobs:
@@ -153,7 +153,7 @@ class GavelWaterFilling(SharePolicy):
         self, st: TenantState, fair: np.ndarray, leaf: int, job: int
     ) -> list[int]:
         rows = []
-        for other, jobs in st.running.items():
+        for other, jobs in st.by_leaf().items():
             if other == leaf or st.alloc[other, 0] <= fair[other, 0] + EPS:
                 continue
             for v in jobs:

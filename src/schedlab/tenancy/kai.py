@@ -88,6 +88,9 @@ class KaiPolicy(SharePolicy):
     # -- life cycle ------------------------------------------------------------------------
     def reset(self, tree: QueueTree, capacity: np.ndarray) -> None:
         super().reset(tree, capacity)
+        self._lists = (tree.deserved.tolist(), tree.limit.tolist(), tree.priority.tolist())
+        self._cache: tuple[bytes, np.ndarray] | None = None
+        self._candidates: tuple[tuple, list[int]] | None = None
         if self.usage_settings is not None:
             self.ledger = UsageLedger(
                 self.usage_settings, (len(tree), len(tree.resources)), capacity
@@ -112,34 +115,50 @@ class KaiPolicy(SharePolicy):
 
     # -- shares and order ------------------------------------------------------------------
     def shares(self, st: TenantState) -> np.ndarray:
-        return divide_tree(st.tree, st.capacity, st.request, st.usage, self.k)
+        # A queue never gets more than the cluster: requests are capped there, so a busy
+        # cluster's shares repeat from one decision to the next and are kept.
+        request = np.minimum(st.request, st.capacity[None, :])
+        key = request.tobytes() + (st.usage.tobytes() if st.usage is not None else b"")
+        if self._cache is not None and self._cache[0] == key:
+            return self._cache[1]
+        fair = divide_tree(st.tree, st.capacity, request, st.usage, self.k)
+        self._cache = (key, fair)
+        return fair
+
+    def _allocatable(self, fair: list[float], node: int) -> list[float]:
+        """``max(deserved, F)`` capped by the limit (deserved -1: the fair share)."""
+        d, lim, _ = self._lists
+        return [
+            min(max(f if dv < 0 else dv, f), lv)
+            for f, dv, lv in zip(fair, d[node], lim[node], strict=True)
+        ]
 
     def allocatable(self, st: TenantState, fair: np.ndarray, node: int) -> np.ndarray:
-        """``max(deserved, F)`` capped by the limit (deserved -1: the fair share)."""
-        d = st.tree.deserved[node]
-        d = np.where(d < 0, fair[node], d)
-        return np.minimum(np.maximum(d, fair[node]), st.tree.limit[node])
+        return np.asarray(self._allocatable(fair[node].tolist(), node))
+
+    def _within_deserved(self, alloc: list[float], req: list[float], node: int) -> bool:
+        d = self._lists[0][node]
+        return all(dv < 0 or a + r <= dv + EPS for a, r, dv in zip(alloc, req, d, strict=True))
 
     def node_key(self, st: TenantState, fair: np.ndarray, node: int, req: np.ndarray) -> tuple:
-        tree = st.tree
-        a = st.alloc[node]
-        share = self.allocatable(st, fair, node)
-        deserved = np.where(tree.deserved[node] < 0, np.inf, tree.deserved[node])
-        over = bool((a > fair[node] + EPS).all())
-        within = bool((a + req <= deserved + EPS).all())
-        needs_none = bool(((req > 0) & (share <= 0)).any())
-        with np.errstate(divide="ignore", invalid="ignore"):
-            pos = share > 0
-            with_job = np.where(pos, (a + req) / np.where(pos, share, 1), a * 1000.0)
-            without = np.where(pos, a / np.where(pos, share, 1), a * 1000.0)
+        a = st.alloc[node].tolist()
+        f = fair[node].tolist()
+        r = req.tolist()
+        share = self._allocatable(f, node)
+        over = all(x > y + EPS for x, y in zip(a, f, strict=True))
+        needs_none = any(rv > 0 and s <= 0 for rv, s in zip(r, share, strict=True))
+        with_job = max(
+            (x + rv) / s if s > 0 else x * 1000.0 for x, rv, s in zip(a, r, share, strict=True)
+        )
+        without = max(x / s if s > 0 else x * 1000.0 for x, s in zip(a, share, strict=True))
         return (
             over,
-            not within,
-            -float(tree.priority[node]),
+            not self._within_deserved(a, r, node),
+            -self._lists[2][node],
             needs_none,
-            float(with_job.max()),
-            float(without.max()),
-            tuple(share.tolist()),
+            with_job,
+            without,
+            tuple(share),
             node,
         )
 
@@ -153,42 +172,113 @@ class KaiPolicy(SharePolicy):
             return bool((st.alloc_np[leaf] + req <= d + EPS).all())
         return True
 
+    def may_reclaim_any(self, st: TenantState, fair: np.ndarray, smallest: np.ndarray) -> bool:
+        """Some leaf stays within its GPU fair share with its smallest waiting job."""
+        leaves = st.tree.leaves
+        g = st.tree.resources.index("gpu")
+        return bool((st.alloc[leaves, g] + smallest[leaves] <= fair[leaves, g] + EPS).any())
+
+    def _may_lose(
+        self, st: TenantState, fair: np.ndarray, leaf: int, req: list[float], victim_leaf: int
+    ) -> bool:
+        """The queue rule for a victim of ``victim_leaf`` (judged below the common ancestor)."""
+        qr, qv = st.tree.lca_children(leaf, victim_leaf)
+        remaining = st.alloc[qv].tolist()
+        share = self._allocatable(fair[qv].tolist(), qv)
+        if any(x > s + EPS for x, s in zip(remaining, share, strict=True)):
+            return True
+        dv = self._lists[0][qv]
+        return self._within_deserved(st.alloc[qr].tolist(), req, qr) and any(
+            d >= 0 and x > d + EPS for x, d in zip(remaining, dv, strict=True)
+        )
+
     def victim_candidates(
         self, st: TenantState, fair: np.ndarray, leaf: int, job: int
     ) -> list[int]:
+        req = st.demand[job].tolist()
+        if st.tree.flat:
+            # Below the root a victim's queue is judged on its own, and the reclaimer enters
+            # only through whether it stays within deserved: one list per decision state.
+            within = self._within_deserved(st.alloc[leaf].tolist(), req, leaf)
+            key = (st.serial, st.alloc.tobytes(), fair.tobytes(), within)
+            if self._candidates is None or self._candidates[0] != key:
+                self._candidates = (key, self._flat_candidates(st, fair, within))
+            return [v for v in self._candidates[1] if int(st.leaf_of[v]) != leaf]
         rows = []
-        for other, jobs in st.running.items():
-            if other == leaf or not jobs:
+        for other, jobs in st.by_leaf().items():
+            if other == leaf or not jobs or not self._may_lose(st, fair, leaf, req, other):
                 continue
-            with np.errstate(divide="ignore", invalid="ignore"):
-                f = fair[other]
-                ratio = np.where(f > 0, st.alloc[other] / np.where(f > 0, f, 1), np.inf)
-            load = float(ratio[st.alloc[other] > 0].max()) if (st.alloc[other] > 0).any() else 0.0
-            began = st.run_began
-            for v in jobs:
-                start = float(began[v]) if began is not None else 0.0
-                rows.append((-load, st.priority_of(v), -start, v))
+            rows += self._rows(st, fair, other, jobs)
         rows.sort()
         return [r[3] for r in rows]
+
+    def _rows(self, st: TenantState, fair: np.ndarray, queue: int, jobs: list[int]) -> list:
+        """Sort keys of a queue's running jobs: its load (highest first), job priority
+        (lowest first), latest start first."""
+        with np.errstate(divide="ignore", invalid="ignore"):
+            f = fair[queue]
+            ratio = np.where(f > 0, st.alloc[queue] / np.where(f > 0, f, 1), np.inf)
+        held = st.alloc[queue] > 0
+        load = float(ratio[held].max()) if held.any() else 0.0
+        began = st.run_began
+        return [
+            (-load, st.priority_of(v), -(float(began[v]) if began is not None else 0.0), v)
+            for v in jobs
+        ]
+
+    def _flat_candidates(self, st: TenantState, fair: np.ndarray, within: bool) -> list[int]:
+        """Every queue's losable jobs in victim order, each queue cut where what it keeps
+        would no longer be above its allocatable share (or its deserved quota, under the
+        second rule): the first job that crosses is kept, later ones could never be taken.
+        Vectorised over the running jobs (this runs at most decisions of a busy cluster)."""
+        jobs = st.running_jobs
+        if jobs is None:
+            jobs = np.asarray([v for vs in st.by_leaf().values() for v in vs], dtype=np.int64)
+        if not len(jobs):
+            return []
+        tree = st.tree
+        d = np.where(tree.deserved < 0, fair, tree.deserved)
+        share = np.minimum(np.maximum(d, fair), tree.limit)
+        room = st.alloc - share
+        if within:
+            room = np.maximum(room, np.where(tree.deserved >= 0, st.alloc - tree.deserved, -np.inf))
+        with np.errstate(divide="ignore", invalid="ignore"):
+            ratio = np.where(fair > 0, st.alloc / np.where(fair > 0, fair, 1), np.inf)
+        load = np.where(st.alloc > 0, ratio, -np.inf).max(axis=1)
+        load = np.where(np.isfinite(load) | (load > 0), load, 0.0)
+        leaf = st.leaf_of[jobs]
+        losable = (room[leaf] > EPS).any(axis=1)
+        jobs, leaf = jobs[losable], leaf[losable]
+        if not len(jobs):
+            return []
+        prio = st.job_priority[jobs] if st.job_priority is not None else np.zeros(len(jobs))
+        began = st.run_began[jobs] if st.run_began is not None else np.zeros(len(jobs))
+        order = np.lexsort((jobs, -began, prio, -load[leaf]))
+        jobs, leaf = jobs[order], leaf[order]
+        # Per queue, in that order: what the queue keeps before each job is taken.
+        by_queue = np.argsort(leaf, kind="stable")
+        q_sorted = leaf[by_queue]
+        dem = st.demand[jobs[by_queue]]
+        cum = np.cumsum(dem, axis=0)
+        starts = np.flatnonzero(np.r_[True, q_sorted[1:] != q_sorted[:-1]])
+        base = np.repeat(cum[starts] - dem[starts], np.diff(np.r_[starts, len(q_sorted)]), axis=0)
+        taken_before = cum - dem - base
+        keep_sorted = ((room[q_sorted] - taken_before) > EPS).any(axis=1)
+        keep = np.empty(len(jobs), dtype=bool)
+        keep[by_queue] = keep_sorted
+        return jobs[keep].tolist()
 
     def allow_victim(
         self, st: TenantState, fair: np.ndarray, leaf: int, job: int, victim: int
     ) -> bool:
-        tree = st.tree
-        vleaf = int(st.leaf_of[victim])
-        qr, qv = tree.lca_children(leaf, vleaf)
-        remaining = st.alloc[qv]
         req = st.demand[job]
-        allowed = bool((remaining > self.allocatable(st, fair, qv) + EPS).any())
-        if not allowed:
-            dr = np.where(tree.deserved[qr] < 0, np.inf, tree.deserved[qr])
-            dv = np.where(tree.deserved[qv] < 0, np.inf, tree.deserved[qv])
-            allowed = bool((st.alloc[qr] + req <= dr + EPS).all()) and bool(
-                (remaining > dv + EPS).any()
-            )
-        if not allowed:
+        if not self._may_lose(st, fair, leaf, req.tolist(), int(st.leaf_of[victim])):
             return False
-        # The saturation check on the set with this victim taken.
+        # The saturation check on the set with this victim taken. At the reclaimer's own leaf
+        # ρ_r ≤ 1 already (it may reclaim only within its fair share), so only levels above
+        # can reject: a queue right under the root has none to check.
+        if len(st.tree.ancestors[leaf]) == 1:
+            return True
         st.give_back(victim)
         try:
             return self._not_saturated(st, fair, leaf, req)

@@ -65,6 +65,7 @@ class _Kueue(SharePolicy):
     def reset(self, tree: QueueTree, capacity: np.ndarray) -> None:
         super().reset(tree, capacity)
         self.quota = KueueQuota(tree, capacity)
+        self._memo: dict[str, Any] = {}
 
     def ceiling(self) -> np.ndarray:
         """What each queue may hold with the rest of the cohort idle."""
@@ -80,7 +81,17 @@ class _Kueue(SharePolicy):
         return self.quota.nominal + 0.0
 
     def _usage(self, st: TenantState) -> np.ndarray:
-        return self.quota.usage(st.alloc)
+        """Per-node usage (kept while the allocation is the same)."""
+        key = (st.serial, st.alloc.tobytes())
+        if self._memo.get("usage_key") != key:
+            self._memo = {"usage_key": key, "usage": self.quota.usage(st.alloc)}
+        return self._memo["usage"]
+
+    def _avail(self, st: TenantState) -> np.ndarray:
+        usage = self._usage(st)
+        if "avail" not in self._memo:
+            self._memo["avail"] = self.quota.avail(usage)
+        return self._memo["avail"]
 
     def status(self, st: TenantState, fair: np.ndarray) -> dict[str, np.ndarray]:
         usage = self._usage(st)
@@ -90,7 +101,7 @@ class _Kueue(SharePolicy):
     # -- gate ------------------------------------------------------------------------------
     def _fits(self, st: TenantState, leaf: int, req: np.ndarray, borrowing: bool) -> bool:
         usage = self._usage(st)
-        avail = self.quota.avail(usage)
+        avail = self._avail(st)
         if not (req <= avail[leaf] + EPS).all():
             return False
         return borrowing or bool((usage[leaf] + req <= self.quota.nominal[leaf] + EPS).all())
@@ -119,7 +130,7 @@ class _Kueue(SharePolicy):
         prio = st.priority_of(job)
         out = []
         within = self.rule(leaf, "within_cluster_queue")
-        for v in st.running.get(leaf, []):
+        for v in st.by_leaf().get(leaf, []):
             pv = st.priority_of(v)
             if (within in ("LowerPriority", "LowerOrNewerEqualPriority") and pv < prio) or (
                 within == "LowerOrNewerEqualPriority" and pv == prio and self._newer(st, v, job)
@@ -128,7 +139,7 @@ class _Kueue(SharePolicy):
         reclaim = self.rule(leaf, "reclaim_within_cohort")
         if cohort and reclaim != "Never":
             usage = self._usage(st)
-            for other, jobs in st.running.items():
+            for other, jobs in st.by_leaf().items():
                 if other == leaf or not jobs:
                     continue
                 if not self.quota.borrowing_now(other, usage, needs):
@@ -148,7 +159,16 @@ class _Kueue(SharePolicy):
         return out
 
     def reclaimer(self, st: TenantState, fair: np.ndarray, leaf: int, job: int) -> bool:
-        return True
+        """Some victim is possible at all: the queue may preempt its own lower jobs and runs
+        some, or may reclaim and another queue borrows."""
+        if self.rule(leaf, "within_cluster_queue") != "Never" and st.by_leaf().get(leaf):
+            return True
+        if self.rule(leaf, "reclaim_within_cohort") == "Never":
+            return False
+        usage = self._usage(st)
+        leaves = st.tree.leaves
+        over = (usage[leaves] > self.quota.subtree[leaves] + EPS).any(axis=1)
+        return bool((over & (leaves != leaf)).any())
 
     def reason(self, st: TenantState, fair: np.ndarray, leaf: int, job: int, victim: int) -> str:
         if int(st.leaf_of[victim]) == leaf:

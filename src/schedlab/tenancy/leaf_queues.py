@@ -64,3 +64,14 @@ class LeafQueues:
 
     def jobs(self) -> list[int]:
         return list(self.where)
+
+    def smallest(self) -> np.ndarray:
+        """Each leaf's smallest waiting job in GPUs (a very large number where none waits)."""
+        out = np.full(len(self.buckets), 1 << 30, dtype=np.int64)
+        for leaf in np.flatnonzero(self.count).tolist():
+            buckets = self.buckets[leaf]
+            for size in self.sizes[leaf]:
+                if buckets[size]:
+                    out[leaf] = size
+                    break
+        return out

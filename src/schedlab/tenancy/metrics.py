@@ -16,16 +16,21 @@ the run's end.
 * reclaims: count and GPU-hours lost, by preemptor queue, victim queue and reason;
 * per queue: jobs, completed, mean/p50/p95 JCT, mean first wait, mean total queued time
   (including after evictions), mean bounded slowdown.
+
+A run without tenancy has no recorder; :func:`observed_timeline` rebuilds what its queues held
+and asked for from each job's submit, start and end, so the same measures judge it.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from schedlab.tenancy.recorder import TenancyRecorder
+from schedlab.tenancy.state import roll_up
 from schedlab.tenancy.tree import ROOT, QueueTree
 
 BISECTION_STEPS = 60
@@ -134,7 +139,59 @@ def timeline_frame(recorder: TenancyRecorder, end: float) -> pd.DataFrame:
     return frame
 
 
-def fairness(recorder: TenancyRecorder, end: float, queues: np.ndarray) -> dict[str, Any]:
+@dataclass(frozen=True)
+class ObservedTimeline:
+    """GPUs held and asked for per queue over time, in the recorder's shape (for
+    :func:`fairness`), rebuilt from the jobs of a run without tenancy."""
+
+    tree: QueueTree
+    capacity: np.ndarray
+    time: np.ndarray  # (rows,)
+    alloc: np.ndarray  # (rows, nodes, 1)
+    demand: np.ndarray  # (rows, nodes, 1)
+
+    def arrays(self) -> dict[str, np.ndarray]:
+        return {"time": self.time, "alloc": self.alloc, "demand": self.demand}
+
+
+def observed_timeline(
+    tree: QueueTree,
+    leaf_of: np.ndarray,
+    submit: np.ndarray,
+    start: np.ndarray,
+    end: np.ndarray,
+    gpus: np.ndarray,
+    capacity: float,
+) -> ObservedTimeline:
+    """Each queue's held GPUs (jobs between start and end) and demand (between submit and
+    end), rolled up the tree, at every time a job arrived, started or ended. One run per job
+    (no preemption): NaN start = never started, NaN end = still running (or waiting) at the
+    end."""
+    submit, start, end = (np.asarray(a, dtype=np.float64) for a in (submit, start, end))
+    g = np.asarray(gpus, dtype=np.float64)
+    times = np.unique(np.concatenate([submit, start[np.isfinite(start)], end[np.isfinite(end)]]))
+    rows, n = len(times), len(tree)
+    held = np.zeros((rows + 1, n))
+    asked = np.zeros((rows + 1, n))
+    ran = np.isfinite(start)
+    ended = np.isfinite(end)
+    leaves = np.asarray(leaf_of, dtype=np.int64)
+    np.add.at(held, (np.searchsorted(times, start[ran]), leaves[ran]), g[ran])
+    np.add.at(
+        held, (np.searchsorted(times, end[ran & ended]), leaves[ran & ended]), -g[ran & ended]
+    )
+    np.add.at(asked, (np.searchsorted(times, submit), leaves), g)
+    np.add.at(asked, (np.searchsorted(times, end[ended]), leaves[ended]), -g[ended])
+    held = roll_up(tree, np.cumsum(held[:rows], axis=0).T).T
+    asked = roll_up(tree, np.cumsum(asked[:rows], axis=0).T).T
+    return ObservedTimeline(
+        tree, np.array([float(capacity)]), times, held[:, :, None], asked[:, :, None]
+    )
+
+
+def fairness(
+    recorder: TenancyRecorder | ObservedTimeline, end: float, queues: np.ndarray
+) -> dict[str, Any]:
     """The time-weighted measures over ``queues`` (node indices), GPUs."""
     tree = recorder.tree
     arr = recorder.arrays()

@@ -41,6 +41,9 @@ class SharePolicy:
     settings: ClassVar[dict[str, Any]] = {}
     #: Whether the policy keeps usage over time (and wants a wake-up every ``tick`` seconds).
     time_based: ClassVar[bool] = False
+    #: A queue's key depends only on the nodes of its own path (so a start elsewhere leaves
+    #: it as it was, and the scheduler keeps it).
+    local_keys: ClassVar[bool] = True
 
     def __init__(self, settings: Mapping[str, Any] | None = None, source: str = "") -> None:
         given = dict(settings or {})
@@ -141,6 +144,12 @@ class SharePolicy:
         By default: no limit on its path is passed."""
         return limit_reason(st, leaf, job) is None
 
+    def may_reclaim_any(self, st: TenantState, fair: np.ndarray, smallest: np.ndarray) -> bool:
+        """Could any leaf reclaim for a job of ``smallest[leaf]`` GPUs (its smallest waiting)?
+        A quick test that lets a decision with no free room end at once; by default: yes
+        whenever the policy reclaims at all."""
+        return type(self).reclaimer is not SharePolicy.reclaimer
+
     def select_victims(
         self,
         st: TenantState,
@@ -158,9 +167,13 @@ class SharePolicy:
         """
         if not self.reclaimer(st, fair, leaf, job):
             return None
+        candidates = self.victim_candidates(st, fair, leaf, job)
+        possible = getattr(fits, "possible", None)
+        if possible is not None and not possible(candidates):
+            return None
         chosen: list[int] = []
         found = False
-        for v in self.victim_candidates(st, fair, leaf, job):
+        for v in candidates:
             if not self.allow_victim(st, fair, leaf, job, v):
                 continue
             chosen.append(v)
@@ -191,8 +204,10 @@ def _over(value: np.ndarray, share: np.ndarray) -> float:
 
 def limit_reason(st: TenantState, leaf: int, job: int) -> str | None:
     """The first queue on ``leaf``'s path whose ``limit`` the job would pass, as a reason."""
-    req = st.demand[job]
     tree = st.tree
+    if not tree.has_limits:
+        return None
+    req = st.demand[job]
     for node in tree.ancestors[leaf]:
         over = st.alloc[node] + req > tree.limit[node] + 1e-9
         if over.any():

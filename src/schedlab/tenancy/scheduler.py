@@ -97,6 +97,14 @@ class TenantScheduler(SchedulingPolicy):
         self.static = self.ordering.static
         self.watch: list[int] = []  # started or reclaimed last time: check they really were
         self.limit_rejected: set[int] = set()
+        self._after: tuple[float, TenantState, np.ndarray] | None = None
+        # Reclaims that found no victims, by what decided it: not tried again until the
+        # running jobs, the shares or the queues' allocation change (the version counts
+        # changes to the running jobs).
+        self._version = 0
+        self._serial = 0
+        self._running_after = 0
+        self._failed: dict[tuple, tuple] = {}
         if self.recorder is not None:
             self.recorder.start(tree, self.capacity, jobs, self.leaf_of)
 
@@ -133,6 +141,37 @@ class TenantScheduler(SchedulingPolicy):
             order += heads[leaf]
             del keys[leaf]
         return order
+
+    def queue_status(self, snap: Snapshot) -> list[dict[str, Any]]:
+        """Every queue's deserved quota, fair share, allocation, pending demand and usage
+        (and the policy's own figures) now, for ``serve status``: one row per queue (after
+        this time's decision, if one was made)."""
+        last = self._after
+        if last is not None and last[0] == snap.now:
+            st, fair = last[1], last[2]
+        else:  # no decision at this time (a status read): queue the pending jobs first
+            self._sync(snap, set())
+            st = self._state(snap)
+            fair = self.share.shares(st)
+        extra = self.share.status(st, fair)
+        tree = self.tree
+        res = tree.resources
+        rows = []
+        for node in tree.preorder()[1:]:
+            row: dict[str, Any] = {
+                "queue": tree.label(node),
+                "leaf": bool(tree.is_leaf[node]),
+                "deserved": _plain(res, tree.deserved[node]),
+                "fair_share": _plain(res, fair[node]),
+                "alloc": _plain(res, st.alloc[node]),
+                "pending": _plain(res, st.pending[node]),
+            }
+            if st.usage is not None:
+                row["usage"] = _plain(res, st.usage[node])
+            for key, values in extra.items():
+                row[key] = float(values[node])
+            rows.append(row)
+        return rows
 
     # -- the queues ------------------------------------------------------------------------
     def _enqueue(self, snap: Snapshot, jobs: list[int]) -> None:
@@ -176,10 +215,8 @@ class TenantScheduler(SchedulingPolicy):
         leaves = self.leaf_of[running]
         held = np.zeros((n, r))
         if len(running):
-            np.add.at(held, leaves, self.demand[running])
-        by_leaf: dict[int, list[int]] = {}
-        for j, leaf in zip(running.tolist(), leaves.tolist(), strict=True):
-            by_leaf.setdefault(leaf, []).append(j)
+            for k in range(r):
+                held[:, k] = np.bincount(leaves, self.demand[running, k], minlength=n)
         st = TenantState(
             tree=tree,
             now=snap.now,
@@ -189,11 +226,13 @@ class TenantScheduler(SchedulingPolicy):
             alloc_np=np.zeros((n, r)),
             demand=self.demand,
             leaf_of=self.leaf_of,
-            running=by_leaf,
+            running_jobs=running,
             run_began=snap.runtime.run_started,
             submit=snap.jobs.submit_time,
             queued=self.queues.jobs,
+            serial=self._serial,
         )
+        self._serial += 1
         if self.share.time_based:
             self.share.observe(snap.now, st.alloc)
             st.usage = self.share.usage(snap.now)
@@ -209,13 +248,34 @@ class TenantScheduler(SchedulingPolicy):
             return out
         st = self._state(snap)
         fair = self.share.shares(st)
-        decisions = self._fill(snap, st, fair) if len(self.queues) else []
+        if len(snap.running_set) != self._running_after:  # a job ended (or a preemption waits)
+            self._version += 1
+        decisions = self._fill(snap, st, fair) if self._may_act(snap, st, fair) else []
+        if decisions:
+            self._version += 1
+        self._running_after = len(snap.running_set) + sum(
+            1 if isinstance(d, Start) else -1 for d in decisions
+        )
         self.watch = [d.job for d in decisions]
+        self._after = (snap.now, st, fair)
         if self.recorder is not None:
             self.recorder.record(snap.now, st, fair, self.share)
         if self.share.time_based:
             self.share.observe(snap.now, st.alloc)
         return out + decisions
+
+    def _may_act(self, snap: Snapshot, st: TenantState, fair: np.ndarray) -> bool:
+        """Could anything start now? Not when no waiting job fits in the free GPUs and no
+        queue may reclaim for its smallest (the usual state of a busy cluster between
+        completions): the decision then ends without looking at each queue."""
+        if not len(self.queues):
+            return False
+        if self.ordering.preemptive:
+            return True
+        smallest = self.queues.smallest()
+        if snap.free_gpus >= int(smallest.min(initial=1 << 30)):
+            return True
+        return self.share.may_reclaim_any(st, fair, smallest)
 
     def _reject_over_limit(self, snap: Snapshot) -> list[Decision]:
         """Jobs bigger than their queue could ever hold (its limits, the policy's ceiling)
@@ -248,17 +308,40 @@ class TenantScheduler(SchedulingPolicy):
         state = _Planning(snap.state)
         free = snap.free_gpus
         gone: set[int] = set()  # reclaimed in this decision
+        heads: dict[int, int] = {}  # leaf → its best job under its cap
+        keys: dict[int, list] = {}  # leaf → the policy's key path for that job
+        stale = set(cap)  # leaves whose head or key must be looked at again
+        local = self.share.local_keys
+        preemptive = self.ordering.preemptive
+        parked: dict[int, float] = {}  # leaf → its cap before heads too big for `free` were passed
         while cap:
-            heads = {}
-            for leaf, c in list(cap.items()):
-                item = queues.head(leaf, int(c) if c != INF else 1 << 30)
-                if item is None:
-                    del cap[leaf]
-                else:
-                    heads[leaf] = item[-1]
+            for leaf in stale:
+                first = cap.get(leaf)
+                while True:
+                    c = cap.get(leaf)
+                    item = queues.head(leaf, int(c) if c != INF else 1 << 30) if c else None
+                    if item is None:
+                        cap.pop(leaf, None)
+                        heads.pop(leaf, None)
+                        keys.pop(leaf, None)
+                        break
+                    j = item[-1]
+                    n = int(self.gpus[j])
+                    if n > free and not preemptive and not self.share.reclaimer(st, fair, leaf, j):
+                        # Neither room now nor a right to reclaim: it would fail wherever it
+                        # came in the order, so it fails here (the same as tried and failed);
+                        # should a reclaim leave more GPUs free, the leaf is looked at again.
+                        parked.setdefault(leaf, first)  # type: ignore[arg-type]
+                        cap[leaf] = 0 if self.strict else min(cap[leaf], n)
+                        continue
+                    heads[leaf] = j
+                    keys[leaf] = self.share.queue_key(st, fair, leaf, j)
+                    break
             if not heads:
                 break
-            leaf = first_queue({q: self.share.queue_key(st, fair, q, j) for q, j in heads.items()})
+            if not local:
+                keys = {q: self.share.queue_key(st, fair, q, j) for q, j in heads.items()}
+            leaf = first_queue(keys)
             job = heads[leaf]
             n = int(self.gpus[job])
             why = self.share.admit(st, fair, leaf, job) or limit_reason(st, leaf, job)
@@ -267,21 +350,34 @@ class TenantScheduler(SchedulingPolicy):
             taken: list[int] = []
             if why is None and n <= free:
                 alloc, plan = self.inner._place_planned(job, state.view())
+            before = free
             if alloc is None:  # the policy's reclaim rule keeps its own gate with the victims
                 alloc, plan, taken = self._reclaim(snap, st, fair, state, leaf, job, gone, free)
             if alloc is None:
                 cap[leaf] = 0 if self.strict else min(cap[leaf], n)
+                stale = {leaf}
                 continue
+            changed = set(tree.ancestors[leaf])
             for v in taken:
+                changed.update(tree.ancestors[int(self.leaf_of[v])])
                 victims.append(v)
                 gone.add(v)
-                st.running[int(self.leaf_of[v])].remove(v)
+                st.by_leaf()[int(self.leaf_of[v])].remove(v)
+                if st.running_jobs is not None:
+                    st.running_jobs = st.running_jobs[st.running_jobs != v]
                 free += int(snap.runtime.alloc_n[v])
             state.take(job, alloc, plan, self.ctx.jobs)
             st.take(job)
             queues.remove(job, self.demand[job])
+            grew = taken and free - n > before
             free -= n
             starts.append(Start(job, alloc, plan))
+            stale = {q for q in heads if changed.intersection(tree.ancestors[q])}
+            if grew:  # the victims freed more than the job took: passed heads may fit now
+                for q, c in parked.items():
+                    cap[q] = c
+                stale |= set(parked)
+                parked.clear()
         return [Preempt(v) for v in victims] + starts
 
     def _reclaim(
@@ -300,20 +396,16 @@ class TenantScheduler(SchedulingPolicy):
         victims gone, and those whose GPUs the job does not use are put back."""
         jobs, rt = self.ctx.jobs, snap.runtime
         assert jobs is not None
+        if not self.ordering.preemptive and not self.share.reclaimer(st, fair, leaf, job):
+            return None, None, []
+        cache = not self.ordering.preemptive  # a preemptive ordering's ranks move with time
+        key = (leaf, self.demand[job].tobytes(), float(jobs.submit_time[job]))
+        seen = (self._version, free, fair.tobytes(), st.alloc.tobytes())
+        if cache and self._failed.get(key) == seen:
+            return None, None, []
         need = int(self.gpus[job])
-        found: dict[str, Any] = {}
-
-        def fits(victims: list[int]) -> bool:
-            if free + sum(int(rt.alloc_n[v]) for v in victims) < need:
-                return False
-            scratch = copy_state(state.view())
-            for v in victims:
-                cpu, mem = int(jobs.cpu_milli[v]), int(jobs.memory_mib[v])
-                give_back(scratch, rt.allocation[v] or (), cpu, mem, v)
-            alloc, plan = self.inner._place_planned(job, scratch)
-            if alloc is not None:
-                found.update(alloc=alloc, plan=plan)
-            return alloc is not None
+        fits = _Fits(self.inner, job, need, free, state, rt, jobs, gone)
+        found = fits.found
 
         chosen: list[int] | None = None
         same = False
@@ -325,9 +417,11 @@ class TenantScheduler(SchedulingPolicy):
                     break
         if chosen is None:
             st.reclaim_base = st.alloc.copy()
-            chosen = self.share.select_victims(st, fair, leaf, job, _Exclude(fits, gone, rt))
+            chosen = self.share.select_victims(st, fair, leaf, job, fits)
             st.reclaim_base = None
         if not chosen or "alloc" not in found:
+            if cache:
+                self._failed[key] = seen
             return None, None, []
         alloc, plan = found["alloc"], found["plan"]
         for v in chosen:
@@ -366,16 +460,87 @@ class TenantScheduler(SchedulingPolicy):
         return below[::-1]
 
 
-class _Exclude:
-    """``fits`` for a share policy: victims already gone, or not running, never fit."""
+def _plain(resources: tuple[str, ...], values: np.ndarray) -> dict[str, float | None]:
+    """A per-resource row as ``{resource: value}``, JSON-ready (no limit: None)."""
+    return {
+        k: (round(float(v), 6) if np.isfinite(v) else None)
+        for k, v in zip(resources, values, strict=True)
+    }
 
-    def __init__(self, fits: Any, gone: set[int], rt: Any) -> None:
-        self.fits, self.gone, self.rt = fits, gone, rt
+
+class _Fits:
+    """``fits(victims)``: does the job's placement find room with ``victims`` gone?
+
+    Victims already taken in this decision, or not running, never fit. Sets of victims are
+    mostly tried growing one at a time, so the released state is kept and only the new
+    victims are released on it (a different set starts over from a copy).
+    """
+
+    def __init__(
+        self,
+        inner: QueueScheduler,
+        job: int,
+        need: int,
+        free: int,
+        state: _Planning,
+        rt: Any,
+        jobs: Any,
+        gone: set[int],
+    ) -> None:
+        self.inner, self.job, self.need, self.free = inner, job, need, free
+        self.state, self.rt, self.jobs, self.gone = state, rt, jobs, gone
+        self.found: dict[str, Any] = {}
+        self.scratch: ClusterState | None = None
+        self.released: list[int] = []
+        self.freed = free  # GPUs free with the released victims
+
+    def possible(self, candidates: list[int]) -> bool:
+        """Could all of ``candidates`` together make room (a quick necessary test)? Enough
+        GPUs in all; and a job that fits in one node (and asks no node shape) goes on one
+        node, so some node must have that many free with the candidates on it gone."""
+        rt = self.rt
+        if self.free + sum(int(rt.alloc_n[v]) for v in candidates) < self.need:
+            return False
+        placer, j = self.inner.ctx.placer, self.job
+        one_node = (
+            placer.whole_job is None
+            and int(self.jobs.gpus_per_node[j]) == 0
+            and not bool(self.jobs.exclusive[j])
+            and self.need <= placer._largest_node(int(self.jobs.gpu_model_mask[j]))
+        )
+        if not one_node:
+            return True
+        room = self.state.view().gpu_full_count
+        gain: dict[int, int] = {}
+        for v in candidates:
+            for node, gpus in rt.allocation[v] or ():
+                gain[node] = gain.get(node, 0) + len(gpus)
+                if int(room[node]) + gain[node] >= self.need:
+                    return True
+        return bool(int(room.max(initial=0)) >= self.need)
 
     def __call__(self, victims: list[int]) -> bool:
-        if any(v in self.gone or self.rt.status[v] != RUNNING for v in victims):
-            return False
-        return bool(self.fits(victims))
+        rt = self.rt
+        k = len(self.released)
+        if victims[:k] != self.released:  # not the set grown: start over
+            self.scratch, self.released, self.freed, k = None, [], self.free, 0
+        for v in victims[k:]:
+            if v in self.gone or rt.status[v] != RUNNING:
+                return False
+        extra = sum(int(rt.alloc_n[v]) for v in victims[k:])
+        if self.freed + extra < self.need:
+            return False  # not enough GPUs yet: nothing to release or place
+        if self.scratch is None:
+            self.scratch = copy_state(self.state.view())
+        for v in victims[k:]:
+            cpu, mem = int(self.jobs.cpu_milli[v]), int(self.jobs.memory_mib[v])
+            give_back(self.scratch, rt.allocation[v] or (), cpu, mem, v)
+            self.released.append(v)
+        self.freed += extra
+        alloc, plan = self.inner._place_planned(self.job, self.scratch)
+        if alloc is not None:
+            self.found.update(alloc=alloc, plan=plan)
+        return alloc is not None
 
 
 class _Planning:

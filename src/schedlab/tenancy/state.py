@@ -10,7 +10,7 @@ policy always judges the state its earlier decisions of the same cycle left.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -19,6 +19,8 @@ from schedlab.tenancy.tree import QueueTree
 
 def roll_up(tree: QueueTree, leaf_values: np.ndarray) -> np.ndarray:
     """Per-node totals from values held at the nodes themselves (children into parents)."""
+    if tree.below is not None:
+        return tree.below @ leaf_values
     out = leaf_values.copy()
     for node in reversed(tree.preorder()[1:]):
         out[tree.parent[node]] += out[node]
@@ -39,8 +41,10 @@ class TenantState:
     #: Each job's demand ``[jobs, resources]`` and leaf.
     demand: np.ndarray
     leaf_of: np.ndarray
-    #: Running jobs by leaf, and when each job's current run began.
-    running: dict[int, list[int]] = field(default_factory=dict)
+    #: Running jobs by leaf (built from ``running_jobs`` when first asked), and when each
+    #: job's current run began.
+    running: dict[int, list[int]] | None = None
+    running_jobs: np.ndarray | None = None
     run_began: np.ndarray | None = None
     #: Jobs' submit times (Kueue's creation timestamps).
     submit: np.ndarray | None = None
@@ -52,8 +56,27 @@ class TenantState:
     non_preemptible: np.ndarray | None = None
     #: The pending jobs (a function: only some policies need the list).
     queued: Callable[[], list[int]] | None = None
+    #: Which decision this is (caches keyed on it never outlive the decision).
+    serial: int = 0
     #: ``alloc`` when the current reclaim attempt began (who lost resources since).
     reclaim_base: np.ndarray | None = None
+
+    def by_leaf(self) -> dict[int, list[int]]:
+        """Running jobs by leaf (only policies that reclaim ask)."""
+        if self.running is None:
+            jobs = self.running_jobs if self.running_jobs is not None else np.zeros(0, int)
+            leaves = self.leaf_of[jobs]
+            order = np.argsort(leaves, kind="stable")
+            jobs, leaves = jobs[order], leaves[order]
+            cut = np.flatnonzero(np.diff(leaves)) + 1
+            self.running = {
+                int(group_leaves[0]): group.tolist()
+                for group, group_leaves in zip(
+                    np.split(jobs, cut), np.split(leaves, cut), strict=True
+                )
+                if len(group)
+            }
+        return self.running
 
     @property
     def request(self) -> np.ndarray:
@@ -64,21 +87,20 @@ class TenantState:
 
     def take(self, job: int, amount: np.ndarray | None = None) -> None:
         """``job`` starts: its demand moves from pending to allocated along its path."""
-        req = self.demand[job] if amount is None else amount
-        nodes = self.tree.up[int(self.leaf_of[job])]
-        self.alloc[nodes] += req
-        self.pending[nodes] -= req
-        if self.non_preemptible is not None and self.non_preemptible[job]:
-            self.alloc_np[nodes] += req
+        self._move(job, self.demand[job] if amount is None else amount)
 
     def give_back(self, job: int, amount: np.ndarray | None = None) -> None:
         """``job`` is reclaimed: its holding moves back to pending along its path."""
-        req = self.demand[job] if amount is None else amount
-        nodes = self.tree.up[int(self.leaf_of[job])]
-        self.alloc[nodes] -= req
-        self.pending[nodes] += req
-        if self.non_preemptible is not None and self.non_preemptible[job]:
-            self.alloc_np[nodes] -= req
+        self._move(job, -(self.demand[job] if amount is None else amount))
+
+    def _move(self, job: int, req: np.ndarray) -> None:
+        alloc, pending = self.alloc, self.pending
+        held_np = self.non_preemptible is not None and bool(self.non_preemptible[job])
+        for node in self.tree.up[int(self.leaf_of[job])]:  # a few rows: cheaper than fancy indexing
+            alloc[node] += req
+            pending[node] -= req
+            if held_np:
+                self.alloc_np[node] += req
 
     def priority_of(self, job: int) -> float:
         return 0.0 if self.job_priority is None else float(self.job_priority[job])

@@ -70,6 +70,8 @@ class QueueTree:
     warnings: list[str] = field(default_factory=list)
 
     def __post_init__(self) -> None:
+        self._preorder: list[int] | None = None
+        self.has_limits = bool(np.isfinite(self.limit).any())
         self.index = {name: i for i, name in enumerate(self.names)}
         self.depth = np.zeros(len(self.names), dtype=np.int64)
         for i in self.preorder()[1:]:
@@ -85,8 +87,16 @@ class QueueTree:
                 path.append(n)
                 n = int(self.parent[n])
             self.ancestors.append(path)
+        #: Every queue is right under the root.
+        self.flat = all(len(path) <= 1 for path in self.ancestors)
         #: up[i]: ancestors[i] and the root.
         self.up = [[*path, ROOT] for path in self.ancestors]
+        #: below[a, n]: n is a or under a (so values held at nodes sum up as below @ values).
+        n = len(self.names)
+        self.below = np.zeros((n, n)) if n <= 2048 else None
+        if self.below is not None:
+            for node, path in enumerate(self.up):
+                self.below[path, node] = 1.0
 
     def __len__(self) -> int:
         return len(self.names)
@@ -95,13 +105,19 @@ class QueueTree:
         return self.names[node] or "root"
 
     def preorder(self) -> list[int]:
-        """Nodes parents-first, siblings in creation order."""
-        out, stack = [], [ROOT]
-        while stack:
-            n = stack.pop()
-            out.append(n)
-            stack.extend(reversed(self.children[n]))
-        return out
+        """Nodes parents-first, siblings in creation order (computed once)."""
+        if self._preorder is None:
+            out, stack = [], [ROOT]
+            while stack:
+                n = stack.pop()
+                out.append(n)
+                stack.extend(reversed(self.children[n]))
+            self._preorder = out
+        return self._preorder
+
+    def parents(self) -> list[int]:
+        """Nodes with children, parents first: the sibling groups a division walks."""
+        return [n for n in self.preorder() if self.children[n]]
 
     def top_level(self) -> list[int]:
         return list(self.children[ROOT])
@@ -112,6 +128,8 @@ class QueueTree:
 
     def lca_children(self, a: int, b: int) -> tuple[int, int]:
         """The children of the lowest common ancestor of ``a`` and ``b`` on their two paths."""
+        if self.flat and a != b:
+            return a, b
         pa = [*reversed(self.ancestors[a])]
         pb = [*reversed(self.ancestors[b])]
         k = 0
@@ -193,6 +211,7 @@ def build_tree(
     )
     for name, spec in seen.items():
         _fill(tree, tree.index[name], spec, where, name)
+    tree.has_limits = bool(np.isfinite(tree.limit).any())
     tree.warnings.extend(oversubscription(tree))
     return tree
 

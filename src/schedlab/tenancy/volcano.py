@@ -150,7 +150,7 @@ class VolcanoProportion(SharePolicy):
         self, st: TenantState, fair: np.ndarray, leaf: int, job: int
     ) -> list[int]:
         out = []
-        for other, jobs in st.running.items():
+        for other, jobs in st.by_leaf().items():
             if other != leaf:
                 out += [
                     (-float(st.run_began[v]) if st.run_began is not None else 0.0, v) for v in jobs
@@ -183,14 +183,39 @@ class Drf(SharePolicy):
     def node_key(self, st: TenantState, fair: np.ndarray, node: int, req: np.ndarray) -> tuple:
         return (self._share(st, node, st.alloc[node]), node)
 
+    def _shares_now(self, st: TenantState) -> np.ndarray:
+        """Every node's dominant share over weight (kept while the allocation is the same)."""
+        key = (st.serial, st.alloc.tobytes())
+        if getattr(self, "_memo_key", None) != key:
+            w = np.maximum(st.tree.weight, EPS)
+            self._memo_key = key
+            self._memo = dominant(st.alloc, st.capacity) / w
+        return self._memo
+
     def reclaimer(self, st: TenantState, fair: np.ndarray, leaf: int, job: int) -> bool:
-        return True
+        """Only if some other queue holds a larger share than this one would with the job."""
+        shares = self._shares_now(st)
+        mine = self._share(st, leaf, st.alloc[leaf] + st.demand[job])
+        others = [q for q in st.tree.leaves.tolist() if q != leaf]
+        return bool(others) and mine <= float(shares[others].max()) + DRF_EPS
+
+    def may_reclaim_any(self, st: TenantState, fair: np.ndarray, smallest: np.ndarray) -> bool:
+        leaves = st.tree.leaves
+        waiting = smallest[leaves] < (1 << 30)
+        if not waiting.any():
+            return False
+        g = st.tree.resources.index("gpu")
+        with_job = st.alloc[leaves].copy()
+        with_job[:, g] += np.where(waiting, smallest[leaves], 0)
+        w = np.maximum(st.tree.weight[leaves], EPS)
+        mine = dominant(with_job, st.capacity) / w
+        return bool((mine[waiting] <= self._shares_now(st)[leaves].max() + DRF_EPS).any())
 
     def victim_candidates(
         self, st: TenantState, fair: np.ndarray, leaf: int, job: int
     ) -> list[int]:
         rows = []
-        for other, jobs in st.running.items():
+        for other, jobs in st.by_leaf().items():
             if other == leaf:
                 continue
             share = self._share(st, other, st.alloc[other])
@@ -221,6 +246,13 @@ def hdrf_shares(
     saturated = np.zeros(n, dtype=bool)
     vec = np.zeros_like(alloc, dtype=np.float64)
     exhausted = alloc[tree.leaves].sum(axis=0) >= total - EPS
+    if tree.flat:  # every queue right under the root: no scaling, and the root is not compared
+        leaves = tree.leaves
+        asks = demand[leaves] > 0
+        granted = alloc[leaves] >= demand[leaves] - EPS
+        saturated[leaves] = (asks & (granted | exhausted[None, :])).any(axis=1) | ~asks.any(axis=1)
+        share[leaves] = dominant(alloc[leaves], total)
+        return share, saturated
     for node in reversed(tree.preorder()):
         kids = tree.children[node]
         if not kids:
@@ -247,6 +279,7 @@ def hdrf_shares(
 class Hdrf(SharePolicy):
     name = "hdrf"
     summary = "hierarchical DRF (Volcano's hierarchy)"
+    local_keys = False  # saturation looks at the whole cluster
 
     def shares(self, st: TenantState) -> np.ndarray:
         return weighted_division(st)
@@ -266,25 +299,46 @@ class Hdrf(SharePolicy):
             for n in reversed(st.tree.ancestors[leaf])
         ]
 
-    def queue_key(self, st: TenantState, fair: np.ndarray, leaf: int, job: int) -> list:
-        key = (id(st), st.alloc.tobytes())
+    def _now(self, st: TenantState) -> tuple[np.ndarray, np.ndarray]:
+        key = (st.serial, st.alloc.tobytes())
         if getattr(self, "_cache_key", None) != key:
             self._cache_key = key
             self._cache = self._figures(st, st.alloc)
-        return self._path(st, leaf, self._cache)
+            self._behind: dict[tuple, list[int]] = {}
+        return self._cache
+
+    def queue_key(self, st: TenantState, fair: np.ndarray, leaf: int, job: int) -> list:
+        return self._path(st, leaf, self._now(st))
+
+    def _passed(self, st: TenantState, leaf: int, job: int) -> list[int]:
+        """The other leaves the job's queue would go before with the job added: the only
+        queues it could take from (taking a job only lowers the victim's key)."""
+        self._now(st)
+        key = (leaf, st.demand[job].tobytes())
+        if key not in self._behind:
+            moved = st.alloc.copy()
+            moved[st.tree.ancestors[leaf]] += st.demand[job]
+            figures = self._figures(st, moved)
+            mine = self._path(st, leaf, figures)
+            self._behind[key] = [
+                q
+                for q in st.tree.leaves.tolist()
+                if q != leaf and goes_before(mine, self._path(st, q, figures))
+            ]
+        return self._behind[key]
 
     def reclaimer(self, st: TenantState, fair: np.ndarray, leaf: int, job: int) -> bool:
-        return True
+        by_leaf = st.by_leaf()
+        return any(by_leaf.get(q) for q in self._passed(st, leaf, job))
 
     def victim_candidates(
         self, st: TenantState, fair: np.ndarray, leaf: int, job: int
     ) -> list[int]:
-        share, _ = self._figures(st, st.alloc)
+        share, _ = self._now(st)
         rows = []
-        for other, jobs in st.running.items():
-            if other == leaf:
-                continue
-            for v in jobs:
+        by_leaf = st.by_leaf()
+        for other in self._passed(st, leaf, job):
+            for v in by_leaf.get(other, []):
                 began = float(st.run_began[v]) if st.run_began is not None else 0.0
                 rows.append((-share[other], -began, v))
         return [v for *_, v in sorted(rows)]

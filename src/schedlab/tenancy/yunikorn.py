@@ -87,7 +87,7 @@ class YuniKorn(SharePolicy):
     ) -> list[int]:
         prio = self.job_priority(st, job)
         rows = []
-        for other, jobs in st.running.items():
+        for other, jobs in st.by_leaf().items():
             if other == leaf or self._fenced(st, leaf, other):
                 continue
             last = st.tree.preemption[other].get("allow_preemption") is False

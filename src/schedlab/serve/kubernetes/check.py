@@ -32,7 +32,7 @@ from schedlab.serve.kubernetes.objects import NodeInfo, PodInfo, Requirement
 from schedlab.serve.kubernetes.server import run_start
 from schedlab.serve.kubernetes.view import build_view
 from schedlab.serve.rederive import Mismatch, Rederived
-from schedlab.serve.serve_record import policy_choice
+from schedlab.serve.serve_record import policy_choice, refuse_tenancy
 from schedlab.serve.topology import ServeTopology
 
 Record = dict[str, Any]
@@ -229,6 +229,7 @@ class _Walk:
     def derive(self) -> None:
         if self.serve is None:
             raise InputError("the journal has decisions before any 'serve' record")
+        refuse_tenancy(self.serve)
         nodes = nodes_of(self.serve)
         view = build_view(self.pods(), nodes, self.time, "", credit=self.credit)
         self.result.cycles += 1

@@ -80,8 +80,10 @@ def decide(
     seed: int,
     topology: Any,
     policy_state: dict[str, Any],
+    always: bool = False,
 ) -> Decided:
-    """The cycle's decisions (see the module docstring)."""
+    """The cycle's decisions (see the module docstring). ``always``: ask the policy even
+    when nothing is pending (a share policy's usage accrues; a reclaim may come due)."""
     snap = view.snapshot
     work = snap.state.copy()
     decisions: list[Decision] = []
@@ -91,9 +93,11 @@ def decide(
     passes: dict[bytes, list[int]] = {}
     for i in snap.pending_set:
         passes.setdefault(view.eligible[i].tobytes(), []).append(i)
+    if always and not passes:
+        passes[b""] = []
     started_any = False
     for members in passes.values():
-        allowed = view.eligible[members[0]]
+        allowed = view.eligible[members[0]] if members else np.ones(len(view.nodes), dtype=bool)
         sub = dataclasses.replace(
             snap,
             state=_restricted(work, allowed),

@@ -4,8 +4,9 @@ This module is the only one that knows where Kubernetes keeps each fact (see doc
 for the table): GPUs in ``nvidia.com/gpu`` (whole devices) or the ``alibabacloud.com/gpu-milli``
 and ``gpu-count`` annotations (a share of each of that many GPUs), a gang in the scheduler-plugins
 ``scheduling.x-k8s.io/pod-group`` label (its ``minMember`` from the PodGroup object, else the
-``schedlab.io/min-member`` annotation), the queue in ``kueue.x-k8s.io/queue-name`` or the
-namespace. A pod whose resources cannot be read (``12Gx``) is kept with ``problem`` set, so it
+``schedlab.io/min-member`` annotation), the queue in ``kueue.x-k8s.io/queue-name``,
+``kai.scheduler/queue`` or ``schedlab.io/queue`` (in that order), else the namespace. A pod
+whose resources cannot be read (``12Gx``) is kept with ``problem`` set, so it
 is reported and never bound, instead of failing the cycle.
 """
 
@@ -31,6 +32,8 @@ MODEL_LABELS = ("nvidia.com/gpu.product", "alibabacloud.com/gpu-card-model")
 POD_GROUP_LABEL = "scheduling.x-k8s.io/pod-group"
 MIN_MEMBER_KEY = "schedlab.io/min-member"
 QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
+#: Labels naming a pod's queue, by precedence (Kueue's, KAI's, schedlab's); else its namespace.
+QUEUE_LABELS = (QUEUE_LABEL, "kai.scheduler/queue", "schedlab.io/queue")
 CHECKPOINT_KEY = "schedlab.io/checkpoint"
 ESTIMATE_KEY = "schedlab.io/runtime-estimate"
 #: Annotation schedlab writes on bind: the GPU indices chosen on the node (``0,1`` or ``3``).
@@ -397,7 +400,7 @@ def parse_pod(raw: Obj) -> PodInfo:
         priority=int(spec.get("priority") or 0),
         group=str(labels.get(POD_GROUP_LABEL) or ""),
         min_member=min_member,
-        queue=str(labels.get(QUEUE_LABEL) or ns),
+        queue=str(next((labels[k] for k in QUEUE_LABELS if labels.get(k)), ns)),
         checkpoint=str(notes.get(CHECKPOINT_KEY, "")).lower() == "true",
         estimate=estimate,
         node_selector=tuple(

@@ -42,6 +42,9 @@ from schedlab.serve.kubernetes.objects import NodeInfo, parse_node, parse_pod
 from schedlab.serve.kubernetes.topology import network_from_labels
 from schedlab.serve.kubernetes.view import KubeView, build_view, natural
 from schedlab.serve.loop import CycleReport, ServeLoop
+from schedlab.tenancy.live import KUBE_ATTRIBUTES, LiveTenancy
+from schedlab.tenancy.replay import TenancySpec
+from schedlab.tenancy.serve import tenancy_record
 
 Record = dict[str, Any]
 PODGROUPS = "/apis/scheduling.x-k8s.io/v1alpha1/podgroups"
@@ -69,6 +72,8 @@ class KubeConfig:
     identity: str = ""
     #: Node label keys naming the network's levels, lowest first (network placements).
     topology_labels: tuple[str, ...] = ("schedlab.io/leaf", "schedlab.io/spine")
+    #: Queues and a share policy over schedlab's pods (off unless --tenancy or --queues).
+    tenancy: TenancySpec = field(default_factory=TenancySpec)
 
     @property
     def choice(self) -> PolicyChoice:
@@ -134,6 +139,14 @@ def open_runs(path: Path | None) -> dict[str, list[str]]:
     return runs
 
 
+def refresh_queues(tenancy: LiveTenancy, view: KubeView) -> None:
+    """Each job's queue this cycle, from its pods' queue label (or namespace)."""
+    tenancy.refresh_jobs(
+        [j.key for j in view.jobs],
+        {"queue": [j.queue for j in view.jobs], "namespace": [j.head.namespace for j in view.jobs]},
+    )
+
+
 class KubeServer(ServeLoop):
     """Drives a Kubernetes cluster with one schedlab policy: the serve loop
     (:class:`schedlab.serve.loop.ServeLoop`) with Kubernetes as its engine; see the module
@@ -175,6 +188,7 @@ class KubeServer(ServeLoop):
         self._network_key: Any = None
         self._node_memo: dict[Any, Any] = {}
         self._leading: bool | None = None  # None: not known yet (journaled at the first cycle)
+        self.tenancy = self.wrap_tenancy(attributes=KUBE_ATTRIBUTES, default_key=("queue",))
 
     # -- reading -------------------------------------------------------------------------------
     def start_watches(self) -> None:
@@ -429,8 +443,18 @@ class KubeServer(ServeLoop):
             self._write(None, "error", reason=f"topology: {exc}")
             self.journal.sync()
             return CycleReport(self.cycle_no, ok=False, time=self.now)
+        if self.tenancy is not None:
+            refresh_queues(self.tenancy, view)
         try:
-            decided = decide(self.policies, view, self.config.seed, topology, self._policy_state)
+            decided = decide(
+                self.policies,
+                view,
+                self.config.seed,
+                topology,
+                self._policy_state,
+                # With tenancy the policy decides every cycle: usage accrues, reclaim may be due.
+                always=self.tenancy is not None,
+            )
         except PolicyError as exc:  # a wrong answer stops serve, journaled, as serve slurm does
             self._write(None, "error", reason=str(exc))
             self.journal.sync()
@@ -595,6 +619,7 @@ class KubeServer(ServeLoop):
             node_cpu_milli=[n.cpu_milli for n in nodes],
             node_memory_mib=[n.memory_mib for n in nodes],
             **network,
+            **({"tenancy": tenancy_record(c.tenancy)} if c.tenancy.enabled else {}),
         )
 
     def run(self, report: Callable[[CycleReport], None] | None = None) -> int:

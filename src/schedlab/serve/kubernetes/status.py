@@ -5,7 +5,8 @@ still valid — a standby takes over once it is not), ``/metrics`` when a port i
 journal (the scheduler's settings, its last cycle that changed something, a stop), and the API
 server: the pods of the scheduler by state, the reasons on the waiting ones (their
 ``PodScheduled`` messages, most frequent first) and the queue in the policy's order, computed
-by the policy the journal names on the snapshot the scheduler would build now.
+by the policy the journal names on the snapshot the scheduler would build now; with a share
+policy, each queue's deserved GPUs, fair share, GPUs held, borrowed and waiting, computed alike.
 """
 
 from __future__ import annotations
@@ -20,9 +21,15 @@ from schedlab.policies.api import SERVE
 from schedlab.policies.wiring import build
 from schedlab.serve.kubernetes.api import KubeError
 from schedlab.serve.kubernetes.objects import parse_node, parse_pod, timestamp
+from schedlab.serve.kubernetes.server import refresh_queues
 from schedlab.serve.kubernetes.view import build_view
+from schedlab.serve.loop import saved_policy_state
 from schedlab.serve.serve_record import policy_choice
-from schedlab.serve.status import journal_summary, read_metrics
+from schedlab.serve.status import journal_summary, read_metrics, render_tenancy
+from schedlab.tenancy.live import KUBE_ATTRIBUTES
+from schedlab.tenancy.registry import NONE
+from schedlab.tenancy.replay import TenancySpec
+from schedlab.tenancy.serve import wrap_live
 
 Record = dict[str, Any]
 #: Queued jobs shown in the text (all in --json).
@@ -80,29 +87,59 @@ def gather(
     out["reasons"] = sorted(
         ([len(keys), text, keys] for text, keys in reasons.items()), key=lambda r: (-r[0], r[1])
     )
-    out["queue"] = _queue(
-        serve, pods, [parse_node(o) for o in api.list("/api/v1/nodes")[0]], scheduler, now
+    out["queue"], queues = _queue(
+        serve, pods, [parse_node(o) for o in api.list("/api/v1/nodes")[0]], scheduler, now, journal
     )
+    if queues is not None:
+        out["tenancy"] = queues
     return out
 
 
 def _queue(
-    serve: Record | None, pods: list[Any], nodes: list[Any], scheduler: str, now: float
-) -> list[Record]:
+    serve: Record | None,
+    pods: list[Any],
+    nodes: list[Any],
+    scheduler: str,
+    now: float,
+    journal: Path | None = None,
+) -> tuple[list[Record], list[Record] | None]:
     """The waiting jobs in the policy's order (the journal's policy; submit order without a
-    journal or for a policy that does not rank)."""
+    journal or for a policy that does not rank), and with a share policy each queue's row
+    (deserved, fair share, held, waiting; time-based usage from the journaled policy state)."""
     view = build_view(pods, nodes, now, scheduler)
     pending = list(view.snapshot.pending_set)
     order = pending
-    if serve is not None and pending:
+    queues: list[Record] | None = None
+    if serve is not None and (pending or serve.get("tenancy")):
         policies = build(SERVE, policy_choice(serve))
+        tenancy = serve.get("tenancy")
+        if tenancy:
+            spec = TenancySpec(
+                policy=str(tenancy.get("policy") or NONE),
+                queues=tenancy.get("queues"),
+                tenant_key=tuple(tenancy.get("tenant_key") or ()),
+                unknown_tenant=tenancy.get("unknown_tenant"),
+            )
+            live = wrap_live(spec, policies, None, KUBE_ATTRIBUTES, ("queue",))
+            assert live is not None
+            refresh_queues(live, view)
         policies.start(
             view.cluster,
             np.random.default_rng(int(serve.get("seed") or 0)),
             jobs=view.snapshot.jobs,
         )
+        if tenancy:
+            identity = {
+                "policy": serve.get("policy"),
+                "placement": serve.get("placement"),
+                "params": dict(serve.get("params") or {}),
+                "seed": serve.get("seed"),
+                "tenancy": tenancy.get("policy"),
+            }
+            policies.import_state(saved_policy_state(journal, identity))
+            queues = policies.scheduler.queue_status(view.snapshot)  # type: ignore[union-attr]
         ranking = getattr(policies.scheduler, "ranking", None)
-        if ranking is not None:
+        if ranking is not None and pending:
             ranked = [i for i in ranking(view.snapshot) if i in view.snapshot.pending_set]
             order = ranked + [i for i in pending if i not in set(ranked)]
     rows = []
@@ -131,7 +168,7 @@ def _queue(
         }
         for p in view.fractional
     ]
-    return rows
+    return rows, queues
 
 
 def render(status: Record) -> list[str]:
@@ -191,7 +228,7 @@ def render(status: Record) -> list[str]:
             )
         if len(queue) > SHOWN:
             lines.append(f"  … {len(queue) - SHOWN} more (--json lists all)")
-    return lines
+    return lines + render_tenancy(status)
 
 
 def running(status: Record) -> bool:
