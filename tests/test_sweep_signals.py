@@ -193,12 +193,13 @@ def test_an_interrupted_or_failed_pack_leaves_no_folder(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     """Stopped after some files are written (the figures come after events.csv)."""
-    import schedlab.commands.pack as pack_command
+    import schedlab.report.pack_figures as pack_figures
 
     def stopped(*_args: object, **_kwargs: object) -> None:
         raise stop
 
-    monkeypatch.setattr(pack_command, "write_pack_figures", stopped)
+    # pack imports its figure writer when it writes figures, so the writer is patched at home.
+    monkeypatch.setattr(pack_figures, "write_pack_figures", stopped)
     out = tmp_path / "new" / "run"
     if stop is KeyboardInterrupt:
         assert _pack(*pack_files, out) == 130

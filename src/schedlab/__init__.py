@@ -6,11 +6,11 @@ data flow: ``traces`` (files → model) → ``engines`` (apply ``policies``) →
 ``report``.
 """
 
-from importlib import import_module
 from importlib.metadata import PackageNotFoundError, version
 from typing import TYPE_CHECKING
 
 from schedlab.errors import InputError, SchedlabError
+from schedlab.lazy import lazy_exports
 
 if TYPE_CHECKING:
     from schedlab.engines.pack import PackConfig, PackResult, run_pack
@@ -30,13 +30,7 @@ _LAZY = {
     "placement_names": "schedlab.policies.registry",
 }
 
-
-def __getattr__(name: str) -> object:
-    if name in _LAZY:
-        value = getattr(import_module(_LAZY[name]), name)
-        globals()[name] = value
-        return value
-    raise AttributeError(f"module 'schedlab' has no attribute {name!r}")
+lazy_exports(__name__, _LAZY)
 
 
 try:

@@ -13,14 +13,16 @@ import os
 import tempfile
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import IO
+from typing import IO, TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
 
-from schedlab.engines.pack import NO_NODE, PackResult
 from schedlab.model.gpu_models import mask_to_models
 from schedlab.output_dir import umask
+
+if TYPE_CHECKING:
+    from schedlab.engines.pack import PackResult
 
 FLOAT_FORMAT = "%.6f"
 
@@ -73,6 +75,8 @@ def write_config(path: Path, config: Mapping[str, object], comment: str) -> None
 def pack_events(result: PackResult) -> pd.DataFrame:
     """One row per pod in the order placed: what it asked for, where it went, and the cluster
     measures right after it."""
+    from schedlab.engines.pack import NO_NODE  # pack's outputs only
+
     pods, cluster = result.pods, result.cluster
     placed = result.node != NO_NODE
     node_names = np.where(placed, cluster.names[np.maximum(result.node, 0)], "")

@@ -22,7 +22,6 @@ from schedlab.model.pods import PodTable
 from schedlab.output_dir import staged_dir
 from schedlab.policies.api import PACK
 from schedlab.policies.wiring import PolicyChoice, build
-from schedlab.report.pack_figures import curves_frame, write_pack_figures
 from schedlab.results import pack_events, write_config, write_csv, write_json
 from schedlab.traces.alibaba import read_node_list, read_pod_list
 
@@ -156,7 +155,9 @@ def _run_and_write(
         },
         f"schedlab {__version__} pack run; repeat: schedlab pack --config config.toml --out DIR",
     )
-    if figures:
+    if figures:  # matplotlib is imported for them only
+        from schedlab.report.pack_figures import curves_frame, write_pack_figures
+
         curves = curves_frame([summary])
         label = Path(str(cfg["pods"])).stem
         write_pack_figures(

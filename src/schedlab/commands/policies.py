@@ -69,7 +69,7 @@ def _has_installed_plugins() -> bool:
 def _with_plugins(references: list[str]) -> list[tuple[Listing, str | None]]:
     """Every policy read from its class (built-ins and plugins): imports them all."""
     from schedlab.policies.api import capabilities
-    from schedlab.policies.plugins import load_references, plugins
+    from schedlab.policies.plugins import load_references, plugins, reference_of
     from schedlab.policies.registry import ordering_classes, placement_classes, sizing_classes
 
     load_references(references)
@@ -90,6 +90,7 @@ def _with_plugins(references: list[str]) -> list[tuple[Listing, str | None]]:
                 stateful=bool(caps["stateful"]),
                 preemptive=bool(caps["preemptive"]),
                 uses_placement=bool(caps["uses_placement"]),
+                reference=reference_of(cls),
             )
             rows.append((entry, plugged.get(name)))
     return rows

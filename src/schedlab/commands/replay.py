@@ -14,16 +14,11 @@ from schedlab.commands.common import (
     read_config,
     stdout,
 )
-from schedlab.commands.replay_sharing import add_sharing_options, run_sharing_command
+from schedlab.commands.sharing_options import add_sharing_options
 from schedlab.energy.options import ENERGY_CONFIG_KEYS, add_energy_options, energy_spec
 from schedlab.errors import InputError
-from schedlab.experiments.replay_network import (
-    NET_CONTROLS,
-    REPLAY_ROUTING,
-    resolve_net_control,
-)
 from schedlab.experiments.replay_run import FALLBACKS, ReplaySpec, run_replay, write_run
-from schedlab.network.sharing import RULES
+from schedlab.network.options import NET_CONTROLS, REPLAY_ROUTING, RULES, resolve_net_control
 from schedlab.output_dir import staged_dir
 from schedlab.perf.models import parse_speed_factors
 from schedlab.policies.api import REPLAY
@@ -275,7 +270,9 @@ def spec_from_args(args: argparse.Namespace) -> ReplaySpec:
 
 
 def run(args: argparse.Namespace) -> int:
-    if args.sharing:
+    if args.sharing:  # the sharing engine, imported only for it
+        from schedlab.commands.replay_sharing import run_sharing_command
+
         return run_sharing_command(args)
     spec = spec_from_args(args)
     with staged_dir(args.out) as out:  # an unwritable --out fails here, before the run

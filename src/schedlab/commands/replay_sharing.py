@@ -38,40 +38,6 @@ from schedlab.traces.cluster_spec import parse_cluster_spec
 BOOL_PARAMS = ("evict_keeps_progress", "ls_protect", "burstable_preemptible")
 
 
-def add_sharing_options(p: argparse.ArgumentParser) -> None:
-    """The options of ``replay --sharing`` (ignored without it)."""
-    g = p.add_argument_group(
-        "sharing (with --sharing: pods with GPU shares and QoS classes; --trace is an Alibaba "
-        "pod list, --placement the placement plugin)"
-    )
-    g.add_argument("--sharing", action="store_true", help="run the fractional-GPU sharing engine")
-    g.add_argument(
-        "--mode",
-        default=TRACE,
-        help="trace (default), compressed:K (inter-arrival gaps ÷ K) or pack (the pack protocol)",
-    )
-    g.add_argument("--window", help="START:END: keep pods created in [START, END) seconds")
-    g.add_argument("--scale-gpus", type=int, help="scale the cluster down to about N GPUs")
-    g.add_argument("--overcommit", type=float, default=1.0, help="GPU overcommit ratio for BE")
-    g.add_argument(
-        "--interference", type=float, default=0.0, help="co-location slowdown α (default 0)"
-    )
-    g.add_argument("--split-cap", type=int, default=10, help="most pods per GPU (default 10)")
-    g.add_argument("--inflate", type=float, help="pack mode: GPU request ÷ capacity (1.3)")
-    g.add_argument(
-        "--sample",
-        type=float,
-        default=0.0,
-        help="write the time series at most once per this many seconds (default: every event)",
-    )
-    g.add_argument("--filler", help="TOML file of [[filler]] elastic best-effort jobs")
-    g.add_argument(
-        "--keep-unscheduled",
-        action="store_true",
-        help="keep pods deleted while pending (work = deletion − creation)",
-    )
-
-
 def _mode(text: str) -> tuple[str, float]:
     if text in (TRACE, PACK_MODE):
         return text, 1.0

@@ -21,9 +21,14 @@ from typing import Any
 
 from schedlab.commands.common import MIN_SLOT, check_seconds
 from schedlab.errors import InputError
-from schedlab.experiments.replay_network import NET_CONTROLS, REPLAY_ROUTING, resolve_net_control
 from schedlab.experiments.replay_run import FALLBACKS
-from schedlab.network.sharing import DEFAULT_RULE, RULES
+from schedlab.network.options import (
+    DEFAULT_RULE,
+    NET_CONTROLS,
+    REPLAY_ROUTING,
+    RULES,
+    resolve_net_control,
+)
 from schedlab.perf.models import parse_speed_factors
 from schedlab.policies.registry import parameter_names
 

@@ -6,8 +6,7 @@ import argparse
 from collections.abc import Mapping
 from typing import Any
 
-from schedlab.energy.power import POWER_MODELS
-from schedlab.energy.replay import CONFIG_KEYS, EnergySpec
+from schedlab.energy.spec import CONFIG_KEYS, POWER_MODELS, EnergySpec
 
 ENERGY_CONFIG_KEYS = CONFIG_KEYS
 

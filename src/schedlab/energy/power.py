@@ -16,11 +16,10 @@ from pathlib import Path
 import numpy as np
 
 from schedlab.energy.data import CpuPower, GpuPower, cpu_power_table, data_dir, gpu_power_table
+from schedlab.energy.spec import POWER_MODELS as POWER_MODELS  # declared with the options
 from schedlab.errors import InputError
 from schedlab.model.cluster import GPU_MILLI, Cluster
 from schedlab.model.gpu_models import GPU_MODELS
-
-POWER_MODELS = ("binary", "linear", "measured")
 
 #: Model names schedlab's cluster specs use for cards the PWR table names differently (ours).
 GPU_ALIASES = {"V100": "V100M32", "A100-80G": "A100"}

@@ -15,59 +15,18 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from schedlab.energy.carbon import CarbonSeries, parse_ci
+from schedlab.energy.carbon import CarbonSeries
 from schedlab.energy.meter import J_PER_KWH, EnergyMeter
 from schedlab.energy.perf import JobCurves, PowerLimited
-from schedlab.energy.power import ClusterPower, EnergySettings, parse_gpu_power
+from schedlab.energy.power import ClusterPower
+from schedlab.energy.spec import CONFIG_KEYS as CONFIG_KEYS  # re-exported: declared with the spec
+from schedlab.energy.spec import EnergySpec
+from schedlab.energy.spec import config_entries as config_entries
 from schedlab.model.cluster import Cluster
 from schedlab.model.jobs import JobTable
 from schedlab.perf.models import PerfModel
 
 __all__ = ["EnergyMeter", "EnergyRun", "EnergySpec", "prepare"]
-
-
-@dataclass(frozen=True)
-class EnergySpec:
-    """The energy options of a replay run (what ``config.toml`` records)."""
-
-    power_model: str | None = None
-    ci: str | None = None
-    ci_start: str | None = None
-    ci_wrap: bool = True
-    pue: float = 1.0
-    node_base_w: float = 0.0
-    gpu_power: str = ""
-    power_limit: float = 1.0
-    energy_data: str | None = None
-
-    @property
-    def enabled(self) -> bool:
-        return self.power_model is not None or self.ci is not None
-
-    def settings(self) -> EnergySettings:
-        return EnergySettings(
-            model=self.power_model or "binary",
-            pue=self.pue,
-            node_base_w=self.node_base_w,
-            gpu_power=parse_gpu_power(self.gpu_power),
-            power_limit=self.power_limit,
-            energy_data=self.energy_data,
-        )
-
-    def series(self) -> CarbonSeries | None:
-        if self.ci is None:
-            return None
-        return parse_ci(
-            self.ci, start=self.ci_start, wrap=self.ci_wrap, energy_data=self.energy_data
-        )
-
-    def check(self) -> None:
-        """Every refusal of the energy options, before any work."""
-        if self.enabled:
-            settings = self.settings()
-            if settings.model == "measured" or self.power_limit < 1:
-                settings.root  # noqa: B018 - the data folder must exist
-            self.series()
 
 
 @dataclass
@@ -159,34 +118,3 @@ def attach_policy(policy: object, run: EnergyRun) -> None:
     use = getattr(policy, "use_energy", None)
     if callable(use):
         use(run)
-
-
-#: config.toml keys of the energy options, with their types (added only when energy is on).
-CONFIG_KEYS: dict[str, type] = {
-    "power_model": str,
-    "ci": str,
-    "ci_start": str,
-    "ci_wrap": bool,
-    "pue": float,
-    "node_base_w": float,
-    "gpu_power": str,
-    "power_limit": float,
-    "energy_data": str,
-}
-
-
-def config_entries(spec: EnergySpec) -> dict[str, object]:
-    """What config.toml records of the energy options (nothing when energy is off)."""
-    if not spec.enabled:
-        return {}
-    return {
-        "power_model": spec.power_model or "binary",
-        "ci": spec.ci or "",
-        "ci_start": spec.ci_start or "",
-        "ci_wrap": spec.ci_wrap,
-        "pue": spec.pue,
-        "node_base_w": spec.node_base_w,
-        "gpu_power": spec.gpu_power,
-        "power_limit": spec.power_limit,
-        "energy_data": spec.energy_data or "",
-    }

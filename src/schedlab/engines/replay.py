@@ -19,7 +19,7 @@ import time
 from array import array
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -43,15 +43,17 @@ from schedlab.model.snapshot import (
     Start,
     allocation_size,
 )
-from schedlab.network.plan import NetLedger, NetPlan, ocs_port_limits
-from schedlab.network.replay_state import NetworkModel, NetworkRecord
-from schedlab.network.topology import Topology
 from schedlab.perf.models import PerfModel, allocation_rate
 from schedlab.policies.api import REPLAY
 from schedlab.policies.placement.base import PlacementPolicy
 from schedlab.policies.protection import hold_back_preemptions
 from schedlab.policies.scheduler import SchedulingPolicy
 from schedlab.policies.wiring import Policies, job_pods
+
+if TYPE_CHECKING:  # the network is imported by the runs that have one
+    from schedlab.network.plan import NetPlan
+    from schedlab.network.replay_state import NetworkModel, NetworkRecord
+    from schedlab.network.topology import Topology
 
 __all__ = ["PolicyError", "ReplayConfig", "ReplayEngine", "ReplayRecord", "job_pods"]
 
@@ -184,6 +186,8 @@ class _Run:
         # point it returns the jobs whose speed changed (see settle_network).
         self.net = engine.network.new_state(j) if engine.network is not None else None
         if self.net is not None:  # links and circuit ports the running jobs hold
+            from schedlab.network.plan import NetLedger, ocs_port_limits
+
             self.state.net = NetLedger(ocs_port_limits(self.net.topo))
         self.obs, self.now = engine.observer, 0.0
 

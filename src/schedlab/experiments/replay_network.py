@@ -16,66 +16,12 @@ from schedlab.model.jobs import JobTable
 from schedlab.network.generators import parse_topology
 from schedlab.network.jobcomm import job_comm
 from schedlab.network.metrics import utilisation_by_tier, window_mean
+from schedlab.network.options import check_routing, check_rule
 from schedlab.network.replay_state import BaseTime, NetworkModel
 from schedlab.network.routing import Routing
-from schedlab.network.sharing import DEFAULT_RULE, check_rule
 from schedlab.network.topology import SPINE, Topology, cluster_for
 from schedlab.perf.models import PerfModel, ThroughputTable, interpolate
 from schedlab.traces.formats import detect_format
-
-#: ``--net-routing`` choices: ``policy`` needs a network controller, which replay has not got.
-REPLAY_ROUTING = ("ecmp", "spray", "source")
-
-
-def check_routing(mode: str) -> str:
-    if mode not in REPLAY_ROUTING:
-        raise InputError(
-            f"unknown routing mode: field 'net_routing', value {mode!r} "
-            f"(known: {', '.join(REPLAY_ROUTING)})"
-        )
-    return mode
-
-
-#: ``--net-control`` choices: who decides paths (and, for ``crux``, priorities).
-NET_CONTROLS = ("ecmp", "spray", "crux")
-
-
-def resolve_net_control(
-    control: str | None, routing: str | None, sharing: str | None
-) -> tuple[str, str, str]:
-    """(control, routing, sharing) of a run from ``--net-control``, ``--net-routing`` and
-    ``--net-sharing`` as given (None = not given).
-
-    ``ecmp`` and ``spray`` are routings without a controller: the same as ``--net-routing`` with
-    that value, which may be given too only if it agrees. ``crux`` routes every cross-leaf flow
-    aggregate itself and sets priority levels, which the ``priority`` rule enforces: it refuses
-    any ``--net-routing`` and any ``--net-sharing`` but ``priority``. Without ``--net-control``
-    the routing is ``--net-routing`` (default ecmp), as before; the control is then "".
-    """
-    if control is None or control == "":
-        return "", check_routing(routing or "ecmp"), check_rule(sharing or DEFAULT_RULE)
-    if control not in NET_CONTROLS:
-        raise InputError(
-            f"unknown network control: field 'net_control', value {control!r} "
-            f"(known: {', '.join(NET_CONTROLS)})"
-        )
-    if control == "crux":
-        if routing is not None:
-            raise InputError(
-                f"'--net-control crux' chooses every path itself: drop '--net-routing {routing}'"
-            )
-        if sharing is not None and sharing != "priority":
-            raise InputError(
-                "'--net-control crux' enforces its levels with '--net-sharing priority' "
-                f"(got '--net-sharing {sharing}')"
-            )
-        return control, "ecmp", "priority"
-    if routing is not None and routing != control:
-        raise InputError(
-            f"'--net-control {control}' contradicts '--net-routing {routing}' "
-            "(--net-control ecmp|spray is that routing)"
-        )
-    return control, control, check_rule(sharing or DEFAULT_RULE)
 
 
 def topology_cluster(topology: str, cluster: Cluster | None) -> tuple[Topology, Cluster]:

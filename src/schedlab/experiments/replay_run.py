@@ -8,22 +8,15 @@ from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
 
 from schedlab import __version__
-from schedlab.energy import replay as energy
+from schedlab.energy.spec import EnergySpec, config_entries
 from schedlab.engines.replay import ReplayConfig, ReplayEngine, ReplayRecord
 from schedlab.errors import InputError
-from schedlab.experiments.replay_network import (
-    MEASURED_TABLES_WITH_TOPOLOGY,
-    add_job_columns,
-    add_series_columns,
-    network_block,
-    network_model,
-    topology_cluster,
-)
 from schedlab.metrics.replay_metrics import job_metrics, json_ready, summarize
 from schedlab.metrics.steady_state import steady_state
 from schedlab.model.cluster import Cluster
@@ -44,6 +37,9 @@ from schedlab.policies.wiring import PolicyChoice, build
 from schedlab.results import write_config, write_csv, write_json
 from schedlab.traces.cluster_spec import parse_cluster_spec
 from schedlab.traces.formats import read_jobs
+
+if TYPE_CHECKING:
+    from schedlab.energy.meter import EnergyMeter
 
 
 @dataclass(frozen=True)
@@ -79,7 +75,7 @@ class ReplaySpec:
     #: ``--net-control``: "" (the routing decides), or ``crux`` (see resolve_net_control).
     net_control: str = ""
     #: Power and carbon accounting (off unless ``--power-model`` or ``--ci`` is given).
-    energy: energy.EnergySpec = field(default_factory=energy.EnergySpec)
+    energy: EnergySpec = field(default_factory=EnergySpec)
 
     @property
     def label(self) -> str:
@@ -182,12 +178,16 @@ def run_replay(
     if jobs is None:
         jobs = read_jobs(spec.trace, spec.trace_format).jobs
     if spec.topology is not None and spec.throughputs not in (None, BUILTIN_THROUGHPUTS):
+        from schedlab.experiments.replay_network import MEASURED_TABLES_WITH_TOPOLOGY
+
         raise InputError(MEASURED_TABLES_WITH_TOPOLOGY)  # before the tables are judged
     perf = load_perf(spec)
     check_table_coverage(jobs, perf, spec)
     check_runnable(jobs, perf, spec.trace)
     network = None
-    if spec.topology is not None:
+    if spec.topology is not None:  # the network model, imported only for a run with one
+        from schedlab.experiments.replay_network import network_model, topology_cluster
+
         topo, cluster = topology_cluster(spec.topology, cluster)
         network = network_model(
             topo,
@@ -214,7 +214,9 @@ def run_replay(
         grace=spec.grace,
     )
     meter = None
-    if spec.energy.enabled:
+    if spec.energy.enabled:  # energy accounting, imported only for a run with it
+        from schedlab.energy import replay as energy
+
         jobs = jobs.sorted_by_submit()  # the meter numbers jobs as the engine does
         run = energy.prepare(spec.energy, cluster, jobs, perf)
         perf, meter = run.perf, run.meter
@@ -249,12 +251,29 @@ def jobs_frame(record: ReplayRecord) -> pd.DataFrame:
             "status": status,
         }
     )
-    frame = add_job_columns(job_metrics(frame), record)
+    frame = job_metrics(frame)
+    if record.network is not None:
+        from schedlab.experiments.replay_network import add_job_columns
+
+        frame = add_job_columns(frame, record)
     if record.reject_reason:  # why each rejected job was turned away (blank for the others)
         frame["reason"] = [record.reject_reason.get(i, "") for i in range(len(j))]
-    if isinstance(record.observer, energy.EnergyMeter):
-        frame = energy.add_job_columns(frame, record.observer)
+    meter = energy_meter(record)
+    if meter is not None:
+        from schedlab.energy.replay import add_job_columns as add_energy_columns
+
+        frame = add_energy_columns(frame, meter)
     return frame
+
+
+def energy_meter(record: ReplayRecord) -> EnergyMeter | None:
+    """The run's energy meter (None: the run had no energy accounting, and the meter's module
+    need not be imported to tell)."""
+    if record.observer is None:
+        return None
+    from schedlab.energy.meter import EnergyMeter
+
+    return record.observer if isinstance(record.observer, EnergyMeter) else None
 
 
 def jobs_for_csv(jobs: pd.DataFrame) -> pd.DataFrame:
@@ -265,9 +284,16 @@ def jobs_for_csv(jobs: pd.DataFrame) -> pd.DataFrame:
 
 
 def timeseries_frame(record: ReplayRecord) -> pd.DataFrame:
-    frame = add_series_columns(_base_series(record), record)
-    if isinstance(record.observer, energy.EnergyMeter):
-        frame = energy.add_series_columns(frame, record.observer)
+    frame = _base_series(record)
+    if record.network is not None:
+        from schedlab.experiments.replay_network import add_series_columns
+
+        frame = add_series_columns(frame, record)
+    meter = energy_meter(record)
+    if meter is not None:
+        from schedlab.energy.replay import add_series_columns as add_energy_series
+
+        frame = add_energy_series(frame, meter)
     return frame
 
 
@@ -298,11 +324,7 @@ def replay_summary(
             "gpus": record.cluster.total_gpus,
             **summary,
             **steady_state(jobs, series),
-            **(
-                {"energy": energy.summary_block(record.observer, float(record.gpu_seconds.sum()))}
-                if isinstance(record.observer, energy.EnergyMeter)
-                else {}
-            ),
+            **_energy_block(record),
             **(
                 {"rejected_reasons": dict(Counter(record.reject_reason.values()).most_common())}
                 if record.reject_reason
@@ -313,9 +335,28 @@ def replay_summary(
             "jobs_per_second": round(len(record.jobs) / record.wall_seconds, 1)
             if record.wall_seconds > 0
             else None,
-            **({"network": network_block(record, jobs, series)} if record.network else {}),
+            **_network_block(record, jobs, series),
         }
     )
+
+
+def _energy_block(record: ReplayRecord) -> dict[str, object]:
+    meter = energy_meter(record)
+    if meter is None:
+        return {}
+    from schedlab.energy.replay import summary_block
+
+    return {"energy": summary_block(meter, float(record.gpu_seconds.sum()))}
+
+
+def _network_block(
+    record: ReplayRecord, jobs: pd.DataFrame, series: pd.DataFrame
+) -> dict[str, object]:
+    if not record.network:
+        return {}
+    from schedlab.experiments.replay_network import network_block
+
+    return {"network": network_block(record, jobs, series)}
 
 
 def write_run(out: Path, spec: ReplaySpec, record: ReplayRecord) -> dict[str, object]:
@@ -359,7 +400,7 @@ def write_run(out: Path, spec: ReplaySpec, record: ReplayRecord) -> dict[str, ob
             if spec.topology is not None
             else {}
         ),
-        **energy.config_entries(spec.energy),
+        **config_entries(spec.energy),
     }
     write_config(
         out / "config.toml",

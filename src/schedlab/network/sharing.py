@@ -38,20 +38,12 @@ import numpy as np
 from schedlab.errors import InputError
 from schedlab.network.collectives import CommSpec
 from schedlab.network.footprint import Footprint
+from schedlab.network.options import DEFAULT_RULE, check_rule
+from schedlab.network.options import RULES as RULES  # where the rules were always found
 
 #: Undamped Jacobi rounds allowed before a slowly shrinking change turns damping on.
 SLOW_ROUNDS = 8
 
-RULES: tuple[str, ...] = (
-    "isolated",
-    "random-phase",
-    "worst-case",
-    "maxmin",
-    "interleaved",
-    "priority",
-)
-#: The rule used when none is given.
-DEFAULT_RULE = "random-phase"
 #: Per-step latency α, seconds (ours).
 DEFAULT_ALPHA = 10e-6
 #: Floor of the bandwidth share left to a lower priority level.
@@ -65,14 +57,6 @@ BURST_TERMS = 16
 #: A solve whose links number more than 1/SCAN_RATIO of all jobs' shared links finds the jobs
 #: beside it by scanning every job rather than through each link's users.
 SCAN_RATIO = 8
-
-
-def check_rule(rule: str) -> str:
-    if rule not in RULES:
-        raise InputError(
-            f"unknown sharing rule: field 'net-sharing', value {rule!r} (known: {', '.join(RULES)})"
-        )
-    return rule
 
 
 def iteration_time(spec: CommSpec, comm: float) -> float:

@@ -1,10 +1,11 @@
-"""What ``schedlab policies`` lists about the built-in policies, declared without importing them.
+"""The built-in policies, declared without importing them: name, class path, summary, capabilities.
 
-Listing policies should be instant, but the policy classes pull in numpy and the solvers. Their
-names, one-line summaries and capabilities are therefore declared as plain data in
-``catalog.toml`` beside this module; a test
-checks this table against the classes themselves (:mod:`schedlab.policies.registry`), so it
-cannot drift from them. Plugins are not in it: listing them imports them.
+A command should pay only for the policies it runs, but the policy modules pull in numpy, the
+network model and the solvers. So every built-in is declared as plain data in ``catalog.toml``
+beside this module: the registry (:mod:`schedlab.policies.registry`) finds a class's
+``module:Class`` here and imports that module on the first lookup of its name, and ``schedlab
+policies`` lists the table as it is. A test checks the table against the classes themselves, so
+it cannot drift from them. Plugins are not in it: they are found by their own entry points.
 """
 
 from __future__ import annotations
@@ -28,6 +29,8 @@ class Listing:
     stateful: bool = False
     preemptive: bool = False
     uses_placement: bool = True
+    #: ``module:Class`` of the policy: what the registry imports when the name is first used.
+    reference: str = ""
 
 
 def _read() -> tuple[Listing, ...]:
@@ -42,6 +45,7 @@ def _read() -> tuple[Listing, ...]:
             stateful="stateful" in e["flags"],
             preemptive="preemptive" in e["flags"],
             uses_placement="own-placement" not in e["flags"],
+            reference=e["class"],
         )
         for e in entries
     )

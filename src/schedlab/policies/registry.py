@@ -14,78 +14,59 @@ from __future__ import annotations
 
 import difflib
 import inspect
-from collections.abc import Mapping
+from collections import ChainMap
+from collections.abc import Iterable, Iterator, Mapping
+from importlib import import_module
+from typing import TypeVar
 
 from schedlab.errors import InputError
 from schedlab.policies.api import ENGINES, REPLAY, Policy
-from schedlab.policies.carbon.carbon_scaler import CarbonScaler
-from schedlab.policies.carbon.greenflow import GreenFlow, PowerFlow
-from schedlab.policies.carbon.lcs import LowestCarbonStart
-from schedlab.policies.carbon.suspend_resume import SuspendResume
-from schedlab.policies.elastic.ablations import EdfAdmissionControl, EdfElastic
-from schedlab.policies.elastic.edf_greedy import ElasticEdf
-from schedlab.policies.elastic.elasticflow import ElasticFlow
-from schedlab.policies.fixed_size.chronus import Chronus
-from schedlab.policies.fixed_size.gandiva import Gandiva
-from schedlab.policies.fixed_size.themis import Themis
+from schedlab.policies.catalog import BUILTIN
 from schedlab.policies.ordering.base import Ordering
-from schedlab.policies.ordering.edf import EarliestDeadlineFirst
-from schedlab.policies.ordering.fifo import Fifo
-from schedlab.policies.ordering.queue_scheduler import QueueScheduler
-from schedlab.policies.ordering.sjf import ShortestJobFirst
-from schedlab.policies.ordering.srtf import ShortestRemainingTimeFirst
-from schedlab.policies.ordering.tiresias import Tiresias
-from schedlab.policies.placement import (
-    BestFitPlacement,
-    DotProductPlacement,
-    FgdPlacement,
-    GpuClusteringPlacement,
-    GpuPackingPlacement,
-    PlacementPolicy,
-    RandomPlacement,
-)
-from schedlab.policies.placement.consolidate import ConsolidatePlacement
-from schedlab.policies.placement.network.bestfit_machine import BestFitMachine
-from schedlab.policies.placement.network.fragments_first import FragmentsFirst
-from schedlab.policies.placement.network.hived import HiveD
-from schedlab.policies.placement.network.ina import InaPlacement
-from schedlab.policies.placement.network.locality import LocalityPlacement
-from schedlab.policies.placement.network.ocs_vclos import OcsVClosPlacement
-from schedlab.policies.placement.network.tiresias_skew import TiresiasSkew
-from schedlab.policies.placement.network.titan import Titan
-from schedlab.policies.placement.network.vclos import VClosPlacement
-from schedlab.policies.placement.pwr import PwrFgdPlacement, PwrPlacement
+from schedlab.policies.placement.base import PlacementPolicy
 from schedlab.policies.plugins import plugin_classes, reserve_names
 from schedlab.policies.scheduler import SchedulingPolicy
 
-PLACEMENT_POLICIES: dict[str, type[PlacementPolicy]] = {
-    cls.name: cls
-    for cls in (
-        RandomPlacement,
-        DotProductPlacement,
-        GpuClusteringPlacement,
-        GpuPackingPlacement,
-        BestFitPlacement,
-        FgdPlacement,
-        ConsolidatePlacement,
-        PwrPlacement,
-        PwrFgdPlacement,
-        InaPlacement,
-        LocalityPlacement,
-        VClosPlacement,
-        OcsVClosPlacement,
-        Titan,
-        BestFitMachine,
-        FragmentsFirst,
-        TiresiasSkew,
-        HiveD,
-    )
-}
+P = TypeVar("P")
 
-ORDERINGS: dict[str, type[Ordering]] = {
-    cls.name: cls
-    for cls in (Fifo, ShortestJobFirst, ShortestRemainingTimeFirst, Tiresias, EarliestDeadlineFirst)
-}
+
+class BuiltinClasses(Mapping[str, type[P]]):
+    """The built-in policies of one kind by name, read from the catalog (``catalog.toml``).
+
+    Names, membership and order come from the catalog alone; a policy's module is imported the
+    first time its class is looked up, so a run imports the policies it uses and no other (a
+    fifo replay never loads the network placements, the MILP of chronus or the carbon data).
+    """
+
+    def __init__(self, kind: str) -> None:
+        self.kind = kind
+        self._references = {e.name: e.reference for e in BUILTIN if e.kind == kind}
+        self._classes: dict[str, type[P]] = {}
+
+    def __getitem__(self, name: str) -> type[P]:
+        cls = self._classes.get(name)
+        if cls is None:
+            module, _, attr = self._references[name].partition(":")
+            cls = getattr(import_module(module), attr)
+            self._classes[name] = cls
+        return cls
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._references
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._references)
+
+    def __len__(self) -> int:
+        return len(self._references)
+
+
+PLACEMENT_POLICIES: BuiltinClasses[PlacementPolicy] = BuiltinClasses("placement")
+ORDERINGS: BuiltinClasses[Ordering] = BuiltinClasses("ordering")
+#: Policies that size jobs themselves (they are not an ordering over a shared queue scheduler).
+SIZING_POLICIES: BuiltinClasses[SchedulingPolicy] = BuiltinClasses("sizing")
+#: Every built-in name, of any kind: no plugin may take one.
+_BUILTIN_NAMES = frozenset(e.name for e in BUILTIN)
 
 
 #: The six policies of the FGD study, in the order of its figures (the pack defaults).
@@ -101,19 +82,31 @@ def placement_names() -> list[str]:
     return list(PLACEMENT_POLICIES)
 
 
-def placement_classes() -> dict[str, type[PlacementPolicy]]:
-    """Placement policies by name: the built-ins, then the plugins."""
-    return {**PLACEMENT_POLICIES, **plugin_classes(PlacementPolicy)}
+def placement_classes() -> Mapping[str, type[PlacementPolicy]]:
+    """Placement policies by name: the built-ins, then the plugins (a class is imported when it
+    is looked up)."""
+    return ChainMap(plugin_classes(PlacementPolicy), PLACEMENT_POLICIES)
 
 
-def ordering_classes() -> dict[str, type[Ordering]]:
+def ordering_classes() -> Mapping[str, type[Ordering]]:
     """Orderings by name: the built-ins, then the plugins."""
-    return {**ORDERINGS, **plugin_classes(Ordering)}
+    return ChainMap(plugin_classes(Ordering), ORDERINGS)
 
 
-def sizing_classes() -> dict[str, type[SchedulingPolicy]]:
+def sizing_classes() -> Mapping[str, type[SchedulingPolicy]]:
     """Whole-cluster policies by name: the built-ins, then the plugins."""
-    return {**SIZING_POLICIES, **plugin_classes(SchedulingPolicy)}
+    return ChainMap(plugin_classes(SchedulingPolicy), SIZING_POLICIES)
+
+
+def _find(name: str, builtin: BuiltinClasses[P], base: type) -> type[P] | None:
+    """The class named ``name`` among the built-ins of one kind, else among the plugins of that
+    kind (None: neither). A built-in name never looks for plugins (no plugin may take it), so a
+    run of built-in policies does not pay for reading the installed entry points."""
+    if name in builtin:
+        return builtin[name]
+    if name in _BUILTIN_NAMES:
+        return None
+    return plugin_classes(base).get(name)
 
 
 def check_engine(name: str, policy: type[Policy] | Policy, engine: str | None) -> None:
@@ -128,8 +121,9 @@ def pack_study_names() -> list[str]:
     return list(FGD_STUDY_POLICIES)
 
 
-def _unknown(kind: str, name: str, known: Mapping[str, object]) -> InputError:
-    close = difflib.get_close_matches(name, list(known), n=2)
+def _unknown(kind: str, name: str, known: Iterable[str]) -> InputError:
+    known = list(known)
+    close = difflib.get_close_matches(name, known, n=2)
     hint = f"; did you mean {' or '.join(repr(c) for c in close)}?" if close else ""
     return InputError(f"unknown {kind} {name!r}{hint} (known: {', '.join(known)})")
 
@@ -140,13 +134,13 @@ def make_placement(
     """A fresh policy object for ``name``; unknown names raise InputError with suggestions, and a
     policy that does not run in ``engine`` (when given) is refused. ``params``: constructor
     parameters as text (``--param key=value`` the placement takes)."""
-    known = placement_classes()
-    if name not in known:
-        raise _unknown("placement policy", name, known)
-    check_engine(name, known[name], engine)
+    cls = _find(name, PLACEMENT_POLICIES, PlacementPolicy)
+    if cls is None:
+        raise _unknown("placement policy", name, placement_classes())
+    check_engine(name, cls, engine)
     if params:
-        return _construct(name, known[name], params)  # type: ignore[return-value]
-    return known[name]()
+        return _construct(name, cls, params)  # type: ignore[return-value]
+    return cls()
 
 
 def _placement_params(
@@ -169,23 +163,6 @@ def _check_plans(policy: object, placement: PlacementPolicy, order: str, name: s
             f"placement '{name}' reserves links or circuits with each start, which '{order}' "
             "does not carry: use an ordering (fifo, sjf, srtf, tiresias, edf)"
         )
-
-
-#: Policies that size jobs themselves (they are not an ordering over a shared queue scheduler).
-SIZING_POLICIES: dict[str, type[SchedulingPolicy]] = {
-    ElasticEdf.name: ElasticEdf,
-    ElasticFlow.name: ElasticFlow,
-    EdfAdmissionControl.name: EdfAdmissionControl,
-    EdfElastic.name: EdfElastic,
-    Gandiva.name: Gandiva,
-    Themis.name: Themis,
-    Chronus.name: Chronus,
-    LowestCarbonStart.name: LowestCarbonStart,
-    SuspendResume.name: SuspendResume,
-    CarbonScaler.name: CarbonScaler,
-    GreenFlow.name: GreenFlow,
-    PowerFlow.name: PowerFlow,
-}
 
 
 def ordering_names() -> list[str]:
@@ -213,7 +190,7 @@ def _convert(name: str, text: str, default: object) -> object:
 def parameter_names(name: str) -> set[str] | None:
     """The ``--param`` keys the replay policy ``name`` takes (None: no such policy; building it
     names the problem)."""
-    cls = {**ordering_classes(), **sizing_classes()}.get(name)
+    cls = _find(name, ORDERINGS, Ordering) or _find(name, SIZING_POLICIES, SchedulingPolicy)
     if cls is None:
         return None
     signature = inspect.signature(cls.__init__)
@@ -226,7 +203,7 @@ def parameter_names(name: str) -> set[str] | None:
 
 def placement_parameter_names(name: str) -> set[str]:
     """The ``--param`` keys placement ``name`` takes (empty: none, or no such placement)."""
-    cls = placement_classes().get(name)
+    cls = _find(name, PLACEMENT_POLICIES, PlacementPolicy)
     if cls is None:
         return set()
     return set(inspect.signature(cls.__init__).parameters) - {"self", "args", "kwargs"}
@@ -234,10 +211,10 @@ def placement_parameter_names(name: str) -> set[str]:
 
 def make_ordering(name: str, params: Mapping[str, str] | None = None) -> Ordering:
     """An ordering with its constructor parameters given as text (``--param key=value``)."""
-    orderings = ordering_classes()
-    if name not in orderings:
-        raise _unknown("ordering policy", name, {**orderings, **sizing_classes()})
-    return _construct(name, orderings[name], params)  # type: ignore[return-value]
+    cls = _find(name, ORDERINGS, Ordering)
+    if cls is None:
+        raise _unknown("ordering policy", name, [*ordering_classes(), *sizing_classes()])
+    return _construct(name, cls, params)  # type: ignore[return-value]
 
 
 def _construct(
@@ -287,9 +264,8 @@ def make_scheduler(
     if slot is not None and not slot > 0:
         raise InputError(f"'--slot' must be > 0 seconds (got {slot})")
     placement_params, params = _placement_params(placement, params)
-    sizing = sizing_classes()
-    if order in sizing:
-        cls = sizing[order]
+    cls = _find(order, SIZING_POLICIES, SchedulingPolicy)
+    if cls is not None:
         check_engine(order, cls, engine)
         if backfill:
             raise InputError(f"'{order}' schedules the whole cluster: backfill does not apply")
@@ -309,6 +285,8 @@ def make_scheduler(
             "does not apply"
         )
     placement_policy = make_placement(placement, engine, placement_params)
+    from schedlab.policies.ordering.queue_scheduler import QueueScheduler  # orderings only
+
     return QueueScheduler(ordering, placement, backfill, slot), placement_policy
 
 

@@ -38,7 +38,8 @@ from schedlab.metrics.replay_metrics import (
     summarize,
     utilization_series,
 )
-from schedlab.report.pack_figures import PALETTE  # also sets the Agg backend and svg.hashsalt
+from schedlab.report import mpl  # noqa: F401 - the Agg backend and svg.hashsalt for every figure
+from schedlab.report.pack_figures import PALETTE
 from schedlab.report.run_checks import check_run
 from schedlab.report.sharing_report import is_sharing_run, render_sharing_page
 from schedlab.results import atomic_write

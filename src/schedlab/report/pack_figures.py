@@ -8,15 +8,13 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import matplotlib
+import numpy as np
+import pandas as pd
 
-matplotlib.use("Agg")  # files only; never needs a display
-matplotlib.rcParams["svg.hashsalt"] = "schedlab"  # stable SVG ids: same run, same bytes
-
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-import pandas as pd  # noqa: E402
+if TYPE_CHECKING:  # matplotlib is imported when a figure is drawn (schedlab.report.mpl)
+    import matplotlib.pyplot as plt
 
 MEASURES = ("unallocated_gpu_pct", "frag_amount_pct", "frag_ratio_pct")
 LABELS = {
@@ -50,6 +48,8 @@ def _colors(policies: Sequence[str]) -> dict[str, str]:
 
 
 def _save(fig: plt.Figure, stem: Path) -> list[Path]:
+    from schedlab.report.mpl import plt
+
     stem.parent.mkdir(parents=True, exist_ok=True)
     paths = [stem.with_suffix(".png"), stem.with_suffix(".svg")]
     fig.savefig(paths[0], dpi=200, bbox_inches="tight")
@@ -84,6 +84,8 @@ def plot_unallocated(
     curves: pd.DataFrame, policies: Sequence[str], stem: Path, title: str = ""
 ) -> list[Path]:
     """Unallocated GPU % against arrived %, with the ideal max(0, 100 − arrived)."""
+    from schedlab.report.mpl import plt
+
     fig, ax = plt.subplots(figsize=(6.4, 4.0))
     _plot_measure(ax, curves, "unallocated_gpu_pct", policies)
     x = np.arange(0, int(curves["bin"].max()) + 1) if len(curves) else np.arange(0, 131)
@@ -102,6 +104,8 @@ def plot_fragmentation(
     curves: pd.DataFrame, policies: Sequence[str], stem: Path, title: str = ""
 ) -> list[Path]:
     """Fragmentation amount and ratio against arrived %, side by side."""
+    from schedlab.report.mpl import plt
+
     fig, axes = plt.subplots(1, 2, figsize=(11, 4.0))
     for ax, measure in zip(axes, ("frag_amount_pct", "frag_ratio_pct"), strict=True):
         _plot_measure(ax, curves, measure, policies)
@@ -120,6 +124,8 @@ def plot_bars_at(
 ) -> list[Path]:
     """Unallocated GPU % at one arrived bin: mean bar, seed-to-seed spread, one dot per seed,
     and an optional published reference value per policy."""
+    from schedlab.report.mpl import plt
+
     at = curves[curves["bin"] == bin_pct]
     colors = _colors(policies)
     fig, ax = plt.subplots(figsize=(6.4, 3.6))
