@@ -19,7 +19,9 @@ slot's carbon stays ≤ A and GPUs remain. Pass 2 repeatedly applies the single 
 job's next GPU level or its next power step — with the largest decrease of its estimated time
 to finish per gram added to what finishing its work would emit (per unit of work, not per
 slot: an increment that costs nothing per unit of work, such as a GPU that scales linearly,
-comes first), until the allowance or the GPUs run out. B_rem falls by the jobs' actual
+comes first), until the allowance or the GPUs run out, and never beyond what the budget leaves
+once finishing all the work at the cheapest configurations is paid for (jobs yet to arrive
+included, at the series' mean intensity). B_rem falls by the jobs' actual
 emissions (the energy meter's); unused allowance carries over to the next slot (so a job too
 costly for one slot's share runs once enough has been saved up), and once B_rem reaches 0, or no
 longer buys a slot, nothing runs (jobs left are reported as unfinished). ``powerflow`` is the
@@ -93,6 +95,8 @@ class GreenFlow(CarbonAware, SchedulingPolicy):
         #: (rather than idling for weeks towards a rare clean hour to buy a part of one).
         self.exhausted = False
         self.ci_low = float(self.ci.values.min()) if len(self.ci.values) else 0.0
+        self.ci_mean = float(self.ci.values.mean()) if len(self.ci.values) else 0.0
+        self._cheapest_j_per_work: dict[int, float] = {}
         self.limit_now: dict[int, int] = {}
 
     # -- the job's configuration space ------------------------------------------------------
@@ -172,6 +176,27 @@ class GreenFlow(CarbonAware, SchedulingPolicy):
             )
         return decisions + changes
 
+    def future_g(self, snap: Snapshot, ci: float) -> float:
+        """Grams the jobs yet to arrive would emit at their cheapest configuration, at the
+        series' mean intensity (0 without a budget)."""
+        if math.isinf(self.budget) or ci <= 0:
+            return 0.0
+        later = np.flatnonzero(self.ctx.jobs.submit_time > snap.now)
+        if not len(later):
+            return 0.0
+        work = snap.remaining_work(later)
+        watts = self.gpu_watts()
+        total = 0.0
+        for j, w in zip(later.tolist(), work.tolist(), strict=True):
+            e = self._cheapest_j_per_work.get(j)
+            if e is None:
+                _, speed, power = self.grid(j)
+                rate = self.rates[j][self.levels[j][0]] * float(speed[0])
+                e = self.levels[j][0] * float(power[0]) * watts / max(rate, 1e-300)
+                self._cheapest_j_per_work[j] = e
+            total += w * e
+        return total * self.ci_mean / J_PER_KWH
+
     def level_map(self, jobs: list[int]) -> dict[int, list[int]]:
         return {j: self.levels[j] for j in jobs}
 
@@ -235,6 +260,13 @@ class GreenFlow(CarbonAware, SchedulingPolicy):
             config[j] = (0, 0)
             free -= need
             spent += cost
+        # What finishing all the work would still emit, every job at its cheapest configuration
+        # (at the series' mean intensity, or this slot's if higher; jobs yet to arrive at the
+        # mean): an increment may spend only what is left of the budget beyond that, so
+        # speed-ups never leave work unpaid for.
+        dear = max(ci, self.ci_mean) / ci if ci > 0 else 1.0
+        plan = dear * sum(to_finish(j, 0, 0) for j in active) + self.future_g(snap, ci)
+        room = self.remaining_g(snap.now) - plan if math.isfinite(self.budget) else math.inf
         heap: list[tuple[float, int, int, int, int]] = []
         version = dict.fromkeys(config, 0)
 
@@ -260,11 +292,13 @@ class GreenFlow(CarbonAware, SchedulingPolicy):
             li, k = config[j]
             extra = self.levels[j][nli] - self.levels[j][li]
             added = grams(j, nli, nk) - grams(j, li, k)
-            if extra > free or spent + added > allowance:
+            dearer = dear * (to_finish(j, nli, nk) - to_finish(j, li, k))
+            if extra > free or spent + added > allowance or dearer > room:
                 continue  # this step does not fit; the job's other step may
             config[j] = (nli, nk)
             free -= extra
             spent += added
+            room -= max(0.0, dearer)
             version[j] += 1
             push(j)
         if math.isfinite(allowance):
