@@ -1,4 +1,4 @@
-"""The grid report: a page built around policies (a colour each, seeds as dots or thin lines,
+"""The grid report: a page built around policies (a colour each, seeds as dots or a band,
 mean ± CI cells), checked in headless Chromium on a 40-run grid with a screenshot kept."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from schedlab.cli import main
-from schedlab.report.grid_report import COLOURS, KNOWN, policy_colour
+from schedlab.report.colours import COLOURS, REPLAY_POLICIES, policy_colour
 from test_html_report import open_in_chromium
 
 POLICIES = ("fifo", "sjf", "tiresias", "gandiva")
@@ -26,7 +26,7 @@ def grid_page(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def test_colours_are_fixed_by_name_not_by_order() -> None:
-    assert [policy_colour(p) for p in KNOWN] == list(COLOURS[: len(KNOWN)])
+    assert [policy_colour(p) for p in REPLAY_POLICIES[:12]] == list(COLOURS)
     assert policy_colour("tiresias thresholds=1800") == policy_colour("tiresias thresholds=1800")
     assert policy_colour("fifo") != policy_colour("sjf")
 

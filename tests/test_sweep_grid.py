@@ -224,7 +224,7 @@ def test_engine_ray_without_ray_is_one_line_and_writes_nothing(tmp_path: Path, c
     out = tmp_path / "g"
     assert _sweep(out, "--traces", str(trace), "--engine", "ray") == 2
     err = capsys.readouterr().err
-    assert err.count("\n") == 1 and "pip install 'schedlab[ray]'" in err
+    assert err.count("\n") == 1 and "pip install 'ray>=2.9'" in err
     assert not out.exists()
     assert _sweep(out, "--traces", str(trace), "--address", "h:1") == 2
     assert "'--address' is for '--engine ray'" in capsys.readouterr().err

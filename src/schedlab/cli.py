@@ -31,10 +31,12 @@ COMMANDS: dict[str, str] = {
     "replay": "simulate a job trace over time (queueing, gang starts, preemption)",
     "sweep": "run a grid of pack or replay runs in parallel",
     "trace": "check a job trace and summarise it",
+    "gen": "generate Gavel's workloads, or throughput tables from a matrix",
     "report": "compare replay runs in one self-contained HTML page",
     "policies": "list the policies with one line each",
     "serve": "drive a live cluster (Slurm) with a schedlab policy",
     "reproduce": "list and run the reproductions of published results",
+    "plan": "split a large model over GPUs: fastest plan that fits, and why others do not",
 }
 
 EXIT_USAGE = 2

@@ -40,3 +40,9 @@ class InputError(SchedlabError):
         if self.column is not None:
             where.append(f"column '{self.column}'")
         return f"{self.message} at {', '.join(where)}" if where else self.message
+
+
+class PolicyError(SchedlabError):
+    """A policy (often a plugin) returned something no engine can apply, or raised: a bug in
+    the policy, reported like bad input (one line naming the policy, the method and what it
+    returned; exit 2), since the policy is the user's input to the run."""

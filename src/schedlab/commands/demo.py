@@ -191,7 +191,7 @@ def _deadline_part(seed: int, workers: int, out: Path, final: Path) -> None:
 
 def _replay_part(jobs: int, load: float, seed: int, workers: int, out: Path, final: Path) -> None:
     """Orderings compared on a generated Philly-like trace, with an HTML report."""
-    source = SyntheticJobs(jobs, load, seed, REPLAY_MEAN_DURATION, REPLAY_MAX_DURATION)
+    source = SyntheticJobs(jobs, load, seed, REPLAY_MEAN_DURATION, REPLAY_MAX_DURATION, "poisson")
     tasks = []
     for name, backfill in REPLAY_POLICIES:
         spec = ReplaySpec(

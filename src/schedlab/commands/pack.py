@@ -105,7 +105,9 @@ def run(args: argparse.Namespace) -> int:
     pods = read_pod_list(str(cfg["pods"]))
     final = Path(str(cfg["out"]))
     with staged_dir(final) as out:  # an unwritable --out fails here, before the run
-        summary, wall = _run_and_write(cfg, cluster, pods, config, out, not args.no_figures)
+        summary, wall = _run_and_write(
+            cfg, cluster, pods, config, out, not args.no_figures, args.out
+        )
     u = summary["unallocated_gpu_pct"]
     at100 = u.get("100")  # type: ignore[union-attr]
     stdout.print(
@@ -116,7 +118,7 @@ def run(args: argparse.Namespace) -> int:
     )
     console.print(
         f"wrote {final}/summary.json, events.csv, config.toml"
-        + ("" if args.no_figures else ", figures/")
+        + ("" if args.no_figures else ", figures/, report.html")
     )
     return 0
 
@@ -128,6 +130,7 @@ def _run_and_write(
     config: PackConfig,
     out: Path,
     figures: bool,
+    final: Path | None = None,
 ) -> tuple[dict[str, object], float]:
     """The run, then every output file into ``out``; returns the summary and the wall time."""
     with progress_bar() as bar:
@@ -166,6 +169,12 @@ def _run_and_write(
             out / "figures",
             f"{label}, seed {config.seed}",
             reference_for(label, config.inflate),
+        )
+        from schedlab.report.pack_report import pack_page, write_page
+
+        write_page(
+            pack_page([{**summary, "workload": label}], [("this run", final or out)]),
+            out / "report.html",
         )
     write_json(out / "summary.json", summary)  # last: its presence marks a complete run
     return summary, result.wall_seconds

@@ -81,7 +81,14 @@ def write_grid_outputs(
                 reference_for(str(label), inflate),
             )
         curves.append(frame.assign(pods=label))
-    write_csv(out / "curves.csv", pd.concat(curves, ignore_index=True))
+    all_curves = pd.concat(curves, ignore_index=True)
+    write_csv(out / "curves.csv", all_curves)
+    if figures:
+        from schedlab.report.pack_report import render_pack_page, write_page
+
+        title = f"Pack grid — {', '.join(map(str, table['pods'].unique()))}"
+        page = render_pack_page(all_curves, table, policies, inflate, title, [("grid", out)])
+        write_page(page, out / "report.html")
     write_csv(out / "aggregate.csv", agg)
     write_config(out / "config.toml", config, f"schedlab {__version__} pack grid")
     write_csv(out / "results.csv", table)  # last: its presence marks a complete grid
@@ -107,7 +114,11 @@ def print_aggregate(agg: pd.DataFrame, inflate: float) -> None:
         for _, r in rows.iterrows():
             cells = [
                 str(r["policy"]),
-                mean_ci(r["unallocated_gpu_pct_100_mean"], r["unallocated_gpu_pct_100_ci95"]),
+                mean_ci(
+                    r["unallocated_gpu_pct_100_mean"],
+                    r["unallocated_gpu_pct_100_ci95"],
+                    field="unallocated_gpu_pct_100",
+                ),
                 _fmt(r["unallocated_gpu_pct_130_mean"]),
                 _fmt(r["frag_amount_pct_100_mean"]),
             ]

@@ -19,6 +19,12 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
             "the plugins (installed 'schedlab.policies' entry points, and any --plugin given)."
         ),
     )
+    p.add_argument(
+        "--json",
+        action="store_true",
+        help="one JSON array on stdout: each policy's kind, name, summary, engines, "
+        "capabilities, --param keys with their defaults, and where it comes from",
+    )
     add_plugin_option(p)
     p.set_defaults(run=run)
 
@@ -66,7 +72,48 @@ def _has_installed_plugins() -> bool:
     return bool(entry_points(group="schedlab.policies"))
 
 
-def _with_plugins(references: list[str]) -> list[tuple[Listing, str | None]]:
+def _parameters(cls: type) -> dict[str, object]:
+    """The ``--param`` keys of a policy class with their defaults (JSON-ready)."""
+    import inspect
+
+    out: dict[str, object] = {}
+    for key, p in inspect.signature(cls.__init__).parameters.items():  # type: ignore[misc]
+        if key in ("self", "slot", "args", "kwargs") or p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
+            continue
+        default = None if p.default is inspect.Parameter.empty else p.default
+        if isinstance(default, tuple):
+            default = list(default)
+        out[key] = (
+            default
+            if isinstance(default, str | int | float | bool | list)
+            else (None if default is None else str(default))
+        )
+    return out
+
+
+def _as_json(rows: list[tuple[Listing, str | None, type]]) -> str:
+    import json
+
+    entries = [
+        {
+            "kind": entry.kind,
+            "name": entry.name,
+            "summary": entry.summary,
+            "engines": list(entry.engines),
+            "stateful": entry.stateful,
+            "preemptive": entry.preemptive,
+            "uses_placement": entry.uses_placement,
+            "parameters": _parameters(cls),
+            "from": "schedlab" if origin is None else f"plugin {origin}",
+        }
+        for kind in KINDS
+        for entry, origin, cls in rows
+        if entry.kind == kind
+    ]
+    return json.dumps(entries, indent=2)
+
+
+def _with_plugins(references: list[str]) -> list[tuple[Listing, str | None, type]]:
     """Every policy read from its class (built-ins and plugins): imports them all."""
     from schedlab.policies.api import capabilities
     from schedlab.policies.plugins import load_references, plugins, reference_of
@@ -92,13 +139,16 @@ def _with_plugins(references: list[str]) -> list[tuple[Listing, str | None]]:
                 uses_placement=bool(caps["uses_placement"]),
                 reference=reference_of(cls),
             )
-            rows.append((entry, plugged.get(name)))
+            rows.append((entry, plugged.get(name), cls))
     return rows
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.json:  # parameters come from the classes: every policy module is imported
+        print(_as_json(_with_plugins(args.plugin)))
+        return 0
     if args.plugin or _has_installed_plugins():
-        rows = _with_plugins(args.plugin)
+        rows = [(entry, origin) for entry, origin, _ in _with_plugins(args.plugin)]
     else:  # the declared table: no policy module imported, so the listing is instant
         rows = [(entry, None) for entry in BUILTIN]
     for kind in KINDS:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import math
 from pathlib import Path
 from typing import Any
 
@@ -14,17 +15,27 @@ from schedlab.commands.common import (
     read_config,
     stdout,
 )
-from schedlab.commands.sharing_options import add_sharing_options
+from schedlab.commands.option_scope import flag, refuse_given
+from schedlab.commands.sharing_options import SHARING_ONLY, add_sharing_options
+from schedlab.commands.tenancy_options import TENANCY_HELP, add_tenancy_options
 from schedlab.energy.options import ENERGY_CONFIG_KEYS, add_energy_options, energy_spec
 from schedlab.errors import InputError
 from schedlab.experiments.replay_run import FALLBACKS, ReplaySpec, run_replay, write_run
+from schedlab.failures.options import (
+    FAILURE_CONFIG_KEYS,
+    add_failure_options,
+    check_failure_options,
+)
 from schedlab.network.options import NET_CONTROLS, REPLAY_ROUTING, RULES, resolve_net_control
 from schedlab.output_dir import staged_dir
 from schedlab.perf.models import parse_speed_factors
 from schedlab.policies.api import REPLAY
+from schedlab.policies.catalog import names
 from schedlab.policies.protection import check_min_runtime
-from schedlab.policies.registry import DEFAULT_PLACEMENT, ordering_names, placement_names
+from schedlab.policies.registry import DEFAULT_PLACEMENT
 from schedlab.policies.wiring import build
+from schedlab.tenancy.replay import CONFIG_KEYS as TENANCY_CONFIG_KEYS
+from schedlab.tenancy.replay import spec_from as tenancy_spec
 
 NETWORK_HELP = """\
 network model (--topology; without it nothing below applies and replay runs as before):
@@ -66,7 +77,10 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
             "  schedlab replay --cluster cluster.toml --trace jobs.csv --trace-format generic "
             "--policy fifo --backfill --placement consolidate --out runs/fifo-bf\n\n"
             "--cluster takes a node-list CSV, a TOML cluster file, or NODESxGPUS[:MODEL] joined "
-            "by '+', e.g. 250x8:V100 or 16x8:A100+8x4:T4.\n\n" + NETWORK_HELP
+            "by '+', e.g. 250x8:V100 or 16x8:A100+8x4:T4.\n\n"
+            + NETWORK_HELP
+            + "\n\n"
+            + TENANCY_HELP
         ),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
@@ -76,9 +90,15 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         "--trace-format",
         help="trace format (default: detected from the header; see 'schedlab trace stats')",
     )
-    p.add_argument("--policy", help=f"ordering: {', '.join(ordering_names())}")
     p.add_argument(
-        "--placement", help=f"placement (default bestfit): {', '.join(placement_names())}"
+        "--policy",
+        help=f"an ordering ({', '.join(names('ordering', REPLAY))}; any placement, optional "
+        f"--backfill) or a whole-cluster policy ({', '.join(names('sizing', REPLAY))}); "
+        "see 'schedlab policies'",
+    )
+    p.add_argument(
+        "--placement",
+        help=f"placement (default bestfit): {', '.join(names('placement', REPLAY))}",
     )
     p.add_argument("--backfill", action="store_true", help="EASY backfill behind a blocked head")
     p.add_argument(
@@ -126,6 +146,29 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         "preempted only if the policy still wants it then, as 'serve slurm --grace' (default 0)",
     )
     p.add_argument(
+        "--models",
+        help="TOML file of extra [models.NAME] tables for an llm trace (see docs/llm.md)",
+    )
+    p.add_argument(
+        "--llm-profile",
+        help="calibration profile of the planner for LLM jobs that name none (default generic)",
+    )
+    p.add_argument(
+        "--until",
+        type=float,
+        metavar="SECONDS",
+        help="stop simulating at this time; jobs still queued or running are recorded as "
+        "unfinished (default: run until every job is done)",
+    )
+    p.add_argument(
+        "--time-limit",
+        type=float,
+        metavar="SECONDS",
+        help="a run of a job without its own time_limit is killed after this long, as Slurm's "
+        "--time / DefaultTime (default: no limit); a generic trace may also give time_limit, "
+        "array and dependency per job (README: Slurm's habits in replay)",
+    )
+    p.add_argument(
         "--slot",
         type=float,
         help="decide once per round of this many seconds (default: at every event)",
@@ -157,6 +200,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         "and sets priority levels that --net-sharing priority enforces (default: --net-routing)",
     )
     add_energy_options(p)
+    add_failure_options(p)
+    add_tenancy_options(p)
     add_plugin_option(p)
     p.add_argument(
         "--config",
@@ -185,7 +230,11 @@ CONFIG_KEYS: dict[str, type] = {
     "resize_overhead": float,
     "min_runtime": float,
     "grace": float,
+    "time_limit": float,
     "slot": float,
+    "until": float,
+    "models": str,
+    "llm_profile": str,
     "plugin": list,
     "throughputs_fallback": str,
     "topology": str,
@@ -193,6 +242,8 @@ CONFIG_KEYS: dict[str, type] = {
     "net_routing": str,
     "net_control": str,
     **ENERGY_CONFIG_KEYS,
+    **FAILURE_CONFIG_KEYS,
+    **TENANCY_CONFIG_KEYS,
 }
 
 
@@ -224,17 +275,27 @@ def spec_from_args(args: argparse.Namespace) -> ReplaySpec:
         )
     for name in ("restart_overhead", "resize_overhead", "min_runtime", "grace"):
         check_seconds(f"--{name.replace('_', '-')}", pick(name, 0.0))
+    until = pick("until")
+    if until is not None:
+        check_seconds("--until", until)
+    time_limit = pick("time_limit")
+    if time_limit is not None and not (time_limit > 0 and math.isfinite(time_limit)):
+        raise InputError(f"'--time-limit' must be > 0 seconds (got {time_limit})")
     slot = pick("slot")
     if slot is not None:
         check_seconds("--slot", slot, MIN_SLOT)
     seed = pick("seed", 0)
     if seed < 0:
         raise InputError(f"'--seed' must be ≥ 0 (got {seed})")
-    if pick("net_control") and not pick("topology"):
-        raise InputError("'--net-control' needs '--topology'")
+    refuse_given(args, SHARING_ONLY, "applies to 'replay --sharing' only")
+    for net in ("net_control", "net_routing", "net_sharing"):
+        if pick(net) and not pick("topology"):
+            raise InputError(f"'{flag(net)}' needs '--topology'")
     control, routing, sharing = resolve_net_control(
         pick("net_control"), pick("net_routing"), pick("net_sharing")
     )
+    failures = pick("failures") or None
+    check_failure_options(failures, pick("checkpoint"), pick("failure_reaction"))
     fallback = pick("throughputs_fallback") or None  # config.toml writes "" for none
     if fallback is not None and not pick("throughputs"):
         raise InputError("'--throughputs-fallback' needs '--throughputs'")
@@ -253,6 +314,7 @@ def spec_from_args(args: argparse.Namespace) -> ReplaySpec:
         resize_overhead=pick("resize_overhead", 0.0),
         min_runtime=pick("min_runtime", 0.0),
         grace=pick("grace", 0.0),
+        time_limit=time_limit,
         slot=slot,
         plugins=tuple(dict.fromkeys([*cfg.get("plugin", []), *args.plugin])),  # type: ignore[misc]
         throughputs_fallback=fallback,
@@ -261,6 +323,13 @@ def spec_from_args(args: argparse.Namespace) -> ReplaySpec:
         net_routing=routing,
         net_control=control,
         energy=energy_spec(args, cfg),
+        until=until,
+        models=pick("models") or None,
+        llm_profile=pick("llm_profile") or None,
+        failures=failures,
+        checkpoint=pick("checkpoint") or None,
+        failure_reaction=pick("failure_reaction") or None,
+        tenancy=tenancy_spec(pick),
     )
     # every refusal before any work
     check_min_runtime(
@@ -279,6 +348,8 @@ def run(args: argparse.Namespace) -> int:
         with console.status(f"replaying {spec.label} under {spec.policy}"):
             record = run_replay(spec)
         summary = write_run(out, spec, record)
+    for warning in record.policy_report.get("warnings", []):
+        console.print(f"schedlab: warning: {warning}", markup=False)
     stdout.print(_one_line(summary))
     console.print(f"wrote {args.out}/jobs.csv, timeseries.csv, summary.json, config.toml")
     return 0

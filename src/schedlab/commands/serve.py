@@ -12,15 +12,16 @@ from pathlib import Path
 
 from schedlab.commands.common import add_plugin_option, console
 from schedlab.commands.replay import parse_params
+from schedlab.commands.serve_kubernetes import add_kubernetes_parser
 from schedlab.errors import InputError
 from schedlab.input_files import check_input_file
 from schedlab.output_dir import check_out_file
 from schedlab.policies.api import SERVE
-from schedlab.policies.registry import ordering_names, placement_names
+from schedlab.policies.catalog import names
 from schedlab.policies.wiring import build
 from schedlab.results import atomic_write
 from schedlab.serve.client import SlurmClient, SubprocessSlurm
-from schedlab.serve.config_file import read_config
+from schedlab.serve.config_file import PATH_KEYS, check_port, read_config
 from schedlab.serve.import_slurm import TIMINGS, import_slurm, load_sacct
 from schedlab.serve.journal import Journal
 from schedlab.serve.lock import PartitionLock, default_state_dir
@@ -31,6 +32,8 @@ from schedlab.serve.rederive import rederive
 from schedlab.serve.status import as_json, gather, render
 from schedlab.serve.topology import ServeTopology
 
+#: Rotated journal files kept by default.
+JOURNAL_KEEP = 5
 #: Replay's network options that need control of NICs or switches, which Slurm does not give.
 SIMULATOR_ONLY = ("--net-control", "--net-routing", "--net-sharing")
 
@@ -72,11 +75,16 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         help="TOML file of these settings (keys: the long options; params as a table); the "
         "command line wins",
     )
-    slurm.add_argument("--policy", default=None, help=f"ordering: {', '.join(ordering_names())}")
+    slurm.add_argument(
+        "--policy",
+        default=None,
+        help=f"ordering: {', '.join(names('ordering', SERVE) + names('sizing', SERVE))} (the "
+        "others run in simulated time only: 'schedlab policies')",
+    )
     slurm.add_argument(
         "--placement",
         default="bestfit",
-        help=f"placement (default bestfit): {', '.join(placement_names())}",
+        help=f"placement (default bestfit): {', '.join(names('placement', SERVE))}",
     )
     slurm.add_argument(
         "--backfill", action="store_true", help="EASY backfill behind a blocked head"
@@ -114,7 +122,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     slurm.add_argument(
         "--journal-keep",
         type=int,
-        default=5,
+        default=JOURNAL_KEEP,
         metavar="N",
         help="rotated journal files to keep (default 5); readers read them all, oldest first",
     )
@@ -165,6 +173,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     )
     add_plugin_option(slurm)
     slurm.set_defaults(run=run_slurm, serve_parser=slurm)
+    add_kubernetes_parser(targets)
     add_status_parser(targets)
     add_check_parser(targets)
 
@@ -188,7 +197,10 @@ def add_check_parser(targets: argparse._SubParsersAction) -> None:
 
 
 def run_check(args: argparse.Namespace) -> int:
-    result = rederive(args.journal)
+    check_input_file(args.journal, "journal")
+    from schedlab.serve.kubernetes.check import check, is_kubernetes_journal
+
+    result = check(args.journal) if is_kubernetes_journal(args.journal) else rederive(args.journal)
     for m in result.mismatches:
         live = ",".join(m.live) if m.live is not None else "not started"
         derived = ",".join(m.derived) if m.derived is not None else "not started"
@@ -231,6 +243,16 @@ def add_status_parser(targets: argparse._SubParsersAction) -> None:
         "--metrics-port", type=int, default=None, metavar="PORT", help="its /metrics port"
     )
     status.add_argument("--json", action="store_true", help="one JSON object on stdout")
+    status.add_argument(
+        "--kubernetes",
+        action="store_true",
+        help="the scheduler of 'serve kubernetes': its Lease, pods and queue from the API server",
+    )
+    status.add_argument("--kubeconfig", type=Path, default=None, help="(--kubernetes)")
+    status.add_argument("--context", default=None, help="(--kubernetes) kubeconfig context")
+    status.add_argument("--scheduler-name", default=None, help="(--kubernetes) default schedlab")
+    status.add_argument("--lease-namespace", default=None, help="(--kubernetes) default default")
+    status.add_argument("--lease-name", default=None, help="(--kubernetes) default schedlab")
     status.set_defaults(run=run_status)
 
 
@@ -239,11 +261,12 @@ def _usage(p: argparse.ArgumentParser) -> int:
     return 2
 
 
-def merge_config_file(args: argparse.Namespace) -> None:
-    """Take every setting the command line left at its default from ``--config``."""
+def merge_config_file(args: argparse.Namespace, keys: dict | None = None) -> None:
+    """Take every setting the command line left at its default from ``--config`` (``keys``:
+    the command's TOML keys, ``serve slurm``'s by default)."""
     if args.config is None:
         return
-    settings = read_config(args.config)
+    settings = read_config(args.config) if keys is None else read_config(args.config, keys)
     parser = args.serve_parser
     for name, value in settings.items():
         if name == "params":
@@ -251,7 +274,7 @@ def merge_config_file(args: argparse.Namespace) -> None:
             args.param = pairs + list(args.param)
         elif name == "plugins":
             args.plugin = [str(p) for p in value] + list(args.plugin)
-        elif name in ("journal", "state_dir"):
+        elif name in PATH_KEYS:
             if getattr(args, name) is None:
                 setattr(args, name, Path(value))
         elif getattr(args, name) == parser.get_default(name):
@@ -280,11 +303,19 @@ def config_from_args(args: argparse.Namespace) -> ServeConfig:
         raise InputError(f"'--seed' must be ≥ 0 (got {args.seed})")
     if not (args.interval > 0 and math.isfinite(args.interval)):
         raise InputError(f"'--interval' must be > 0 seconds and finite (got {args.interval})")
+    if args.metrics_port is not None:
+        check_port(args.metrics_port, "'--metrics-port'")
     mib = args.journal_max_mib
     if mib is not None and not (0 < mib < float("inf")):
         raise InputError(f"'--journal-max-mib' must be > 0 (got {mib})")
     if args.journal_keep < 1:
         raise InputError(f"'--journal-keep' must be ≥ 1 (got {args.journal_keep})")
+    # Journal rotation without a journal, or a count of rotated files without rotation, would
+    # change nothing.
+    if mib is not None and args.journal is None:
+        raise InputError("'--journal-max-mib' needs '--journal'")
+    if args.journal_keep != JOURNAL_KEEP and mib is None:
+        raise InputError("'--journal-keep' needs '--journal-max-mib' (nothing rotates without it)")
     for name in ("min_runtime", "grace"):
         value = getattr(args, name)
         if not 0 <= value < float("inf"):
@@ -371,6 +402,10 @@ def _serve(
 
 
 def run_status(args: argparse.Namespace) -> int:
+    if args.kubernetes:
+        from schedlab.commands.serve_kubernetes import run_kube_status
+
+        return run_kube_status(args)
     settings = read_config(args.config) if args.config is not None else {}
     partition = args.partition or settings.get("partition")
     state_dir = args.state_dir or (
@@ -378,6 +413,8 @@ def run_status(args: argparse.Namespace) -> int:
     )
     journal = args.journal or (Path(settings["journal"]) if "journal" in settings else None)
     port = args.metrics_port if args.metrics_port is not None else settings.get("metrics_port")
+    if args.metrics_port is not None:
+        check_port(args.metrics_port, "'--metrics-port'")
     now = time.time()
     status = gather(state_dir, partition, SubprocessSlurm(), journal, port, now)
     if args.json:

@@ -26,24 +26,33 @@ from schedlab.commands.common import (
     run_resumable,
     stdout,
 )
+from schedlab.commands.option_scope import given, refuse_given
 from schedlab.commands.pack_grid import print_aggregate, run_pack_grid, write_grid_outputs
-from schedlab.commands.replay_grid import print_replay_table, write_replay_grid
+from schedlab.commands.replay_grid import done_line, print_replay_table, write_replay_grid
+from schedlab.commands.sharing_grid import (
+    SHARING_GRID_ONLY,
+    add_sharing_grid_options,
+    run_sharing_grid,
+)
 from schedlab.commands.sweep_axes import (
+    SPEC_OPTIONS,
     add_spec_options,
+    axis_names,
     parse_loads,
     parse_param_grid,
     policy_variants,
     spec_fields,
     variant_label,
 )
+from schedlab.energy.options import ENERGY_OPTIONS, add_energy_options, energy_variants
 from schedlab.errors import InputError
 from schedlab.experiments import pack_sweep, replay_sweep
-from schedlab.experiments.grid_dir import open_grid
+from schedlab.experiments.grid_dir import grid_runs, open_grid
 from schedlab.experiments.load_scaling import scale_to_load
 from schedlab.experiments.pack_sweep import default_workers
 from schedlab.experiments.pack_sweep import run_grid as run_pack_grid_local
-from schedlab.experiments.replay_network import topology_cluster
-from schedlab.experiments.replay_run import ReplaySpec
+from schedlab.experiments.replay_network import check_static_wiring, topology_cluster
+from schedlab.experiments.replay_run import ReplaySpec, warn
 from schedlab.experiments.replay_sweep import SyntheticJobs, finished_run, run_grid, staged_task
 from schedlab.experiments.workloads import FileWorkload
 from schedlab.policies.api import PACK, REPLAY
@@ -52,12 +61,14 @@ from schedlab.policies.protection import check_min_runtime
 from schedlab.policies.registry import (
     pack_study_names,
     parameter_names,
+    placement_classes,
     placement_parameter_names,
 )
 from schedlab.policies.wiring import PolicyChoice, build
 from schedlab.traces.alibaba import read_node_list, read_pod_list
 from schedlab.traces.cluster_spec import parse_cluster_spec
 from schedlab.traces.formats import read_jobs
+from schedlab.traces.job_common import dropped_note
 
 DEFAULT_REPLAY_POLICIES = ("fifo", "sjf", "tiresias")
 #: Offered load of a generated workload when no --load is given.
@@ -99,8 +110,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         "--synthetic",
         type=int,
         metavar="JOBS",
-        help="also replay a generated Philly-like trace of JOBS jobs; each seed generates its "
-        f"own (offered load: --load, default {DEFAULT_SYNTHETIC_LOAD})",
+        help="also replay a generated trace of JOBS jobs (Philly's GPU mix, daily arrival "
+        "cycle, run times up to 12 h); each seed generates its own, offered exactly --load "
+        f"(default {DEFAULT_SYNTHETIC_LOAD}) over its arrival window",
     )
     replay.add_argument(
         "--param",
@@ -115,6 +127,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         help="offered loads to rescale every trace's inter-arrival times to, e.g. 0.5,0.7,0.9",
     )
     add_spec_options(replay)
+    add_energy_options(p, many=True)
     p.add_argument(
         "--policies",
         nargs="+",
@@ -131,13 +144,14 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--force", action="store_true", help="start --out over when it holds a different grid"
     )
+    add_sharing_grid_options(p)
     add_plugin_option(p)
     p.add_argument(
         "--engine",
         choices=("local", "ray"),
         default="local",
         help="where the runs go: 'local' worker processes (default) or a Ray cluster "
-        "(pip install 'schedlab[ray]')",
+        "(pip install 'ray>=2.9')",
     )
     p.add_argument(
         "--address",
@@ -151,7 +165,20 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         default=default_workers(),
         help="worker processes (default: the number of cores)",
     )
-    p.set_defaults(run=run)
+    p.set_defaults(run=run, sweep_parser=p)
+
+
+#: Options of one kind of grid that the other kind has no use for (each refused there).
+PACK_ONLY = ("inflate", "no_figures")
+REPLAY_ONLY = (
+    "trace_format",
+    "placements",
+    "synthetic",
+    "param",
+    "load",
+    *(o.field for o in SPEC_OPTIONS),
+    *ENERGY_OPTIONS,
+)
 
 
 def _runner(args: argparse.Namespace, local: Callable[..., Any], kind: Any) -> Callable[..., Any]:
@@ -170,15 +197,36 @@ def run(args: argparse.Namespace) -> int:
     if args.address is not None and args.engine != "ray":
         raise InputError("'--address' is for '--engine ray'")
     if args.engine == "ray":
-        from schedlab.experiments.ray_engine import require_ray
+        from schedlab.experiments.ray_engine import check_address, require_ray
 
         require_ray()  # before any output: a missing extra is a one-line error, nothing written
+        if given(args, getattr(args, "sweep_parser", None), "workers"):
+            raise InputError(
+                "'--workers' is for the local pool; with '--engine ray' the cluster's CPUs run "
+                "the grid"
+            )
+        check_address(args.address)  # and an address no head node answers at, in seconds
     pack_mode = args.nodes is not None or args.pods is not None
     replay_mode = args.cluster is not None or args.traces is not None
     if pack_mode == replay_mode:
         raise InputError(
             "give either --nodes and --pods (pack grid) or --cluster and --traces (replay grid)"
         )
+    parser = getattr(args, "sweep_parser", None)
+    if args.sharing:
+        if pack_mode:
+            raise InputError("a sharing grid takes --cluster and --traces, not --nodes/--pods")
+        if args.engine != "local":
+            raise InputError("a sharing grid runs on the local pool ('--engine local')")
+        sharing_refused = [d for d in REPLAY_ONLY if d not in ("placements", *ENERGY_OPTIONS)]
+        refuse_given(args, sharing_refused, "does not apply to a sharing grid (--sharing)", parser)
+        refuse_given(args, (*PACK_ONLY, "policies"), "does not apply to a sharing grid", parser)
+        return run_sharing_grid(args)
+    refuse_given(args, SHARING_GRID_ONLY[1:], "applies to sharing grids (--sharing) only", parser)
+    if pack_mode:
+        refuse_given(args, REPLAY_ONLY, "applies to replay grids (--cluster) only", parser)
+    else:
+        refuse_given(args, PACK_ONLY, "applies to pack grids (--nodes, --pods) only", parser)
     return _run_pack(args) if pack_mode else _run_replay(args)
 
 
@@ -209,17 +257,18 @@ def _run_pack(args: argparse.Namespace) -> int:
         **({"plugin": list(args.plugin)} if args.plugin else {}),
     }
     manifest = {k: v for k, v in config.items() if k != "workers"}
-    open_grid(args.out, manifest, args.force)  # an unwritable --out fails here, before the runs
+    resumed = open_grid(args.out, manifest, args.force)  # an unwritable --out fails here
     runner = _runner(args, run_pack_grid_local, pack_sweep)
-    summaries, wall = run_pack_grid(
-        workloads, policies, seeds, inflate, workers, args.plugin, keep=args.out, runner=runner
-    )
+    with grid_runs(args.out, resumed):
+        summaries, wall = run_pack_grid(
+            workloads, policies, seeds, inflate, workers, args.plugin, keep=args.out, runner=runner
+        )
     _, agg = write_grid_outputs(args.out, summaries, policies, inflate, config, not args.no_figures)
     print_aggregate(agg, inflate)
     console.print(
         f"{len(summaries)} runs in {wall:.1f} s with {workers} worker(s); "
         f"wrote {args.out}/results.csv, aggregate.csv, curves.csv"
-        + ("" if args.no_figures else ", figures/")
+        + ("" if args.no_figures else ", figures/, report.html")
     )
     return 0
 
@@ -231,6 +280,23 @@ def split_backfill(name: str) -> tuple[str, bool]:
     return name, False
 
 
+def _check_synthetic_span(jobs: int, loads: Sequence[float], total_gpus: int) -> None:
+    """Warn when the generated arrivals would span less than twice the longest run time: such
+    a run is mostly the cluster filling and draining, and its load is mostly not on the
+    cluster while the jobs arrive."""
+    for load in loads or [DEFAULT_SYNTHETIC_LOAD]:
+        source = SyntheticJobs(jobs, load)
+        span = source.arrival_span(total_gpus)
+        if span < 2 * source.duration_max:
+            warn(
+                f"{jobs} generated jobs at load {load:g} on {total_gpus} GPUs arrive over about "
+                f"{span / 3600:.1f} h, less than twice the longest run time "
+                f"({source.duration_max / 3600:g} h): the runs are mostly warm-up and drain; "
+                "give more jobs"
+            )
+            return
+
+
 def _run_replay(args: argparse.Namespace) -> int:
     if args.cluster is None and args.topology is None:
         raise InputError("a replay grid needs --cluster (or --topology) and --traces")
@@ -238,7 +304,8 @@ def _run_replay(args: argparse.Namespace) -> int:
         raise InputError("a replay grid needs --cluster and --traces (or --synthetic)")
     seeds = parse_seeds("0" if args.seeds is None else args.seeds)
     workers = check_workers(args.workers)
-    fields, options = spec_fields(args)
+    fields, options, axes = spec_fields(args)
+    energies = energy_variants(args)  # each checked: a bad series fails before any run
     loads = parse_loads(args.load)
     orders = [split_backfill(n) for n in dict.fromkeys(args.policies or DEFAULT_REPLAY_POLICIES)]
     placements = list(dict.fromkeys(args.placements))
@@ -262,23 +329,39 @@ def _run_replay(args: argparse.Namespace) -> int:
                 check_min_runtime(
                     name, build(REPLAY, choice).scheduler, fields["min_runtime"], fields["grace"]
                 )
-    cluster = parse_cluster_spec(args.cluster) if args.cluster is not None else None
-    if fields["topology"] is not None:
+    given = parse_cluster_spec(args.cluster) if args.cluster is not None else None
+    topologies = axes.get("topology", [fields["topology"]])
+    clusters = []
+    for topology in topologies:
         # A topology that disagrees fails here; without --cluster its hosts are the cluster.
-        _, cluster = topology_cluster(fields["topology"], cluster)
-    assert cluster is not None
+        if topology is not None:
+            topo, cluster = topology_cluster(topology, given)
+            for placement in placements:
+                check_static_wiring(topo, topology, placement_classes().get(placement))
+        else:
+            cluster = given
+        assert cluster is not None
+        clusters.append(cluster)
+    cluster = clusters[0]
     traces = list(args.traces or [])
     labels = [Path(t).stem for t in traces]
     if args.synthetic is not None:
-        if args.synthetic < 1:
-            raise InputError(f"'--synthetic' must be ≥ 1 jobs (got {args.synthetic})")
+        if args.synthetic < 2:
+            raise InputError(
+                f"'--synthetic' must be ≥ 2 jobs, so that they arrive over a time span that "
+                f"the load is measured over (got {args.synthetic})"
+            )
         labels.append(f"synthetic-{args.synthetic}")
+        _check_synthetic_span(args.synthetic, loads, min(c.total_gpus for c in clusters))
     if len(set(labels)) != len(labels):
         raise InputError("two '--traces' files share a file name; results are keyed by it")
     for trace in traces:
         jobs = read_jobs(trace, args.trace_format).jobs  # fail on a bad row before any run
-        for load in loads:
-            scale_to_load(jobs, cluster.total_gpus, load, trace)
+        note = dropped_note(jobs, "; each run's summary.json counts them under 'dropped_jobs'")
+        if note is not None:
+            warn(note)
+        for load, gpus in product(loads, {c.total_gpus for c in clusters}):
+            scale_to_load(jobs, gpus, load, trace)
     config = {
         **({"cluster": args.cluster} if args.cluster is not None else {}),
         "traces": [str(Path(t).resolve()) for t in traces],
@@ -290,9 +373,13 @@ def _run_replay(args: argparse.Namespace) -> int:
         **({"loads": loads} if loads else {}),
         "seeds": seeds,
         **options,
+        **{k: getattr(args, k) for k in ENERGY_OPTIONS if getattr(args, k) is not None},
         **({"plugin": list(plugins)} if plugins else {}),
     }
-    open_grid(args.out, config, args.force)  # an unwritable --out fails here, before the runs
+    resumed = open_grid(args.out, config, args.force)  # an unwritable --out fails here
+    short = axis_names(axes.get("topology", []))
+    for topology, name in short.items():
+        console.print(f"topology={name}: {topology}")
     sources: list[tuple[str, str | None]] = [(t, None) for t in traces]
     if args.synthetic is not None:
         sources.append((labels[-1], "synthetic"))
@@ -300,24 +387,27 @@ def _run_replay(args: argparse.Namespace) -> int:
     for (trace, kind), (name, backfill), placement in product(sources, orders, placements):
         cells = product(
             cell_params(name, placement),
+            topologies,
+            energies,
             loads or [DEFAULT_SYNTHETIC_LOAD if kind else None],
             seeds,
         )
-        for params, load, seed in cells:
+        for params, topology, (energy_name, energy), load, seed in cells:
             spec = ReplaySpec(
                 args.cluster or "", trace, name, placement, backfill, seed, args.trace_format,
-                params=params, plugins=plugins, **fields,
+                params=params, plugins=plugins, **{**fields, "topology": topology},
+                energy=energy,
             )  # fmt: skip
             synthetic = SyntheticJobs(args.synthetic, load, seed) if kind else None
-            variant = variant_label(params)
+            axis = {**({"topology": short[topology]} if "topology" in axes else {}), **energy_name}
+            variant = ";".join(filter(None, (variant_label(params), variant_label(axis))))
             tasks.append(staged_task(spec, args.out, args.out, synthetic, variant, load))
     runner = _runner(args, run_grid, replay_sweep)
-    summaries, done, wall = run_resumable(tasks, finished_run, runner, workers, "replays", args.out)
+    with grid_runs(args.out, resumed):
+        summaries, done, wall = run_resumable(
+            tasks, finished_run, runner, workers, "replays", args.out
+        )
     table = write_replay_grid(args.out, summaries, config)
     print_replay_table(table)
-    stdout.print(
-        f"{len(tasks) - done} replays in {wall:.1f} s with {workers} worker(s)"
-        + (f" ({done} done before)" if done else "")
-        + f"; wrote {args.out}/results.csv, aggregate.csv and report-<trace>.html"
-    )
+    stdout.print(done_line("replays", len(tasks) - done, done, wall, workers, args.out, table))
     return 0

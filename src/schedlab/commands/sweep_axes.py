@@ -17,6 +17,7 @@ import itertools
 import math
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from schedlab.commands.common import MIN_SLOT, check_seconds
@@ -45,6 +46,8 @@ class SpecOption:
     choices: tuple[str, ...] | None = None
     convert: Callable[[Any], Any] = lambda v: v
     check: Callable[[str, Any], Any] = lambda _flag, v: v
+    #: Several values allowed: each is a variant of every run (an axis of the grid).
+    many: bool = False
 
     @property
     def field(self) -> str:
@@ -53,6 +56,12 @@ class SpecOption:
 
 def _seconds(minimum: float) -> Callable[[str, Any], Any]:
     return lambda flag, v: v if v is None else check_seconds(flag, v, minimum)
+
+
+def _positive_seconds(flag: str, v: Any) -> Any:
+    if v is not None and not (v > 0 and math.isfinite(v)):
+        raise InputError(f"'{flag}' must be > 0 seconds (got {v})")
+    return v
 
 
 SPEC_OPTIONS: tuple[SpecOption, ...] = (
@@ -64,6 +73,8 @@ SPEC_OPTIONS: tuple[SpecOption, ...] = (
                float, convert=lambda v: v or 0.0, check=_seconds(0.0)),
     SpecOption("--grace", "seconds a victim runs on after its signal (default 0)",
                float, convert=lambda v: v or 0.0, check=_seconds(0.0)),
+    SpecOption("--time-limit", "seconds a run of a job without its own limit may last "
+               "(default: none)", float, check=_positive_seconds),
     SpecOption("--slot", "decide once per round of this many seconds (default: every event)",
                float, check=_seconds(MIN_SLOT)),
     SpecOption("--throughputs", "folder of <model>.csv throughput tables, or 'builtin'"),
@@ -71,7 +82,8 @@ SPEC_OPTIONS: tuple[SpecOption, ...] = (
                choices=FALLBACKS),
     SpecOption("--speed", "GPU speed factors vs the reference, e.g. V100=1,T4=0.4",
                convert=lambda v: parse_speed_factors(v or "")),
-    SpecOption("--topology", "a network under --cluster for every run (see 'replay --help')"),
+    SpecOption("--topology", "a network under --cluster (see 'replay --help'); several: each a "
+               "variant of every run", many=True),
     SpecOption("--net-sharing", f"with --topology: link-sharing rule (default {DEFAULT_RULE})",
                choices=RULES, convert=lambda v: v or DEFAULT_RULE),
     SpecOption("--net-routing", "with --topology: routing mode (default ecmp)",
@@ -83,17 +95,33 @@ SPEC_OPTIONS: tuple[SpecOption, ...] = (
 
 def add_spec_options(group: argparse._ArgumentGroup) -> None:
     for o in SPEC_OPTIONS:
-        group.add_argument(o.flag, type=o.type, default=o.default, choices=o.choices, help=o.help)
+        group.add_argument(
+            o.flag,
+            type=o.type,
+            default=o.default,
+            choices=o.choices,
+            nargs="+" if o.many else None,
+            help=o.help,
+        )
 
 
-def spec_fields(args: argparse.Namespace) -> tuple[dict[str, Any], dict[str, Any]]:
-    """(ReplaySpec keyword arguments, the raw values for the grid manifest), checked."""
+def spec_fields(
+    args: argparse.Namespace,
+) -> tuple[dict[str, Any], dict[str, Any], dict[str, list[Any]]]:
+    """(ReplaySpec keyword arguments, the raw values for the grid manifest, the axes: fields
+    given several values, each value a variant of every run), checked. A field with several
+    values holds its first in the keyword arguments."""
     fields: dict[str, Any] = {}
     raw: dict[str, Any] = {}
+    axes: dict[str, list[Any]] = {}
     for o in SPEC_OPTIONS:
-        value = o.check(o.flag, getattr(args, o.field))
-        raw[o.field] = value
-        fields[o.field] = o.convert(value)
+        given = getattr(args, o.field)
+        values = list(dict.fromkeys(given)) if o.many and given is not None else [given]
+        values = [o.check(o.flag, v) for v in values]
+        raw[o.field] = values if len(values) > 1 else values[0]
+        fields[o.field] = o.convert(values[0])
+        if len(values) > 1:
+            axes[o.field] = [o.convert(v) for v in values]
     if raw.get("throughputs_fallback") is not None and not raw.get("throughputs"):
         raise InputError("'--throughputs-fallback' needs '--throughputs'")
     for net in ("net_sharing", "net_routing", "net_control"):
@@ -104,7 +132,7 @@ def spec_fields(args: argparse.Namespace) -> tuple[dict[str, Any], dict[str, Any
         raw.get("net_control"), raw.get("net_routing"), raw.get("net_sharing")
     )
     fields.update(net_control=control, net_routing=routing, net_sharing=sharing)
-    return fields, {k: v for k, v in raw.items() if v is not None}
+    return fields, {k: v for k, v in raw.items() if v is not None}, axes
 
 
 def parse_param_grid(items: Sequence[str]) -> dict[str, list[str]]:
@@ -164,3 +192,12 @@ def parse_loads(text: str | None) -> list[float]:
         if value not in loads:
             loads.append(value)
     return loads
+
+
+def axis_names(values: Sequence[str]) -> dict[str, str]:
+    """Short names of an axis's values for run folders and labels: a topology's generator name
+    or file stem (``leafspine``), numbered when two share it (``leafspine1``, ``leafspine2``)."""
+    bases = [Path(v).stem if Path(v).is_file() else v.split(":")[0] for v in values]
+    if len(set(bases)) == len(bases):
+        return dict(zip(values, bases, strict=True))
+    return {v: f"{b}{k}" for k, (v, b) in enumerate(zip(values, bases, strict=True), start=1)}

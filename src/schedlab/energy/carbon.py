@@ -19,8 +19,18 @@ import numpy as np
 from schedlab.energy.data import country_ci, data_dir, region_ci
 from schedlab.errors import InputError
 from schedlab.traces.columns import fail_at_first, float_column, line_of, read_text_table
+from schedlab.traces.job_common import MAX_SECONDS
 
 HOUR = 3600.0
+#: Highest carbon intensity any reader accepts, g CO2e/kWh: the dirtiest grids (lignite) are
+#: near 1,100; beyond 2,000 a value is a unit slip (g/MWh, mg/kWh), not a grid.
+MAX_CI = 2000.0
+#: Shortest CI step, seconds: grid data comes every 5 minutes to an hour, and a series of
+#: microsecond steps (milliseconds read as seconds) makes every carbon-aware plan enumerate
+#: millions of steps.
+MIN_STEP = 1.0
+#: Longest synthetic series, days (ten years of hourly values).
+MAX_SYNTH_DAYS = 3660
 
 
 @dataclass(frozen=True)
@@ -134,6 +144,13 @@ def read_ci_csv(path: str | Path, start: str | None = None, wrap: bool = True) -
     """A ``time,ci_g_per_kwh`` file: seconds, or ISO-8601 UTC times with ``start`` as time 0."""
     frame = read_text_table(path, ["time", "ci_g_per_kwh"])
     values = float_column(frame, "ci_g_per_kwh", path)
+    fail_at_first(
+        frame,
+        values > MAX_CI,
+        path,
+        "ci_g_per_kwh",
+        lambda i: f"'ci_g_per_kwh' must be at most {MAX_CI:g} g/kWh (got {values[i]:g})",
+    )
     text = frame["time"].astype(str).str.strip()
     numeric = np.array([_number(s) for s in text], dtype=np.float64)
     if np.isnan(numeric).any():
@@ -164,6 +181,23 @@ def read_ci_csv(path: str | Path, start: str | None = None, wrap: bool = True) -
         lambda i: (
             f"'time' must be strictly increasing (got {text.iat[i]!r} after {text.iat[i - 1]!r})"
         ),
+    )
+    fail_at_first(
+        frame,
+        np.concatenate(([False], np.diff(times) < MIN_STEP)),
+        path,
+        "time",
+        lambda i: (
+            f"steps must be at least {MIN_STEP:g} s apart (got {text.iat[i]!r} after "
+            f"{text.iat[i - 1]!r}; are the times in milliseconds?)"
+        ),
+    )
+    fail_at_first(
+        frame,
+        np.abs(times) > MAX_SECONDS,
+        path,
+        "time",
+        lambda i: f"'time' {text.iat[i]!r} is more than a century from time 0",
     )
     return CarbonSeries(times, values, float(times[-1]) + _median_step(times), wrap, str(path))
 
@@ -222,34 +256,66 @@ def synthetic(
     return np.maximum(preset.f * preset.mu, preset.mu * (daily + e))
 
 
+#: What each ``synth:`` option may be: (lowest, highest, whole number); ``highest`` excluded
+#: for ``rho`` (1 would be a random walk). ``a`` ≤ 2 keeps the daily factor ≥ 0.
+SYNTH_RANGES: dict[str, tuple[float, float, bool]] = {
+    "days": (1, MAX_SYNTH_DAYS, True),
+    "seed": (0, 2**63 - 1, True),
+    "start_hour": (-1e6, 1e6, False),
+    "mu": (1e-3, MAX_CI, False),
+    "a": (0.0, 2.0, False),
+    "h_peak": (0.0, 24.0, False),
+    "s": (0.0, 10.0, False),
+    "rho": (0.0, 1.0, False),
+    "f": (0.0, 1.0, False),
+}
+
+
+def _synth_option(option: str, text: str) -> tuple[str, float]:
+    """One ``KEY=NUMBER`` of ``--ci synth:``, checked against :data:`SYNTH_RANGES`."""
+    key, sep, value = option.partition("=")
+    key = key.strip()
+    if key not in SYNTH_RANGES:
+        allowed = ", ".join(SYNTH_RANGES)
+        raise InputError(f"'--ci synth:' has no option {key!r} (it takes: {allowed})")
+    try:
+        number = float(value)
+    except ValueError:
+        number = math.nan
+    low, high, integral = SYNTH_RANGES[key]
+    inside = low <= number < high if key == "rho" else low <= number <= high
+    if not sep or not inside or (integral and number != int(number)):
+        kind = "a whole number" if integral else "a number"
+        upper = f"< {high:g}" if key == "rho" else f"≤ {high:g}"
+        raise InputError(
+            f"'--ci synth:{text}': option {key!r} must be {kind} ≥ {low:g} and {upper} "
+            f"(got {value.strip()!r})"
+        )
+    return key, number
+
+
 def _synth(text: str) -> CarbonSeries:
     name, *options = [p.strip() for p in text.split(",")]
     if name not in PRESETS:
         raise InputError(f"unknown carbon-intensity preset {name!r} (known: {', '.join(PRESETS)})")
     fields = dict(PRESETS[name].__dict__)
-    days, seed, start_hour = 365, 0, 0.0
+    given: dict[str, float] = {}
     for option in options:
-        key, sep, value = option.partition("=")
-        try:
-            number = float(value)
-        except ValueError:
-            number = math.nan
-        if not sep or not math.isfinite(number):
-            raise InputError(f"'--ci synth:' option must be KEY=NUMBER (got {option!r})")
-        if key == "days":
-            days = int(number)
-        elif key == "seed":
-            seed = int(number)
-        elif key == "start_hour":
-            start_hour = number
-        elif key in fields:
-            fields[key] = number
-        else:
-            allowed = ", ".join(["days", "seed", "start_hour", *fields])
-            raise InputError(f"'--ci synth:' has no option {key!r} (it takes: {allowed})")
-    if days < 1 or seed < 0 or not 0 <= fields["rho"] < 1 or fields["s"] < 0:
-        raise InputError(f"'--ci synth:{text}' needs days ≥ 1, seed ≥ 0, 0 ≤ rho < 1, s ≥ 0")
-    values = synthetic(SynthPreset(**fields), days=days, seed=seed, start_hour=start_hour)
+        key, number = _synth_option(option, text)
+        if key in given:
+            raise InputError(f"'--ci synth:{text}': option {key!r} is given twice")
+        given[key] = number
+    fields.update({k: v for k, v in given.items() if k in fields})
+    days, seed = int(given.get("days", 365)), int(given.get("seed", 0))
+    values = synthetic(
+        SynthPreset(**fields), days=days, seed=seed, start_hour=given.get("start_hour", 0.0)
+    )
+    top = float(values.max())
+    if top > MAX_CI:
+        raise InputError(
+            f"'--ci synth:{text}' gives intensities up to {top:g} g/kWh, above {MAX_CI:g} "
+            "(lower 'mu', 'a' or 's')"
+        )
     times = np.arange(len(values), dtype=np.float64) * HOUR
     return CarbonSeries(times, values, len(values) * HOUR, True, f"synth:{text}")
 
@@ -266,8 +332,10 @@ def parse_ci(
     kind, sep, rest = spec.partition(":")
     if sep and kind == "const":
         value = _number(rest)
-        if not value >= 0:
-            raise InputError(f"'--ci const:' needs a number ≥ 0 (got {rest!r})")
+        if not 0 <= value <= MAX_CI:
+            raise InputError(
+                f"'--ci const:' needs a number of g/kWh in 0..{MAX_CI:g} (got {rest!r})"
+            )
         return CarbonSeries.constant(value, spec)
     if sep and kind == "country":
         table = country_ci(data_dir(energy_data))

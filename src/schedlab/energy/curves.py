@@ -15,6 +15,7 @@ from pathlib import Path
 import numpy as np
 
 from schedlab.energy.data import ZeusRow, zeus_groups
+from schedlab.errors import InputError
 
 #: Which Zeus measurement stands for each GPU model (ours; others use the V100 curves).
 CURVE_OF_GPU: dict[str, str] = {
@@ -113,6 +114,12 @@ def pick_group(
     groups = [k for k in zeus_groups(root, gpu) if (k[0], k[1]) == network]
     if not groups:
         groups = [k for k in zeus_groups(root, gpu) if (k[0], k[1]) == DEFAULT_NETWORK]
+    if not groups:
+        raise InputError(
+            f"'--power-model measured' finds no measurements of {'/'.join(network)} (nor of "
+            f"the default {'/'.join(DEFAULT_NETWORK)}) in "
+            f"{root / 'zeus-nsdi23' / f'summary_power_{gpu}.csv'}, column 'network'"
+        )
     want = math.log(batch if batch and batch > 0 and math.isfinite(batch) else DEFAULT_BATCH)
     best = min(groups, key=lambda k: (abs(math.log(k[2]) - want), -k[2], k[3]))
     return best

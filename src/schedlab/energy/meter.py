@@ -40,53 +40,28 @@ class EnergyTotals:
     peak_w: float
 
 
-class EnergyMeter:
-    """Integrates cluster and per-job power and carbon between replay events.
+class PowerLedger:
+    """Cluster power banked exactly between notifications, and per-job energy and carbon.
 
-    Per-job and per-node figures live in plain lists (the engine notifies it at every start and
-    stop, so scalar access must be cheap); the numpy views below are for results. Carbon uses
-    the intensity's cumulative integral, computed once per notification time and remembered per
-    job at its placement, so a job's carbon costs no extra look-up when it stops.
+    Subclasses keep ``gpu_w``, ``cpu_w`` and ``base_w`` up to date at each notification and
+    say when a job holds power (:meth:`hold`) and lets go of it (:meth:`let_go`); this class
+    does the integration. Per-job figures live in plain lists (an engine notifies at every
+    start and stop, so scalar access must be cheap); the numpy views are for results. Carbon
+    uses the intensity's cumulative integral, computed once per notification time and
+    remembered per job when it took its power, so a job's carbon costs no extra look-up when
+    it stops.
     """
 
-    def __init__(
-        self,
-        cluster: Cluster,
-        jobs: JobTable,
-        power: ClusterPower,
-        ci: CarbonSeries,
-        limits: np.ndarray | None = None,
-        curves: JobCurves | None = None,
-    ) -> None:
-        self.cluster = cluster
-        self.jobs = jobs
-        self.power = power
+    def _start_ledger(self, ci: CarbonSeries, pue: float, jobs: int) -> None:
         self.ci = ci
-        self.pue = power.settings.pue
-        self.measured = power.settings.model == "measured"
-        n = len(jobs)
-        self.limits = limits if limits is not None else np.ones(n)
-        self.curves = curves
-        self._cpu_of = jobs.cpu_milli.tolist()
-        self._idle = power.idle_w.tolist()
-        self._tdp = power.tdp_w.tolist()
-        self._model = cluster.model.tolist()
-        self._node_cpu = cluster.cpu_milli.tolist()
-        self._above_idle = [0.0] * n  # GPU watts the job adds over its GPUs' idle draw
-        self._w = [0.0] * n  # facility watts of the job's GPUs while placed
-        self._since = [math.nan] * n
-        self._cum_at = [0.0] * n  # the intensity's cumulative integral when it was placed
-        self._j = [0.0] * n
-        self._g = [0.0] * n
-        self._limit = [math.nan] * n
+        self.pue = pue
+        self._w = [0.0] * jobs  # facility watts of the job's GPUs while placed
+        self._since = [math.nan] * jobs
+        self._cum_at = [0.0] * jobs  # the intensity's cumulative integral when it was placed
+        self._j = [0.0] * jobs
+        self._g = [0.0] * jobs
         self._placed: set[int] = set()
-        self.cpu_used = [0] * cluster.size
-        self.cpu_w_node = [
-            power.node_power(cluster, i, [], self._node_cpu[i])[1] for i in range(cluster.size)
-        ]
-        self.gpu_w = power.idle_gpu_w(cluster)
-        self.cpu_w = float(sum(self.cpu_w_node))
-        self.base_w = power.settings.node_base_w * cluster.size
+        self.gpu_w = self.cpu_w = self.base_w = 0.0
         self.last = math.nan
         self.last_cum = 0.0
         self.start = math.nan
@@ -111,10 +86,6 @@ class EnergyMeter:
     @property
     def job_since(self) -> np.ndarray:
         return np.asarray(self._since)
-
-    @property
-    def job_limit(self) -> np.ndarray:
-        return np.asarray(self._limit)
 
     @property
     def ts_ci(self) -> np.ndarray:
@@ -145,50 +116,16 @@ class EnergyMeter:
             self.carbon_g += self.facility_w * (cum - self.last_cum) / J_PER_KWH
             self.last, self.last_cum = now, cum
 
-    def _job_gpu_w(self, job: int, node: int, gpus: int) -> float:
-        tdp = self._tdp[node]
-        if not self.measured or self.curves is None:
-            return gpus * tdp
-        return (
-            gpus * tdp * self.curves.power_fraction(job, self._model[node], float(self.limits[job]))
-        )
-
-    # -- engine notifications ----------------------------------------------------------------
-    def placed(self, now: float, job: int, allocation: Allocation) -> None:
-        """The job took ``allocation`` at ``now`` (a start, or the second half of a resize)."""
-        self.advance(now)
-        c = self._cpu_of[job]
-        watts = above_idle = 0.0
-        idle = self._idle
-        for node, gpus in allocation:
-            n = len(gpus)
-            w = self._job_gpu_w(job, node, n)
-            above_idle += w - n * idle[node]
-            watts += w
-            if c:
-                self._cpu(node, c)
-        self.gpu_w += above_idle
-        self._above_idle[job] = above_idle
-        self._w[job] = watts * self.pue
+    def hold(self, now: float, job: int, watts: float) -> None:
+        """From ``now`` (already advanced to) the job draws ``watts`` of facility power."""
+        self._w[job] = watts
         self._since[job] = now
         self._cum_at[job] = self.last_cum
-        self._limit[job] = float(self.limits[job]) if self.measured else 1.0
         self._placed.add(job)
-        facility = self.facility_w
-        if facility > self.peak_w:
-            self.peak_w = facility
 
-    def released(self, now: float, job: int, allocation: Allocation) -> None:
-        """The job let go of ``allocation`` at ``now`` (completion, preemption, or resize)."""
-        self.advance(now)
+    def let_go(self, now: float, job: int) -> None:
+        """The job stops drawing at ``now`` (already advanced to): bank what it drew."""
         self._bank_job(job, now)
-        c = self._cpu_of[job]
-        if c:
-            for node, _ in allocation:
-                self._cpu(node, -c)
-        # What the job added when placed, so a limit changed since then cannot skew the total.
-        self.gpu_w -= self._above_idle[job]
-        self._above_idle[job] = 0.0
         self._w[job] = 0.0
         self._since[job] = math.nan
         self._placed.discard(job)
@@ -217,14 +154,6 @@ class EnergyMeter:
         self._j[job] += w * (now - since)
         self._g[job] += w * (self.last_cum - self._cum_at[job]) / J_PER_KWH
 
-    def _cpu(self, node: int, delta: int) -> None:
-        self.cpu_used[node] += delta
-        free = self._node_cpu[node] - self.cpu_used[node]
-        w = self.power.node_power(self.cluster, node, [], free)[1]
-        self.cpu_w += w - self.cpu_w_node[node]
-        self.cpu_w_node[node] = w
-
-    # -- results -----------------------------------------------------------------------------
     def totals(self) -> EnergyTotals:
         end = self.last if not math.isnan(self.last) else 0.0
         start = self.start if not math.isnan(self.start) else 0.0
@@ -257,3 +186,92 @@ class EnergyMeter:
             if now > since:
                 total += self._w[job] * (now - since)
         return total
+
+
+class EnergyMeter(PowerLedger):
+    """Integrates cluster and per-job power and carbon between replay events."""
+
+    def __init__(
+        self,
+        cluster: Cluster,
+        jobs: JobTable,
+        power: ClusterPower,
+        ci: CarbonSeries,
+        limits: np.ndarray | None = None,
+        curves: JobCurves | None = None,
+    ) -> None:
+        n = len(jobs)
+        self._start_ledger(ci, power.settings.pue, n)
+        self.cluster = cluster
+        self.jobs = jobs
+        self.power = power
+        self.measured = power.settings.model == "measured"
+        self.limits = limits if limits is not None else np.ones(n)
+        self.curves = curves
+        self._cpu_of = jobs.cpu_milli.tolist()
+        self._idle = power.idle_w.tolist()
+        self._tdp = power.tdp_w.tolist()
+        self._model = cluster.model.tolist()
+        self._node_cpu = cluster.cpu_milli.tolist()
+        self._above_idle = [0.0] * n  # GPU watts the job adds over its GPUs' idle draw
+        self._limit = [math.nan] * n
+        self.cpu_used = [0] * cluster.size
+        self.cpu_w_node = [
+            power.node_power(cluster, i, [], self._node_cpu[i])[1] for i in range(cluster.size)
+        ]
+        self.gpu_w = power.idle_gpu_w(cluster)
+        self.cpu_w = float(sum(self.cpu_w_node))
+        self.base_w = power.settings.node_base_w * cluster.size
+
+    @property
+    def job_limit(self) -> np.ndarray:
+        return np.asarray(self._limit)
+
+    def _job_gpu_w(self, job: int, node: int, gpus: int) -> float:
+        tdp = self._tdp[node]
+        if not self.measured or self.curves is None:
+            return gpus * tdp
+        return (
+            gpus * tdp * self.curves.power_fraction(job, self._model[node], float(self.limits[job]))
+        )
+
+    # -- engine notifications ----------------------------------------------------------------
+    def placed(self, now: float, job: int, allocation: Allocation) -> None:
+        """The job took ``allocation`` at ``now`` (a start, or the second half of a resize)."""
+        self.advance(now)
+        c = self._cpu_of[job]
+        watts = above_idle = 0.0
+        idle = self._idle
+        for node, gpus in allocation:
+            n = len(gpus)
+            w = self._job_gpu_w(job, node, n)
+            above_idle += w - n * idle[node]
+            watts += w
+            if c:
+                self._cpu(node, c)
+        self.gpu_w += above_idle
+        self._above_idle[job] = above_idle
+        self.hold(now, job, watts * self.pue)
+        self._limit[job] = float(self.limits[job]) if self.measured else 1.0
+        facility = self.facility_w
+        if facility > self.peak_w:
+            self.peak_w = facility
+
+    def released(self, now: float, job: int, allocation: Allocation) -> None:
+        """The job let go of ``allocation`` at ``now`` (completion, preemption, or resize)."""
+        self.advance(now)
+        self.let_go(now, job)
+        c = self._cpu_of[job]
+        if c:
+            for node, _ in allocation:
+                self._cpu(node, -c)
+        # What the job added when placed, so a limit changed since then cannot skew the total.
+        self.gpu_w -= self._above_idle[job]
+        self._above_idle[job] = 0.0
+
+    def _cpu(self, node: int, delta: int) -> None:
+        self.cpu_used[node] += delta
+        free = self._node_cpu[node] - self.cpu_used[node]
+        w = self.power.node_power(self.cluster, node, [], free)[1]
+        self.cpu_w += w - self.cpu_w_node[node]
+        self.cpu_w_node[node] = w

@@ -15,7 +15,14 @@ from pathlib import Path
 
 import numpy as np
 
-from schedlab.energy.curves import PowerCurve, curve_for, curve_gpu, network_of
+from schedlab.energy.curves import (
+    DEFAULT_BATCH,
+    PowerCurve,
+    curve_for,
+    curve_gpu,
+    network_of,
+    pick_group,
+)
 from schedlab.model.gpu_models import GPU_MODELS
 from schedlab.model.jobs import JobTable
 from schedlab.perf.models import PerfModel
@@ -42,6 +49,15 @@ class JobCurves:
             self._cache[key] = curve_for(self.root, gpu, network, batch)
         self._per_job[(job, gpu_model)] = self._cache[key]
         return self._cache[key]
+
+    def check(self, gpu_models: set[int]) -> None:
+        """Every job has a curve on every GPU model in ``gpu_models``: refused before the run,
+        naming the file and the workload, instead of failing at the job's first start."""
+        gpus = sorted({curve_gpu(GPU_MODELS[m]) for m in gpu_models if m >= 0})
+        names = np.unique(self.jobs.model_name.astype(str))
+        for network in dict.fromkeys(network_of(name) for name in names.tolist()):
+            for gpu in gpus:
+                pick_group(self.root, gpu, network, DEFAULT_BATCH)
 
     def speed(self, job: int, gpu_model: int, p: float) -> float:
         c = self.curve(job, gpu_model)

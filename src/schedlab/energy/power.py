@@ -9,7 +9,6 @@ socket model; facility power is PUE × IT power.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -19,13 +18,22 @@ from schedlab.energy.data import CpuPower, GpuPower, cpu_power_table, data_dir, 
 from schedlab.energy.spec import POWER_MODELS as POWER_MODELS  # declared with the options
 from schedlab.errors import InputError
 from schedlab.model.cluster import GPU_MILLI, Cluster
-from schedlab.model.gpu_models import GPU_MODELS
+from schedlab.model.gpu_models import GPU_MODELS, is_known_model
 
 #: Model names schedlab's cluster specs use for cards the PWR table names differently (ours).
-GPU_ALIASES = {"V100": "V100M32", "A100-80G": "A100"}
+GPU_ALIASES = {"V100": "V100M32", "A100-80G": "A100", "A800": "A100"}
+
+#: The model name of GPUs a cluster spec or topology leaves unnamed.
+UNNAMED_MODEL = "GPU"
 
 #: vCPUs per physical core in PWR's socket model.
 VCPU_PER_CORE = 2
+
+#: Bounds of the power options (ours): real facilities run at a PUE of 1.1 to about 2.5, GPUs
+#: draw up to about 1 kW and a node's other parts a few kW; far beyond those a value is a slip.
+MAX_PUE = 5.0
+MAX_NODE_BASE_W = 100_000.0
+MAX_GPU_W = 5_000.0
 
 
 @dataclass(frozen=True)
@@ -46,10 +54,12 @@ class EnergySettings:
             raise InputError(
                 f"unknown power model {self.model!r} (known: {', '.join(POWER_MODELS)})"
             )
-        if not (math.isfinite(self.pue) and self.pue >= 1.0):
-            raise InputError(f"'--pue' must be ≥ 1 (got {self.pue})")
-        if not (math.isfinite(self.node_base_w) and self.node_base_w >= 0):
-            raise InputError(f"'--node-base-w' must be ≥ 0 (got {self.node_base_w})")
+        if not 1.0 <= self.pue <= MAX_PUE:
+            raise InputError(f"'--pue' must be in 1..{MAX_PUE:g} (got {self.pue})")
+        if not 0 <= self.node_base_w <= MAX_NODE_BASE_W:
+            raise InputError(
+                f"'--node-base-w' must be in 0..{MAX_NODE_BASE_W:g} watts (got {self.node_base_w})"
+            )
         if not (0 < self.power_limit <= 1):
             raise InputError(f"'--power-limit' must be in (0, 1] (got {self.power_limit})")
         if self.power_limit < 1 and self.model != "measured":
@@ -70,9 +80,17 @@ def parse_gpu_power(text: str) -> dict[str, GpuPower]:
             a, b = float(idle), float(tdp)
         except ValueError:
             raise InputError(f"'--gpu-power' entry must be MODEL=IDLE/TDP (got {part!r})") from None
-        if not (math.isfinite(a) and math.isfinite(b) and 0 <= a <= b):
-            raise InputError(f"'--gpu-power' needs 0 ≤ IDLE ≤ TDP (got {part!r})")
-        out[name.strip().upper()] = GpuPower(a, b)
+        if not (0 <= a <= b <= MAX_GPU_W):
+            raise InputError(f"'--gpu-power' needs 0 ≤ IDLE ≤ TDP ≤ {MAX_GPU_W:g} W (got {part!r})")
+        key = name.strip().upper()
+        if not is_known_model(key):
+            raise InputError(
+                f"'--gpu-power' names an unknown GPU model {name.strip()!r} "
+                f"(known: {', '.join(GPU_MODELS)})"
+            )
+        if key in out:
+            raise InputError(f"'--gpu-power' gives {key} twice (got {text!r})")
+        out[key] = GpuPower(a, b)
     return out
 
 
@@ -84,6 +102,14 @@ def gpu_power_for(model: str, settings: EnergySettings) -> GpuPower:
     table = gpu_power_table(settings.root)
     name = GPU_ALIASES.get(name, name)
     if name not in table:
+        if name == UNNAMED_MODEL:
+            raise InputError(
+                f"the cluster's GPUs have no model name ({model!r}: a topology without "
+                "model=, or a NODESxGPUS cluster without :MODEL), so their power is unknown: "
+                "name the model, e.g. --topology leafspine:...,model=A100 or --cluster "
+                f"32x8:A100 (the power table has: {', '.join(sorted(table))}), or give "
+                f"--gpu-power {model}=IDLE/TDP"
+            )
         raise InputError(
             f"no power figures for GPU model {model!r} (the table has: "
             f"{', '.join(sorted(table))}); give them with --gpu-power {model}=IDLE/TDP"

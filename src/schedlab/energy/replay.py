@@ -51,6 +51,7 @@ def prepare(spec: EnergySpec, cluster: Cluster, jobs: JobTable, perf: PerfModel)
     curves = None
     if settings.model == "measured":
         curves = JobCurves(settings.root, jobs)
+        curves.check(set(cluster.model[cluster.num_gpus > 0].tolist()))
         perf = PowerLimited(perf, curves, limits)
     meter_ci = ci if ci is not None else CarbonSeries.constant(0.0, "none")
     meter = EnergyMeter(cluster, jobs, power, meter_ci, limits, curves)

@@ -27,6 +27,7 @@ import math
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -137,8 +138,18 @@ class SharingResult:
 class SharingEngine:
     """One run; build it, then call :meth:`run` once."""
 
-    def __init__(self, cluster: Cluster, workload: SharedWorkload, config: SharingConfig) -> None:
+    def __init__(
+        self,
+        cluster: Cluster,
+        workload: SharedWorkload,
+        config: SharingConfig,
+        observer: Any = None,
+    ) -> None:
         self.started_at = time.perf_counter()
+        # ``observer`` (the energy meter) hears placed(now, pod, node), released(now, pod),
+        # step(now, held, cpu_free, changed nodes) after each event time, tick(now) with each
+        # time-series row and finish(now).
+        self.obs = observer
         self.cluster = cluster
         self.config = config
         pack = config.mode == PACK_MODE
@@ -324,6 +335,9 @@ class SharingEngine:
                 self.arrived_milli += self.num_gpu[i] * self.share[i]
                 self._enqueue(i)
             self._schedule()
+            if self.obs is not None:
+                cap = self.capacity
+                self.obs.step(now, cap.t, cap.guaranteed.cpu_free, self.dirty)
             self._record()
             if progress is not None and (ai & 1023) == 0:
                 progress(ai, n)
@@ -334,6 +348,8 @@ class SharingEngine:
         for i in self.pending:  # still waiting when nothing more happens
             k = i[2]
             self.pending_seconds[k] += self.now - self.pending_since[k]
+        if self.obs is not None:
+            self.obs.finish(self.now)
 
     def _enqueue(self, i: int) -> None:
         key = (-self.level[i], self.arrival[i], i)
@@ -431,6 +447,8 @@ class SharingEngine:
         self.seg_start[i] = self.now
         self.last[i] = self.now
         self.node_pods[node].add(i)
+        if self.obs is not None:
+            self.obs.placed(self.now, i, node)
         if lvl < LEVEL_BURSTABLE:
             self.low_count[node] += 1
             self.evictable_started = True
@@ -461,6 +479,8 @@ class SharingEngine:
         self._settle(i)
         self.token[i] += 1
         self.capacity.give_back(node, self.gpus[i], self._request(i), self.level[i])
+        if self.obs is not None:
+            self.obs.released(self.now, i)
         self.held[i] += self.num_gpu[i] * self.share[i] * (self.now - self.seg_start[i])
         self.node_pods[node].discard(i)
         if self.level[i] < LEVEL_BURSTABLE:
@@ -594,11 +614,8 @@ class SharingEngine:
         view = self.capacity.view(self.level[i])
         pod = self._request(i)
         placer = self.placers[id(view)]
-        feasible = np.zeros(cluster.size, dtype=bool)
-        feasible[node] = feasible_nodes(pod, view, self.model_bits)[node]
-        assert feasible[node], "eviction left the pod without room"
-        placer.policy.score(pod, view, feasible)
-        self._start(i, node, placer.policy.pick_gpus(pod, view, node))
+        assert feasible_nodes(pod, view, self.model_bits)[node], "eviction left no room"
+        self._start(i, node, placer.place_on(pod, view, node).gpus)
         return True
 
     # -- measures -------------------------------------------------------------------------------
@@ -624,6 +641,8 @@ class SharingEngine:
         s["frag_milli"].append(self.tracker.total)
         for q, count in zip(QOS_ORDER, self.pending_by_class, strict=True):
             s[f"pending_{q}"].append(count)
+        if self.obs is not None:
+            self.obs.tick(self.now)
 
 
 def run_sharing(
@@ -632,6 +651,7 @@ def run_sharing(
     config: SharingConfig,
     *,
     progress: Callable[[int, int], None] | None = None,
+    observer: Any = None,
 ) -> SharingResult:
     """Run the sharing engine once (see the module docstring)."""
-    return SharingEngine(cluster, workload, config).run(progress)
+    return SharingEngine(cluster, workload, config, observer).run(progress)

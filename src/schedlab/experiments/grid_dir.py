@@ -16,10 +16,12 @@ replaced.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+import shutil
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from pathlib import Path
 
-from schedlab.errors import InputError
+from schedlab.errors import InputError, PolicyError
 from schedlab.output_dir import StagedDir
 from schedlab.results import write_json
 
@@ -67,3 +69,26 @@ def open_grid(out: Path, manifest: Mapping[str, object], force: bool = False) ->
         raise
     stage.commit()
     return False
+
+
+@contextmanager
+def grid_runs(out: Path, resumed: bool) -> Iterator[None]:
+    """Around the runs of a grid :func:`open_grid` just opened: when they stop on an error
+    a rerun would meet again (a policy's bad answer, a bad value found in a run) before any run
+    finished, a folder this sweep made is removed again, so the failed command leaves no output
+    behind. A resumed folder, or one with a finished run, is kept to resume."""
+    try:
+        yield
+    except (InputError, PolicyError):  # not a lost worker: resuming that one helps
+        if not resumed and _holds_only_the_manifest(out):
+            shutil.rmtree(out, ignore_errors=True)
+        raise
+
+
+def _holds_only_the_manifest(out: Path) -> bool:
+    """``out`` has no file but what :func:`open_grid` wrote (empty folders aside)."""
+    mine = {out / MANIFEST, out / "config.toml"}
+    try:
+        return all(p in mine or p.is_dir() for p in out.rglob("*"))
+    except OSError:
+        return False

@@ -20,6 +20,7 @@ from schedlab.network.options import check_routing, check_rule
 from schedlab.network.replay_state import BaseTime, NetworkModel
 from schedlab.network.routing import Routing
 from schedlab.network.topology import SPINE, Topology, cluster_for
+from schedlab.network.topology_limits import unreachable_leaves
 from schedlab.perf.models import PerfModel, ThroughputTable, interpolate
 from schedlab.traces.formats import detect_format
 
@@ -31,6 +32,24 @@ def topology_cluster(topology: str, cluster: Cluster | None) -> tuple[Topology, 
     if topo.ocs is not None and not len(topo.fabric_src):
         topo = topo.with_circuits(static_circuits(topo))
     return topo, cluster_for(topo, cluster)
+
+
+def check_static_wiring(topo: Topology, spec: str, placement: object) -> None:
+    """Refuse an optical switch whose static wiring (:func:`static_circuits`) leaves hosts
+    unable to reach each other, unless the placement sets up each job's circuits itself (as
+    ocs-vclos does): the first job across two islands would have no route."""
+    if topo.ocs is None or getattr(placement, "needs_ocs", False):
+        return
+    apart = unreachable_leaves(topo.num_switches, topo.fabric_src, topo.fabric_dst, topo.host_leaf)
+    if apart is not None:
+        a, b = (topo.switch_names[s] for s in apart)
+        spines = int((topo.switch_level == SPINE).sum())
+        raise InputError(
+            f"the static OCS wiring of topology spec {spec!r} leaves leaf {b!r} unable to reach "
+            f"{a!r}: each leaf's {topo.ocs.leaf_ports} uplink ports are dealt round-robin over "
+            f"{spines} spines (make hosts_per_leaf × m at least 'spines', or place with a policy "
+            "that sets up circuits, such as ocs-vclos)"
+        )
 
 
 def static_circuits(topo: Topology) -> list[tuple[int, int]]:

@@ -3,6 +3,7 @@ per-job table, the time series and the summary that metrics and reports read."""
 
 from __future__ import annotations
 
+import dataclasses
 import sys
 from collections import Counter
 from collections.abc import Callable
@@ -17,6 +18,7 @@ from schedlab import __version__
 from schedlab.energy.spec import EnergySpec, config_entries
 from schedlab.engines.replay import ReplayConfig, ReplayEngine, ReplayRecord
 from schedlab.errors import InputError
+from schedlab.experiments.load_scaling import offered_load
 from schedlab.metrics.replay_metrics import job_metrics, json_ready, summarize
 from schedlab.metrics.steady_state import steady_state
 from schedlab.model.cluster import Cluster
@@ -31,12 +33,21 @@ from schedlab.perf.models import (
     table_gaps,
 )
 from schedlab.perf.scaling import throughput_table
+from schedlab.perf.throughput_matrix import (
+    MatrixPerf,
+    check_matrix_columns,
+    is_matrix_file,
+    matrix_gaps,
+    read_throughput_matrix,
+)
 from schedlab.policies.api import REPLAY
 from schedlab.policies.protection import check_min_runtime
 from schedlab.policies.wiring import PolicyChoice, build
 from schedlab.results import write_config, write_csv, write_json
+from schedlab.tenancy import replay as tenancy
 from schedlab.traces.cluster_spec import parse_cluster_spec
 from schedlab.traces.formats import read_jobs
+from schedlab.traces.job_common import dropped_note
 
 if TYPE_CHECKING:
     from schedlab.energy.meter import EnergyMeter
@@ -62,6 +73,9 @@ class ReplaySpec:
     min_runtime: float = 0.0
     #: Seconds between a preemption's signal and the preemption (as ``serve slurm --grace``).
     grace: float = 0.0
+    #: Seconds a run of a job without its own ``time_limit`` may last (Slurm's DefaultTime;
+    #: None: no limit).
+    time_limit: float | None = None
     slot: float | None = None
     #: ``module:Class`` plugins to load before the policy is looked up.
     plugins: tuple[str, ...] = ()
@@ -76,6 +90,18 @@ class ReplaySpec:
     net_control: str = ""
     #: Power and carbon accounting (off unless ``--power-model`` or ``--ci`` is given).
     energy: EnergySpec = field(default_factory=EnergySpec)
+    #: Queues, quotas and a share policy (off unless ``--tenancy`` or ``--queues`` is given).
+    tenancy: tenancy.TenancySpec = field(default_factory=tenancy.TenancySpec)
+    #: ``--failures``, ``--checkpoint``, ``--failure-reaction`` (None: no failures, as before).
+    failures: str | None = None
+    checkpoint: str | None = None
+    failure_reaction: str | None = None
+    #: ``--until``: stop simulating at this time (jobs still active are unfinished); None: never.
+    until: float | None = None
+    #: ``--models``: a TOML file of extra models for an ``llm`` trace.
+    models: str | None = None
+    #: ``--llm-profile``: the planner's calibration profile for LLM jobs that name none.
+    llm_profile: str | None = None
 
     @property
     def label(self) -> str:
@@ -97,6 +123,13 @@ FALLBACKS = ("linear",)
 def load_perf(spec: ReplaySpec) -> PerfModel:
     if spec.throughputs == BUILTIN_THROUGHPUTS:
         return ThroughputTable(throughput_table(), spec.speed)
+    if is_matrix_file(spec.throughputs):
+        if spec.speed:
+            raise InputError(
+                "'--speed' does not apply to a throughput matrix: it has a column per GPU model "
+                f"already ({spec.throughputs})"
+            )
+        return MatrixPerf(read_throughput_matrix(spec.throughputs))  # type: ignore[arg-type]
     if spec.throughputs:
         table, measured = read_throughput_files(spec.throughputs)
         return ThroughputTable(table, spec.speed, measured)
@@ -119,14 +152,17 @@ def check_table_coverage(
             f"'--throughputs-fallback' must be one of {', '.join(FALLBACKS)} "
             f"(got {spec.throughputs_fallback!r})"
         )
-    if not isinstance(perf, ThroughputTable):
+    if isinstance(perf, MatrixPerf):
+        gaps, source = matrix_gaps(jobs, perf.matrix), "throughput matrix"
+    elif isinstance(perf, ThroughputTable):
+        gaps, source = table_gaps(jobs, perf.table, perf.measured), "throughput tables"
+    else:
         return
-    gaps = table_gaps(jobs, perf.table, perf.measured)
     if not gaps:
         return
     job, reason = gaps[0]
     what = (
-        f"{len(gaps)} of {len(jobs)} jobs are not covered by the throughput tables "
+        f"{len(gaps)} of {len(jobs)} jobs are not covered by the {source} "
         f"(first: job {jobs.job_id[job]!r}, which {reason})"
     )
     if spec.throughputs_fallback is None:
@@ -175,14 +211,31 @@ def run_replay(
     ``progress(jobs arrived, jobs)`` is called now and then if given."""
     if cluster is None and (spec.cluster or spec.topology is None):
         cluster = parse_cluster_spec(spec.cluster)
+    fmt = spec.trace_format
     if jobs is None:
-        jobs = read_jobs(spec.trace, spec.trace_format).jobs
+        options = {"models": spec.models} if spec.models else {}
+        read = read_jobs(spec.trace, spec.trace_format, **options)
+        jobs, fmt = read.jobs, read.format
+        note = dropped_note(jobs, "; summary.json counts them under 'dropped_jobs'")
+        if note is not None:
+            warn(note)
     if spec.topology is not None and spec.throughputs not in (None, BUILTIN_THROUGHPUTS):
         from schedlab.experiments.replay_network import MEASURED_TABLES_WITH_TOPOLOGY
 
         raise InputError(MEASURED_TABLES_WITH_TOPOLOGY)  # before the tables are judged
     perf = load_perf(spec)
+    llm_perf: PerfModel | None = None
     check_table_coverage(jobs, perf, spec)
+    if jobs.llm is not None:  # LLM jobs: tokens of work, speed from the planner
+        if spec.topology is not None:
+            raise InputError(
+                "LLM jobs (an 'llm' trace) do not run with --topology yet: the network model "
+                "does not carry their pipeline and data-parallel plan (schedlab plan --topology "
+                "shows one plan's traffic on the paths)"
+            )
+        perf = llm_perf = _llm_perf(spec, perf, cluster)
+    elif spec.llm_profile is not None:
+        raise InputError("'--llm-profile' needs a trace of LLM jobs (format llm)")
     check_runnable(jobs, perf, spec.trace)
     network = None
     if spec.topology is not None:  # the network model, imported only for a run with one
@@ -202,9 +255,15 @@ def run_replay(
             control=spec.net_control,
         )
     assert cluster is not None
+    if isinstance(perf, MatrixPerf):
+        check_matrix_columns(perf.matrix, cluster, spec.cluster)
     check_speed_models(spec, cluster)
     policies = build(REPLAY, spec.choice)
     assert policies.scheduler is not None
+    if network is not None and spec.topology is not None:
+        from schedlab.experiments.replay_network import check_static_wiring
+
+        check_static_wiring(network.topology, spec.topology, policies.placement)
     check_min_runtime(spec.policy, policies.scheduler, spec.min_runtime, spec.grace)
     config = ReplayConfig(
         seed=spec.seed,
@@ -212,6 +271,7 @@ def run_replay(
         resize_overhead=spec.resize_overhead,
         min_runtime=spec.min_runtime,
         grace=spec.grace,
+        **({"until": spec.until} if spec.until is not None else {}),
     )
     meter = None
     if spec.energy.enabled:  # energy accounting, imported only for a run with it
@@ -221,10 +281,110 @@ def run_replay(
         run = energy.prepare(spec.energy, cluster, jobs, perf)
         perf, meter = run.perf, run.meter
         energy.attach_policy(policies.scheduler, run)
+    failures = None
+    if spec.failures is not None:
+        from schedlab.failures.options import failure_model
+
+        failures = failure_model(
+            spec.failures,
+            spec.checkpoint,
+            spec.failure_reaction,
+            spec.restart_overhead,
+            spec.seed,
+            **(_llm_failure_hooks(llm_perf) if llm_perf is not None else {}),
+        )
+    gate = None
+    if needs_gate(jobs, spec.time_limit):  # Slurm's habits, imported only when used
+        from schedlab.engines.job_gate import JobGate
+
+        jobs = jobs.sorted_by_submit()  # the gate numbers jobs as the engine does
+        gate = JobGate(jobs, spec.time_limit)
+    scheduler, run = policies.scheduler, None
+    if spec.tenancy.enabled:
+        scheduler, recorder = tenancy.wrap(
+            spec.tenancy,
+            scheduler,
+            jobs,
+            cluster,
+            spec.trace,
+            fmt or _format_of(spec.trace),
+            spec.backfill,
+        )
+        run = tenancy.TenancyRun(scheduler, recorder)
     engine = ReplayEngine(
-        cluster, jobs, policies.scheduler, policies.placement, perf, config, network, meter
+        cluster, jobs, scheduler, policies.placement, perf, config, network, meter,
+        gate=gate, failures=failures,
+    )  # fmt: skip
+    record = engine.run(progress)
+    if run is not None:
+        record.tenancy = run
+    return record if llm_perf is None else dataclasses.replace(record, llm=llm_perf)
+
+
+def _format_of(trace: str) -> str | None:
+    """The trace's format as detected from its header (None if it cannot be read)."""
+    from schedlab.traces.formats import detect_format
+
+    try:
+        return detect_format(trace)
+    except (InputError, OSError):
+        return None
+
+
+def needs_gate(jobs: JobTable, time_limit: float | None) -> bool:
+    """Whether the run needs the gate: a time limit, a dependency or a throttled array."""
+    return bool(
+        time_limit is not None
+        or np.isfinite(jobs.time_limit).any()
+        or (jobs.dependency != "").any()
+        or (jobs.array_throttle > 0).any()
     )
-    return engine.run(progress)
+
+
+def _llm_perf(spec: ReplaySpec, base: PerfModel, cluster: Cluster | None) -> PerfModel:
+    from schedlab.failures.options import check_failure_options
+    from schedlab.perf.llm.perfmodel import DEFAULT_PROFILE, LLMPlanner
+    from schedlab.perf.llm.profile import get_profile
+
+    if cluster is None:  # pragma: no cover - the topology case is refused above
+        raise InputError("LLM jobs need --cluster")
+    profile = spec.llm_profile or DEFAULT_PROFILE
+    get_profile(profile)  # an unknown name fails before the run
+    parsed = check_failure_options(spec.failures, spec.checkpoint, spec.failure_reaction)
+    return LLMPlanner(
+        base=base,
+        cluster=cluster,
+        profile=profile,
+        resize_fixed=spec.resize_overhead if spec.resize_overhead > 0 else None,
+        checkpoint=parsed[1] if parsed is not None else None,
+    )
+
+
+def _llm_failure_hooks(perf: PerfModel) -> dict[str, object]:
+    """What the failure model asks the planner: checkpoint size, step time, the job's own
+    checkpoint policy and restart, and on how many surviving nodes a shrunk job still runs."""
+    from schedlab.perf.llm.perfmodel import LLMPlanner
+
+    planner = perf
+    assert isinstance(planner, LLMPlanner)
+    from schedlab.failures.runtime import JobFailureInfo
+
+    def job_info(jobs: JobTable, job: int, allocation: object) -> JobFailureInfo:
+        if jobs.llm is None or jobs.llm.model[job] is None:
+            return JobFailureInfo()
+        return JobFailureInfo(
+            ckpt_bytes=planner.ckpt_bytes(jobs, job),
+            step_seconds=planner.step_seconds(jobs, job, allocation),
+            policy=str(jobs.llm.ckpt_policy[job]),
+            restart=float(jobs.llm.restart_s[job]),
+        )
+
+    def shrink_to(jobs: JobTable, job: int, counts: list[int]) -> int:
+        if jobs.llm is None or jobs.llm.model[job] is None:
+            return len(counts)
+        return planner.largest_feasible_prefix(jobs, job, counts)
+
+    return {"job_info": job_info, "shrink_to": shrink_to}
 
 
 def jobs_frame(record: ReplayRecord) -> pd.DataFrame:
@@ -235,6 +395,9 @@ def jobs_frame(record: ReplayRecord) -> pd.DataFrame:
         "completed",
         np.where(record.status == REJECTED, "rejected", "unfinished"),
     )
+    gate = record.gate
+    if gate is not None:  # a run killed at its time limit ended, but did not complete
+        status = np.where(gate.timed_out, "timeout", status)
     frame = pd.DataFrame(
         {
             "job_id": j.job_id,
@@ -258,11 +421,24 @@ def jobs_frame(record: ReplayRecord) -> pd.DataFrame:
         frame = add_job_columns(frame, record)
     if record.reject_reason:  # why each rejected job was turned away (blank for the others)
         frame["reason"] = [record.reject_reason.get(i, "") for i in range(len(j))]
+    if gate is not None:
+        if np.isfinite(gate.limit).any():
+            frame["time_limit"] = gate.limit
+        if (j.dependency != "").any() or (j.array_throttle > 0).any():
+            frame["eligible_time"] = gate.eligible_at  # when it joined the queue
     meter = energy_meter(record)
     if meter is not None:
         from schedlab.energy.replay import add_job_columns as add_energy_columns
 
         frame = add_energy_columns(frame, meter)
+    if record.llm is not None:
+        frame = _llm_columns(frame, record)
+    if record.failures is not None:
+        from schedlab.failures.report import add_job_columns as add_failure_columns
+
+        frame = add_failure_columns(frame, record.failures)
+        if record.llm is not None:
+            frame["tokens_lost"] = record.failures.lost_units
     return frame
 
 
@@ -322,7 +498,12 @@ def replay_summary(
             "seed": spec.seed,
             "cluster": Path(spec.cluster).name if _is_file(spec.cluster) else spec.cluster,
             "gpus": record.cluster.total_gpus,
+            # GPU time asked for ÷ the cluster's over the arrival window (NaN → null when the
+            # jobs have no durations or all arrive at once).
+            "offered_load": offered_load(record.jobs, record.cluster.total_gpus),
             **summary,
+            # Jobs of the trace file the reader left out (jobs.csv has no row for them).
+            **({"dropped_jobs": dict(record.jobs.dropped)} if record.jobs.dropped else {}),
             **steady_state(jobs, series),
             **_energy_block(record),
             **(
@@ -330,14 +511,51 @@ def replay_summary(
                 if record.reject_reason
                 else {}
             ),
+            **({"policy_report": record.policy_report} if record.policy_report else {}),
             "decision_points": record.decision_points,
             "wall_seconds": round(record.wall_seconds, 3),
             "jobs_per_second": round(len(record.jobs) / record.wall_seconds, 1)
             if record.wall_seconds > 0
             else None,
             **_network_block(record, jobs, series),
+            **({"llm": _llm_block(jobs, record)} if record.llm is not None else {}),
+            **({"failures": _failure_block(record, jobs)} if record.failures is not None else {}),
         }
     )
+
+
+def _llm_columns(frame: pd.DataFrame, record: ReplayRecord) -> pd.DataFrame:
+    """The model, tokens and job type of every LLM job, its first plan, the plans it ran with
+    and its MFU (weighted by GPU-seconds over the plans)."""
+    horizon = float(record.ts_time[-1]) if len(record.ts_time) else 0.0
+    cols = record.llm.job_columns(record.jobs, record.end_time, horizon)
+    out = frame.copy()
+    for name, values in cols.items():
+        out[name] = values
+    return out
+
+
+def _llm_block(jobs: pd.DataFrame, record: ReplayRecord) -> dict[str, object]:
+    """Tokens trained per second of the whole run, and MFU weighted by GPU-seconds."""
+    tokens = record.jobs.llm.tokens
+    done = jobs["status"].to_numpy() == "completed"
+    span = float(record.ts_time[-1] - record.ts_time[0]) if len(record.ts_time) > 1 else 0.0
+    mfu = jobs["mfu_mean"].to_numpy(dtype=np.float64)
+    weight = record.gpu_seconds * np.isfinite(mfu)
+    return {
+        "llm_jobs": int(sum(m is not None for m in record.jobs.llm.model)),
+        "tokens_completed": float(tokens[done].sum()),
+        "tokens_per_second": float(tokens[done].sum()) / span if span > 0 else None,
+        "mfu_gpu_weighted": float(np.nansum(mfu * weight) / weight.sum())
+        if weight.sum() > 0
+        else None,
+    }
+
+
+def _failure_block(record: ReplayRecord, jobs: pd.DataFrame) -> dict[str, object]:
+    from schedlab.failures.report import summary_block
+
+    return summary_block(record.failures, jobs, float(record.gpu_seconds.sum()))
 
 
 def _energy_block(record: ReplayRecord) -> dict[str, object]:
@@ -386,6 +604,8 @@ def write_run(out: Path, spec: ReplaySpec, record: ReplayRecord) -> dict[str, ob
         "resize_overhead": spec.resize_overhead,
         **({"min_runtime": spec.min_runtime} if spec.min_runtime else {}),
         **({"grace": spec.grace} if spec.grace else {}),
+        **({"until": spec.until} if spec.until is not None else {}),
+        **({"time_limit": spec.time_limit} if spec.time_limit is not None else {}),
         "slot": spec.slot if spec.slot is not None else 0.0,
         "throughputs_fallback": spec.throughputs_fallback or "",
         **({"plugin": list(spec.plugins)} if spec.plugins else {}),
@@ -401,6 +621,18 @@ def write_run(out: Path, spec: ReplaySpec, record: ReplayRecord) -> dict[str, ob
             else {}
         ),
         **config_entries(spec.energy),
+        **tenancy.config_entries(spec.tenancy),
+        **{
+            key: value
+            for key, value in (
+                ("failures", spec.failures),
+                ("checkpoint", spec.checkpoint),
+                ("failure_reaction", spec.failure_reaction),
+                ("models", str(Path(spec.models).resolve()) if spec.models else None),
+                ("llm_profile", spec.llm_profile),
+            )
+            if value
+        },
     }
     write_config(
         out / "config.toml",
@@ -408,6 +640,9 @@ def write_run(out: Path, spec: ReplaySpec, record: ReplayRecord) -> dict[str, ob
         f"schedlab {__version__} replay run; "
         "repeat: schedlab replay --config config.toml --out DIR",
     )
+    if record.tenancy is not None:
+        end = float(series["time"].iloc[-1]) if len(series) else 0.0
+        summary["tenancy"] = tenancy.write_outputs(out, record.tenancy, jobs, end, record.jobs)
     write_json(out / "summary.json", summary)  # last: its presence marks a complete run
     return summary
 

@@ -66,19 +66,41 @@ RESULT_FIELDS = (
     "preemptions",
     "jain_fairness",
     "dsr",
+    "offered_load",
+    "energy_kwh",
+    "carbon_kg",
     "wall_seconds",
 )
+#: Result fields read from the summary's energy block (runs with --power-model or --ci).
+ENERGY_FIELDS = ("energy_kwh", "carbon_kg")
+
+
+#: The generated workload of ``sweep --synthetic``: Philly's GPU mix and median run time, with
+#: daily ups and downs in arrivals and run times capped at 12 h (mean 4,000 s). A few thousand
+#: jobs then arrive over a day or more, several times the longest run, so the cluster reaches the
+#: load asked for and queues form at its busy hours — what ranks policies. Philly's own month-long
+#: tail and constant arrival rate leave a run of a few thousand jobs on a few hundred GPUs
+#: without any queue at loads up to 1 (every policy identical).
+SWEEP_DURATION_MEAN = 4_000.0
+SWEEP_DURATION_MAX = 43_200.0
+SWEEP_ARRIVAL = "diurnal"
 
 
 @dataclass(frozen=True)
 class SyntheticJobs:
-    """The embedded Philly-like job generator at a target load of a cluster."""
+    """The embedded Philly-like job generator at a target load of a cluster.
+
+    The load is delivered over the arrival window: the drawn inter-arrival gaps are rescaled so
+    that ``Σ GPUs × run time ÷ (cluster GPUs × (last − first arrival))`` is ``load`` exactly (a
+    few thousand heavy-tailed draws otherwise land anywhere from 0.7 to 1.1 of it), as
+    ``sweep --load`` does to a trace."""
 
     jobs: int
     load: float
     seed: int = 0
-    duration_mean: float = SyntheticJobSpec.duration_mean
-    duration_max: float = SyntheticJobSpec.duration_max
+    duration_mean: float = SWEEP_DURATION_MEAN
+    duration_max: float = SWEEP_DURATION_MAX
+    arrival: str = SWEEP_ARRIVAL
 
     @property
     def label(self) -> str:
@@ -86,8 +108,28 @@ class SyntheticJobs:
 
     def load_jobs(self, total_gpus: int) -> JobTable:
         return _synthetic(
-            self.jobs, self.load, self.seed, total_gpus, self.duration_mean, self.duration_max
+            self.jobs,
+            self.load,
+            self.seed,
+            total_gpus,
+            self.duration_mean,
+            self.duration_max,
+            self.arrival,
         )
+
+    def arrival_span(self, total_gpus: int) -> float:
+        """Seconds the arrivals are expected to span on ``total_gpus`` at this load."""
+        spec = self.spec(total_gpus)
+        return spec.mean_interarrival * max(0, self.jobs - 1)
+
+    def spec(self, total_gpus: int) -> SyntheticJobSpec:
+        base = SyntheticJobSpec(
+            jobs=self.jobs,
+            duration_mean=self.duration_mean,
+            duration_max=self.duration_max,
+            arrival=self.arrival,
+        )
+        return load_for_gpus(base, total_gpus, self.load)
 
 
 @dataclass(frozen=True)
@@ -121,11 +163,17 @@ def _trace(path: str, trace_format: str | None) -> JobTable:
 
 @cache
 def _synthetic(
-    jobs: int, load: float, seed: int, total_gpus: int, duration_mean: float, duration_max: float
+    jobs: int,
+    load: float,
+    seed: int,
+    total_gpus: int,
+    duration_mean: float,
+    duration_max: float,
+    arrival: str,
 ) -> JobTable:
-    base = SyntheticJobSpec(jobs=jobs, duration_mean=duration_mean, duration_max=duration_max)
-    spec = load_for_gpus(base, total_gpus, load)
-    return generate_jobs(spec, np.random.default_rng(seed))
+    source = SyntheticJobs(jobs, load, seed, duration_mean, duration_max, arrival)
+    drawn = generate_jobs(source.spec(total_gpus), np.random.default_rng(seed))
+    return scale_to_load(drawn, total_gpus, load, source.label)
 
 
 def run_task(task: ReplayTask) -> dict[str, object]:
@@ -252,6 +300,7 @@ def results_table(summaries: Sequence[dict[str, object]]) -> pd.DataFrame:
             "load": s.get("load"),
             "seed": s["seed"],
             **{f: s.get(f) for f in RESULT_FIELDS},
+            **{f: (s.get("energy") or {}).get(f) for f in ENERGY_FIELDS},  # type: ignore[attr-defined]
             "run_dir": s["run_dir"],
         }
         for s in summaries

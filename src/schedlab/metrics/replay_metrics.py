@@ -33,7 +33,7 @@ from schedlab.metrics.timeline import step_integral, time_weighted_mean  # noqa:
 #: that waited 1 minute does not dominate the mean with a slowdown of 60.
 DEFAULT_SLOWDOWN_FLOOR = 10.0
 
-STATUSES = ("completed", "unfinished", "rejected")
+STATUSES = ("completed", "unfinished", "rejected", "timeout")
 JOB_NUMERIC_COLUMNS = (
     "submit_time",
     "start_time",
@@ -225,6 +225,8 @@ def summarize(
         "completed": int((status == "completed").sum()),
         "rejected": int((status == "rejected").sum()),
         "unfinished": int((status == "unfinished").sum()),
+        # runs killed at their time limit (only when some were)
+        **({"timeouts": int(n)} if (n := (status == "timeout").sum()) else {}),
         "users": len(users),
         "avg_jct": _mean(jct),
         "p50_jct": _quantile(jct, 0.50),

@@ -26,6 +26,12 @@ if TYPE_CHECKING:
 GPU_MILLI = 1000
 """Milli-GPU in one whole GPU."""
 
+#: Largest cluster any reader accepts (``--cluster``, a topology's hosts): beyond it a count is a
+#: unit or typing slip, and the arrays would not fit in memory.
+MAX_NODES = 1_000_000
+#: Most GPUs one node may have.
+MAX_GPUS_PER_NODE = 64
+
 #: Pod classes tracked per node (the tag set of gpu-clustering, plus CPU-only).
 POD_CLASSES: tuple[str, ...] = ("cpu", "share", "1gpu", "2gpu", "4gpu", "8gpu")
 

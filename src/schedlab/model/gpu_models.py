@@ -28,6 +28,12 @@ GPU_MODELS: tuple[str, ...] = (
     "RTX3090",
     "RTX2080Ti",
     "GPU",  # an unnamed model, for cluster specs that do not say
+    # The Alibaba spot-GPU trace v2026 (GFS, ASPLOS '26): A800 and H800 (export variants of
+    # A100 and H100), and two undisclosed models.
+    "A800",
+    "H800",
+    "GPU-series-1",
+    "GPU-series-2",
 )
 
 _INDEX = {name.upper(): i for i, name in enumerate(GPU_MODELS)}

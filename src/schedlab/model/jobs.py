@@ -12,6 +12,7 @@ absolute time in seconds (NaN: none); ``gpu_model_mask`` is a bitmask of allowed
 from __future__ import annotations
 
 from dataclasses import dataclass, field, fields, replace
+from typing import Any
 
 import numpy as np
 
@@ -43,6 +44,16 @@ JOB_COLUMNS: dict[str, tuple[str, object]] = {
     # Whether a preempted job resumes where it stopped (True, the simulator's long-standing
     # model) or, like a requeued Slurm job without a checkpoint, starts again from nothing.
     "checkpoint": ("bool", True),
+    # Slurm's habits (:mod:`schedlab.traces.slurm_habits`): the seconds a run may last (NaN: no
+    # limit), the dependency as Slurm writes it with array IDs spelled out as task IDs ("": none),
+    # and for an array task its array's ID and throttle (0: none).
+    "time_limit": ("float64", np.nan),
+    "dependency": ("object", ""),
+    "array_job": ("object", ""),
+    "array_throttle": ("int64", 0),
+    # Relative weight in weighted-fairness policies (Gavel's LAS and water-filling): a job of
+    # weight 5 is entitled to five times the share of a job of weight 1.
+    "priority_weight": ("float64", 1.0),
 }
 
 
@@ -66,8 +77,22 @@ class JobTable:
     num_nodes: np.ndarray
     exclusive: np.ndarray
     checkpoint: np.ndarray
+    time_limit: np.ndarray
+    dependency: np.ndarray
+    array_job: np.ndarray
+    array_throttle: np.ndarray
+    priority_weight: np.ndarray
     source: str = field(default="<memory>")
     schema_version: int = JOB_SCHEMA_VERSION
+    #: LLM training jobs' own columns (a :class:`schedlab.model.llm_jobs.LLMJobs` aligned with
+    #: the rows; None: a trace without LLM jobs, and every job is as described above).
+    llm: Any = None
+    #: A reader's extra per-job columns for reports (name → array aligned with the rows; None:
+    #: none), e.g. AcmeTrace's job type and final state. Engines never read them.
+    extra: Any = None
+    #: Jobs of the file its reader's filters left out, by filter (``zero_gpus`` …; only those
+    #: that removed any), so every result made from this table can say so.
+    dropped: dict[str, int] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         n = len(self.job_id)
@@ -96,7 +121,12 @@ class JobTable:
         return cls(source=source, **data)
 
     def take(self, index: np.ndarray) -> JobTable:
-        return replace(self, **{name: getattr(self, name)[index] for name in JOB_COLUMNS})
+        cols = {name: getattr(self, name)[index] for name in JOB_COLUMNS}
+        if self.llm is not None:
+            cols["llm"] = self.llm.take(index)
+        if self.extra is not None:
+            cols["extra"] = {k: np.asarray(v)[index] for k, v in self.extra.items()}
+        return replace(self, **cols)
 
     def sorted_by_submit(self) -> JobTable:
         """Submit order, ties kept in input order (a trace's own order is its tie-break)."""

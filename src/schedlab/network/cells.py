@@ -52,6 +52,10 @@ class CellChain:
         return 0
 
 
+#: The fields of one ``[[cells]]`` entry.
+CELL_KEYS = ("name", "child", "count")
+
+
 def read_cells(doc: dict[str, Any], where: str, host_gpus: list[int]) -> CellChain | None:
     """The ``[[cells]]`` of a topology document (None when it has none), checked against its
     hosts; InputError naming the file, the entry and the field otherwise."""
@@ -65,6 +69,11 @@ def read_cells(doc: dict[str, Any], where: str, host_gpus: list[int]) -> CellCha
     place: dict[str, str] = {}
     for i, cell in enumerate(entries):
         w = f"{where} [[cells]] #{i + 1}"
+        for key in cell:
+            if key not in CELL_KEYS:
+                raise InputError(
+                    f"unknown key in {w}: field {key!r} (known: {', '.join(CELL_KEYS)})"
+                )
         name = cell.get("name")
         if not isinstance(name, str) or not name or name == GPU or name in child_of:
             raise InputError(

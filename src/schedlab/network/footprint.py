@@ -285,6 +285,36 @@ def footprint(
     )
 
 
+def transfers_footprint(
+    tr: Transfers,
+    placement: Allocation,
+    topo: Topology,
+    routing: Routing,
+    job: int = 0,
+    collective: str = "ring",
+) -> Footprint:
+    """The per-phase, per-link bytes of rank-level transfers built elsewhere (a pipeline's
+    point-to-point pairs beside its data-parallel rings, say), routed as :func:`footprint` routes
+    a collective's."""
+    host, gpu = ranks_of(placement, topo)
+    entries = _Entries()
+    cross_host, cross_leaf = _route_transfers(tr, host, gpu, topo, routing, job, entries)
+    ptr, links, nbytes, seconds = entries.freeze(tr.num_phases, topo)
+    return Footprint(
+        collective=collective,
+        phase_ptr=ptr,
+        links=links,
+        nbytes=nbytes,
+        seconds=seconds,
+        steps=tr.steps,
+        cross_host_bytes=cross_host,
+        cross_leaf_bytes=cross_leaf,
+        hosts=len(np.unique(host)),
+        leaves=len(np.unique(topo.host_leaf[host])) if len(host) else 0,
+        gpus=len(host),
+    )
+
+
 def bytes_for_comm_time(
     spec: CommSpec,
     placement: Allocation,

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import functools
 import inspect
-import math
+import sys
 import tomllib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -28,6 +28,21 @@ from schedlab.network.topology import (
     SPINE,
     OcsPorts,
     Topology,
+)
+from schedlab.network.topology_limits import (
+    MAX_GBPS,
+    MAX_GPUS_PER_HOST,
+    MAX_HOSTS,
+    MAX_NICS_PER_HOST,
+    MAX_OCS_DELAY,
+    MAX_OVERSUB,
+    MAX_PARALLEL_LINKS,
+    MIN_GBPS,
+    MIN_OVERSUB,
+    check_built,
+    check_size,
+    number_in,
+    whole,
 )
 
 
@@ -112,6 +127,16 @@ def leafspine(
     name: str = "leafspine",
 ) -> Topology:
     """Two tiers: every leaf has ``links_per_pair`` links to every spine."""
+    check_size(
+        leaves * hosts_per_leaf,
+        leaves + spines,
+        2 * leaves * spines * links_per_pair,
+        {
+            "hosts": "leaves × hosts_per_leaf",
+            "switches": "leaves + spines",
+            "fabric links": "2 × leaves × spines × links_per_pair",
+        },
+    )
     b = _Builder(name, g, m, nic_gbps, intra_gbps, model)
     leaf_ids = [b.switch(f"L{i}", LEAF, ina_gbps) for i in range(leaves)]
     spine_ids = [b.switch(f"S{i}", SPINE, ina_gbps) for i in range(spines)]
@@ -139,6 +164,16 @@ def ocs(
     """Leaves and spines joined through an optical circuit switch; no circuits until
     :meth:`Topology.with_circuits` sets them. Each leaf has as many uplink ports as NICs below it
     (1:1 at ``oversub=1``); spine ports = all leaf uplink ports / spines."""
+    check_size(
+        leaves * hosts_per_leaf,
+        leaves + spines,
+        2 * leaves * hosts_per_leaf * m,
+        {
+            "hosts": "leaves × hosts_per_leaf",
+            "switches": "leaves + spines",
+            "fabric links": "2 × leaves × hosts_per_leaf × m circuits",
+        },
+    )
     b = _Builder("ocs", g, m, nic_gbps, intra_gbps, model)
     leaf_ids = [b.switch(f"L{i}", LEAF) for i in range(leaves)]
     for i in range(spines):
@@ -173,6 +208,23 @@ def three_tier(
 ) -> Topology:
     """Pods of ToRs fully meshed to their aggregation switches; aggregation switch i of every pod
     wired to cores ``i·cores_per_agg … (i+1)·cores_per_agg − 1`` (fat-tree wiring)."""
+    terms = {
+        "hosts": "pods × tors_per_pod × hosts_per_tor",
+        "switches": "aggs_per_pod × cores_per_agg + pods × (tors_per_pod + aggs_per_pod)",
+        "fabric links": "2 × pods × aggs_per_pod × (tors_per_pod + cores_per_agg)",
+    }
+    if name == "fattree":
+        terms = {
+            "hosts": "k × k/2 × hosts_per_edge",
+            "switches": "5k²/4",
+            "fabric links": "k³",
+        }
+    check_size(
+        pods * tors_per_pod * hosts_per_tor,
+        aggs_per_pod * cores_per_agg + pods * (tors_per_pod + aggs_per_pod),
+        2 * pods * aggs_per_pod * (tors_per_pod + cores_per_agg),
+        terms,
+    )
     b = _Builder(name, g, m, nic_gbps, intra_gbps, model)
     cores = [b.switch(f"C{i}", CORE, ina_gbps) for i in range(aggs_per_pod * cores_per_agg)]
     tor_rate = uplink_rate(hosts_per_tor * m * nic_gbps, aggs_per_pod, oversub)
@@ -292,44 +344,53 @@ GENERATORS: dict[str, Generator] = {
     ),
 }
 
-_INT_FIELDS = {
-    "leaves",
-    "spines",
-    "hosts_per_leaf",
-    "g",
-    "m",
-    "links_per_pair",
-    "k",
-    "hosts_per_edge",
-    "pods",
-    "tors_per_pod",
-    "hosts_per_tor",
-    "tors",
-    "aggs",
-    "tor_uplinks",
-    "psw_uplinks",
+#: Whole-number parameters and their upper bound (sizes are bounded together by check_size).
+_INT_FIELDS: dict[str, int] = {
+    **dict.fromkeys(
+        (
+            "leaves",
+            "spines",
+            "hosts_per_leaf",
+            "k",
+            "hosts_per_edge",
+            "pods",
+            "tors_per_pod",
+            "aggs_per_pod",
+            "cores_per_agg",
+            "hosts_per_tor",
+            "tors",
+            "aggs",
+        ),
+        MAX_HOSTS,
+    ),
+    "g": MAX_GPUS_PER_HOST,
+    "m": MAX_NICS_PER_HOST,
+    "links_per_pair": MAX_PARALLEL_LINKS,
+    "tor_uplinks": MAX_PARALLEL_LINKS,
+    "psw_uplinks": MAX_PARALLEL_LINKS,
+}
+#: Other number parameters: (lowest, highest, 0 allowed).
+_NUMBER_FIELDS: dict[str, tuple[float, float, bool]] = {
+    "nic_gbps": (MIN_GBPS, MAX_GBPS, False),
+    "uplink_gbps": (MIN_GBPS, MAX_GBPS, False),
+    "intra_gbps": (MIN_GBPS, MAX_GBPS, False),
+    "ina_gbps": (MIN_GBPS, MAX_GBPS, True),
+    "oversub": (MIN_OVERSUB, MAX_OVERSUB, False),
+    "delay": (0.0, MAX_OCS_DELAY, False),
 }
 _STR_FIELDS = {"model"}
 
 
 def _convert(field: str, value: object, where: str) -> object:
-    """A parameter value of the right type; InputError names the field and the value."""
+    """A parameter value of the right type and range; InputError names the field and value."""
     if field in _STR_FIELDS:
         if not isinstance(value, str) or not is_known_model(value):
             raise InputError(f"unknown GPU model in {where}: field '{field}', value {value!r}")
         return value
-    try:
-        if field in _INT_FIELDS:
-            number = int(str(value)) if not isinstance(value, int) else value
-            ok = number >= 1
-        else:
-            number = float(str(value)) if not isinstance(value, (int, float)) else float(value)
-            ok = math.isfinite(number) and (number > 0 or (field == "ina_gbps" and number == 0))
-    except ValueError:
-        raise InputError(f"bad number in {where}: field '{field}', value {value!r}") from None
-    if not ok or isinstance(value, bool):
-        raise InputError(f"out of range in {where}: field '{field}', value {value!r}")
-    return number
+    if field in _INT_FIELDS:
+        return whole(value, field, where, 1, _INT_FIELDS[field])
+    low, high, zero_ok = _NUMBER_FIELDS.get(field, (0.0, sys.float_info.max, False))  # finite
+    return number_in(value, field, where, low, high, zero_ok=zero_ok)
 
 
 def make_topology(name: str, params: Mapping[str, object], where: str) -> Topology:
@@ -355,11 +416,13 @@ def _call(gen: Generator, name: str, params: Mapping[str, object], where: str) -
             )
         kwargs[key] = _convert(key, value, where)
     try:
-        return gen(**kwargs)
+        topo = gen(**kwargs)
     except TypeError as exc:  # a required parameter is missing
         raise InputError(f"{name}: {exc} in {where}") from None
     except ValueError as exc:
         raise InputError(f"{name}: {exc} in {where}") from None
+    check_built(topo, f"{name} of {where}")
+    return topo
 
 
 def parse_topology(spec: str) -> Topology:

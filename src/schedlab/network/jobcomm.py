@@ -37,6 +37,14 @@ from schedlab.traces.columns import float_column, line_of, read_text_table
 #: The trace columns read here (documented in :mod:`schedlab.traces.generic` too).
 COMM_COLUMNS = ("collective", "gradient_bytes", "overlap", "compute_time", "net_priority")
 
+#: Bounds of the per-job columns (ours): an iteration computes for under a day, no model
+#: synchronises a petabyte per iteration (the largest today: about 1e12 bytes), and priority
+#: classes are small whole numbers. Beyond them a value is a unit slip that would print absurd
+#: times as a normal result.
+MAX_COMPUTE_SECONDS = 86_400.0
+MAX_GRADIENT_BYTES = 1e15
+MAX_PRIORITY = 1_000_000
+
 #: Models a job without a known model is drawn from: both a gradient size and a compute profile.
 DRAW_MODELS: tuple[str, ...] = tuple(m for m in PROFILES if m in GRADIENT_BYTES)
 
@@ -100,7 +108,19 @@ def _trace_columns(path: str, jobs: JobTable) -> dict[str, np.ndarray]:
             values = float_column(frame, col, path, allow_blank=True)
             rules = {
                 "overlap": (values > 1, "overlap must be between 0 and 1"),
-                "net_priority": (values != np.round(values), "net_priority must be a whole number"),
+                "net_priority": (
+                    (values != np.round(values)) | (values > MAX_PRIORITY),
+                    f"net_priority must be a whole number in 0..{MAX_PRIORITY}",
+                ),
+                "compute_time": (
+                    (values <= 0) | (values > MAX_COMPUTE_SECONDS),
+                    f"compute_time must be > 0 and at most {MAX_COMPUTE_SECONDS:g} seconds per "
+                    "iteration (at 0 the job would never progress)",
+                ),
+                "gradient_bytes": (
+                    values > MAX_GRADIENT_BYTES,
+                    f"gradient_bytes must be at most {MAX_GRADIENT_BYTES:g} per iteration",
+                ),
             }
             if col in rules:
                 wrong, message = rules[col]

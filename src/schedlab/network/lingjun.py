@@ -18,6 +18,7 @@ from schedlab.errors import InputError
 from schedlab.input_files import read_text
 from schedlab.network.generators import _Builder
 from schedlab.network.topology import CORE, DEFAULT_INTRA_GBPS, LEAF, SPINE, Topology
+from schedlab.network.topology_limits import MAX_HOSTS, MAX_SWITCHES
 
 COLUMNS = ("ip", "DSW", "PSW", "ASW")
 #: Hosts a ToR's uplinks are sized for.
@@ -67,6 +68,8 @@ def read_lingjun(
         rows.append((line, *values))
     if not rows:
         raise InputError("no hosts", path=str(path), row=1)
+    if len(rows) > MAX_HOSTS:
+        raise InputError(f"{len(rows)} hosts, at most {MAX_HOSTS}", path=str(path))
 
     b = _Builder("lingjun", g, m, nic_gbps, intra_gbps, model)
     dsw: dict[str, int] = {}
@@ -77,6 +80,14 @@ def read_lingjun(
     tors_of_psw: dict[str, int] = {}
     for line, _ip, d, p, a in rows:
         if d not in dsw:
+            if dsw:  # the file links no DSW to another: their hosts could not reach each other
+                raise InputError(
+                    f"a second DSW {d!r} (the first is {next(iter(dsw))!r}): the file gives no "
+                    "link between DSWs, so their hosts could not reach each other",
+                    path=str(path),
+                    row=line,
+                    column="DSW",
+                )
             dsw[d] = b.switch(d, CORE)
         if p not in psw:
             psw[p] = b.switch(p, SPINE)
@@ -89,6 +100,10 @@ def read_lingjun(
                 column="DSW",
             )
         if (p, a) not in tor:
+            if len(b.switch_names) >= MAX_SWITCHES:
+                raise InputError(
+                    f"more than {MAX_SWITCHES} switches", path=str(path), row=line, column="ASW"
+                )
             tor[(p, a)] = b.switch(f"{p}/{a}", LEAF)
             b.link(tor[(p, a)], psw[p], tor_rate, tor_uplinks)
             tors_of_psw[p] = tors_of_psw.get(p, 0) + 1

@@ -37,6 +37,7 @@ Either form may add HiveD's cell chain, ``[[cells]]`` tables of ``name``, ``chil
 
 from __future__ import annotations
 
+import difflib
 import json
 import tomllib
 from pathlib import Path
@@ -49,24 +50,44 @@ from schedlab.model.gpu_models import is_known_model
 from schedlab.network.cells import read_cells
 from schedlab.network.generators import load_toml_table, make_topology
 from schedlab.network.topology import CORE, DEFAULT_INTRA_GBPS, LEAF, SPINE, Topology
+from schedlab.network.topology_limits import (
+    MAX_FABRIC_LINKS,
+    MAX_GPUS_PER_HOST,
+    MAX_HOSTS,
+    MAX_NICS_PER_HOST,
+    MAX_PARALLEL_LINKS,
+    MAX_SWITCHES,
+    gbps,
+    unreachable_leaves,
+    whole,
+)
 
 _LEVELS = {"leaf": LEAF, "spine": SPINE, "core": CORE}
 
-
-def _number(table: dict[str, Any], key: str, where: str, default: float | None = None) -> float:
-    value = table.get(key, default)
-    if value is None:
-        raise InputError(f"missing field '{key}' in {where}")
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
-        raise InputError(f"bad value in {where}: field '{key}', value {value!r}")
-    return float(value)
+#: The keys each part of a topology file may have; anything else is a typo, never ignored.
+_TOP_EXPLICIT = ("intra_gbps", "model", "switches", "hosts", "links", "cells")
+_TOP_GENERATOR = ("generator", "params", "cells")
+_SWITCH_KEYS = ("name", "tier", "ina_gbps")
+_HOST_KEYS = ("leaf", "count", "gpus", "nics", "nic_gbps")
+_LINK_KEYS = ("a", "b", "gbps", "count")
 
 
-def _count(table: dict[str, Any], key: str, where: str, default: int | None = None) -> int:
-    value = _number(table, key, where, default)
-    if value < 1 or value != int(value):
-        raise InputError(f"bad value in {where}: field '{key}', value {table.get(key)!r}")
-    return int(value)
+def _known_keys(table: dict[str, Any], allowed: tuple[str, ...], where: str) -> None:
+    for key in table:
+        if key not in allowed:
+            close = difflib.get_close_matches(key, allowed, n=1)
+            hint = f"; did you mean {close[0]!r}?" if close else ""
+            raise InputError(
+                f"unknown key in {where}: field {key!r}{hint} (known: {', '.join(allowed)})"
+            )
+
+
+def _tables(doc: dict[str, Any], key: str, where: str) -> list[dict[str, Any]]:
+    """``[[key]]`` entries of ``doc`` (none when absent)."""
+    entries = doc.get(key, [])
+    if not isinstance(entries, list) or not all(isinstance(e, dict) for e in entries):
+        raise InputError(f"field '{key}' must be an array of tables ([[{key}]]) in {where}")
+    return entries
 
 
 def read_topology_toml(path: Path) -> Topology:
@@ -76,36 +97,46 @@ def read_topology_toml(path: Path) -> Topology:
 
 def topology_from_toml_text(text: str, where: str, name: str = "recorded") -> Topology:
     """A topology from TOML text kept elsewhere (a serve journal keeps a switch tree so);
-    ``where`` names that place in errors."""
+    ``where`` names that place in errors. A Slurm switch tree may be a forest (Slurm never
+    spans its trees), so its hosts need not all reach each other."""
     try:
         doc = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise InputError(f"bad TOML in {where}: {exc}") from None
-    return topology_from_toml(doc, where, name)
+    return topology_from_toml(doc, where, name, connected=False)
 
 
-def topology_from_toml(doc: dict[str, Any], where: str, topology_name: str) -> Topology:
-    """A topology from a parsed TOML document (see the module docstring)."""
+def topology_from_toml(
+    doc: dict[str, Any], where: str, topology_name: str, *, connected: bool = True
+) -> Topology:
+    """A topology from a parsed TOML document (see the module docstring), every value checked
+    (:mod:`schedlab.network.topology_limits`) before anything is built; with ``connected``,
+    hosts that cannot reach each other are refused too."""
     if "generator" in doc:
+        _known_keys(doc, _TOP_GENERATOR, where)
         params = doc.get("params", {})
         if not isinstance(params, dict):
             raise InputError(f"field 'params' must be a table in {where}")
-        topo = make_topology(str(doc["generator"]), params, where)
+        topo = make_topology(str(doc["generator"]), params, f"{where} [params]")
         object.__setattr__(topo, "source", where)
         object.__setattr__(topo, "cells", read_cells(doc, where, topo.host_gpus.tolist()))
         return topo
-    model = str(doc.get("model", "GPU"))
-    if not is_known_model(model):
+    _known_keys(doc, _TOP_EXPLICIT, where)
+    model = doc.get("model", "GPU")
+    if not isinstance(model, str) or not is_known_model(model):
         raise InputError(f"unknown GPU model in {where}: field 'model', value {model!r}")
-    switches = doc.get("switches", [])
+    switches = _tables(doc, "switches", where)
+    if len(switches) > MAX_SWITCHES:
+        raise InputError(f"{len(switches)} [[switches]] in {where}; at most {MAX_SWITCHES}")
     names: list[str] = []
     levels: list[int] = []
     ina: list[float] = []
     index: dict[str, int] = {}
     for i, sw in enumerate(switches):
         w = f"{where} [[switches]] #{i + 1}"
-        name = str(sw.get("name", ""))
-        if not name or name in index:
+        _known_keys(sw, _SWITCH_KEYS, w)
+        name = sw.get("name", "")
+        if not isinstance(name, str) or not name or name in index:
             raise InputError(
                 f"missing or repeated switch name in {w}: field 'name', value {name!r}"
             )
@@ -115,59 +146,86 @@ def topology_from_toml(doc: dict[str, Any], where: str, topology_name: str) -> T
         index[name] = len(names)
         names.append(name)
         levels.append(_LEVELS[tier])
-        ina.append(_number(sw, "ina_gbps", w, 0.0))
+        ina.append(gbps(sw.get("ina_gbps", 0), "ina_gbps", w, zero_ok=True))
 
     def switch(table: dict[str, Any], key: str, w: str) -> int:
-        name = str(table.get(key, ""))
-        if name not in index:
+        name = table.get(key, "")
+        if not isinstance(name, str) or name not in index:
             raise InputError(f"unknown switch in {w}: field '{key}', value {name!r}")
         return index[name]
 
-    gpus: list[int] = []
-    nics: list[int] = []
-    rate: list[float] = []
-    leaf: list[int] = []
-    for i, h in enumerate(doc.get("hosts", [])):
+    groups: list[tuple[int, int, int, float, int]] = []  # count, gpus, nics, rate, leaf
+    hosts = 0
+    for i, h in enumerate(_tables(doc, "hosts", where)):
         w = f"{where} [[hosts]] #{i + 1}"
+        _known_keys(h, _HOST_KEYS, w)
         s = switch(h, "leaf", w)
         if levels[s] != LEAF:
             raise InputError(f"hosts must hang off a leaf in {w}: field 'leaf', value {names[s]!r}")
-        n = _count(h, "count", w, 1)
-        gpus += [_count(h, "gpus", w)] * n
-        nics += [_count(h, "nics", w, 1)] * n
-        rate += [_number(h, "nic_gbps", w)] * n
-        leaf += [s] * n
-    if not gpus:
+        n = whole(h.get("count", 1), "count", w, 1, MAX_HOSTS)
+        hosts += n
+        if hosts > MAX_HOSTS:
+            raise InputError(f"more than {MAX_HOSTS} hosts in {where} (at {w}: field 'count')")
+        if "gpus" not in h:
+            raise InputError(f"missing field 'gpus' in {w}")
+        if "nic_gbps" not in h:
+            raise InputError(f"missing field 'nic_gbps' in {w}")
+        gpus = whole(h["gpus"], "gpus", w, 1, MAX_GPUS_PER_HOST)
+        nics = whole(h.get("nics", 1), "nics", w, 1, MAX_NICS_PER_HOST)
+        groups.append((n, gpus, nics, gbps(h["nic_gbps"], "nic_gbps", w), s))
+    if not groups:
         raise InputError(f"no hosts in {where}: add [[hosts]] tables or a 'generator'")
-    src: list[int] = []
-    dst: list[int] = []
-    cap: list[float] = []
-    for i, ln in enumerate(doc.get("links", [])):
+    pairs: list[tuple[int, int, float, int]] = []  # a, b, gbps, count
+    fabric = 0
+    for i, ln in enumerate(_tables(doc, "links", where)):
         w = f"{where} [[links]] #{i + 1}"
+        _known_keys(ln, _LINK_KEYS, w)
         a, b = switch(ln, "a", w), switch(ln, "b", w)
-        gbps = _number(ln, "gbps", w)
-        if gbps <= 0:
-            raise InputError(f"bad value in {w}: field 'gbps', value {ln.get('gbps')!r}")
-        for _ in range(_count(ln, "count", w, 1)):
-            src += [a, b]
-            dst += [b, a]
-            cap += [gbps, gbps]
+        if a == b:
+            raise InputError(f"a switch linked to itself in {w}: field 'b', value {names[b]!r}")
+        if "gbps" not in ln:
+            raise InputError(f"missing field 'gbps' in {w}")
+        rate = gbps(ln["gbps"], "gbps", w)
+        count = whole(ln.get("count", 1), "count", w, 1, MAX_PARALLEL_LINKS)
+        fabric += 2 * count
+        if fabric > MAX_FABRIC_LINKS:
+            raise InputError(
+                f"more than {MAX_FABRIC_LINKS} fabric links in {where} (at {w}: field 'count')"
+            )
+        pairs.append((a, b, rate, count))
+    intra = gbps(doc.get("intra_gbps", DEFAULT_INTRA_GBPS), "intra_gbps", where)
+    leaf = np.repeat([g[4] for g in groups], [g[0] for g in groups]).astype(np.int64)
+    src = np.repeat([p[0] for p in pairs], [p[3] for p in pairs]).astype(np.int64)
+    dst = np.repeat([p[1] for p in pairs], [p[3] for p in pairs]).astype(np.int64)
+    cap = np.repeat([p[2] for p in pairs], [p[3] for p in pairs]).astype(np.float64)
+    apart = unreachable_leaves(
+        len(names), np.concatenate([src, dst]), np.concatenate([dst, src]), leaf
+    )
+    if connected and apart is not None:
+        first = next(i for i, g in enumerate(groups) if g[4] == apart[1])
+        raise InputError(
+            f"hosts of {where} [[hosts]] #{first + 1} (leaf {names[apart[1]]!r}) cannot reach "
+            f"those of leaf {names[apart[0]]!r}: no path of [[links]] joins the two leaves "
+            "(field 'leaf')"
+        )
+    counts = [g[0] for g in groups]
     return Topology(
         name=topology_name,
-        host_gpus=np.asarray(gpus, dtype=np.int64),
-        host_nics=np.asarray(nics, dtype=np.int64),
-        host_nic_gbps=np.asarray(rate, dtype=np.float64),
-        host_leaf=np.asarray(leaf, dtype=np.int64),
+        host_gpus=np.repeat([g[1] for g in groups], counts).astype(np.int64),
+        host_nics=np.repeat([g[2] for g in groups], counts).astype(np.int64),
+        host_nic_gbps=np.repeat([g[3] for g in groups], counts).astype(np.float64),
+        host_leaf=leaf,
         switch_names=tuple(names),
         switch_level=np.asarray(levels, dtype=np.int64),
-        fabric_src=np.asarray(src, dtype=np.int64),
-        fabric_dst=np.asarray(dst, dtype=np.int64),
-        fabric_gbps=np.asarray(cap, dtype=np.float64),
-        intra_gbps=_number(doc, "intra_gbps", where, DEFAULT_INTRA_GBPS),
+        # Each link both ways, one after the other (a → b, b → a), as the generators lay them.
+        fabric_src=np.stack([src, dst], axis=1).reshape(-1),
+        fabric_dst=np.stack([dst, src], axis=1).reshape(-1),
+        fabric_gbps=np.repeat(cap, 2),
+        intra_gbps=intra,
         ina_gbps=np.asarray(ina, dtype=np.float64),
         gpu_model=model,
         source=where,
-        cells=read_cells(doc, where, gpus),
+        cells=read_cells(doc, where, np.repeat([g[1] for g in groups], counts).tolist()),
     )
 
 

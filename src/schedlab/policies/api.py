@@ -15,7 +15,8 @@ option combination a policy would silently ignore and the conformance suite
 * ``stateful``: its decisions depend on what it saw at earlier decision points, not only on the
   snapshot in front of it (one that runs in serve carries that state across serve's per-cycle
   resets with ``export_state`` / ``import_state``);
-* ``preemptive``: it may stop running jobs.
+* ``preemptive``: it may stop running jobs;
+* ``elastic``: it chooses each job's GPU count itself (others start a job on exactly its request).
 
 :func:`never_fits` is the shared "this job can never run on this cluster" check, and
 :func:`tie_order` the seeded random node rank that breaks placement ties in every engine.
@@ -86,6 +87,10 @@ class Policy:
     stateful: ClassVar[bool] = False
     #: It may stop running jobs (instances may override: a parameter can switch it on).
     preemptive: bool = False
+    #: It sizes jobs itself: its Start and Resize decisions may give a job from one GPU up to
+    #: all the cluster has (its declared range), where any other policy's give exactly what the
+    #: job asked for. Every engine checks which (:mod:`schedlab.engines.decision_check`).
+    elastic: ClassVar[bool] = False
     #: Control of NICs or switches its decisions need beyond choosing nodes (e.g. "link
     #: reservations", "OCS circuits"; "" for none; instances may override, as a parameter can
     #: switch it on). Serve refuses such a policy: Slurm only chooses nodes.

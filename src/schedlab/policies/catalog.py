@@ -53,3 +53,9 @@ def _read() -> tuple[Listing, ...]:
 
 #: Every built-in policy, in the registry's order.
 BUILTIN: tuple[Listing, ...] = _read()
+
+
+def names(kind: str, engine: str) -> list[str]:
+    """Built-in policies of ``kind`` that run in ``engine``, in the registry's order (for help
+    texts: a command lists only what it accepts)."""
+    return [e.name for e in BUILTIN if e.kind == kind and engine in e.engines]

@@ -101,6 +101,19 @@ def load_reference(reference: str) -> Plugin:
         module = importlib.import_module(module_name)
     except ImportError as exc:
         raise InputError(f"'--plugin {reference}': cannot import {module_name!r} ({exc})") from None
+    except SyntaxError as exc:
+        where = f"{exc.filename}:{exc.lineno}" if exc.filename else module_name
+        raise InputError(
+            f"'--plugin {reference}': {module_name!r} has a syntax error at {where} ({exc.msg})"
+        ) from None
+    except SystemExit as exc:  # sys.exit() at import would end schedlab, silently
+        raise InputError(
+            f"'--plugin {reference}': importing {module_name!r} called sys.exit({exc.code!r})"
+        ) from None
+    except Exception as exc:  # whatever its top level raises, one line naming it
+        raise InputError(
+            f"'--plugin {reference}': importing {module_name!r} raised {type(exc).__name__}: {exc}"
+        ) from exc
     obj: object = module
     for part in attr.split("."):
         if not hasattr(obj, part):
@@ -121,7 +134,7 @@ def discover() -> None:
             continue
         try:
             cls = ep.load()
-        except Exception as exc:  # an installed package that is broken: name it, never crash
+        except (Exception, SystemExit) as exc:  # a broken installed package: name it, never crash
             raise InputError(
                 f"entry point {ep.name!r} ({ep.value}) of group {GROUP!r} cannot be loaded: "
                 f"{type(exc).__name__}: {exc}"

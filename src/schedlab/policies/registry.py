@@ -19,12 +19,12 @@ from collections.abc import Iterable, Iterator, Mapping
 from importlib import import_module
 from typing import TypeVar
 
-from schedlab.errors import InputError
+from schedlab.errors import InputError, PolicyError, SchedlabError
 from schedlab.policies.api import ENGINES, REPLAY, Policy
 from schedlab.policies.catalog import BUILTIN
 from schedlab.policies.ordering.base import Ordering
 from schedlab.policies.placement.base import PlacementPolicy
-from schedlab.policies.plugins import plugin_classes, reserve_names
+from schedlab.policies.plugins import plugin_classes, reference_of, reserve_names
 from schedlab.policies.scheduler import SchedulingPolicy
 
 P = TypeVar("P")
@@ -138,9 +138,7 @@ def make_placement(
     if cls is None:
         raise _unknown("placement policy", name, placement_classes())
     check_engine(name, cls, engine)
-    if params:
-        return _construct(name, cls, params)  # type: ignore[return-value]
-    return cls()
+    return _construct(name, cls, params)  # type: ignore[return-value]
 
 
 def _placement_params(
@@ -243,6 +241,14 @@ def _construct(
         return cls(**kwargs)
     except ValueError as exc:
         raise InputError(f"'{name}': {exc}") from None
+    except TypeError as exc:  # a constructor that needs what no --param gives (a plugin's)
+        raise InputError(f"'{name}' cannot be built from its parameters: {exc}") from None
+    except SchedlabError:
+        raise
+    except Exception as exc:
+        raise PolicyError(
+            f"'{name}' ({reference_of(cls)}): its constructor raised {type(exc).__name__}: {exc}"
+        ) from exc
 
 
 def make_scheduler(

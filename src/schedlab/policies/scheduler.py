@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 from abc import ABC, abstractmethod
+from typing import Any
 
 from schedlab.model.snapshot import Decision, Snapshot
 from schedlab.policies.api import Policy, PolicyContext
@@ -55,3 +56,9 @@ class SchedulingPolicy(Policy, ABC):
 
     def describe(self) -> str:
         return self.name
+
+    def report(self) -> dict[str, Any]:
+        """Figures the policy kept of its own run, for the run's summary (JSON-ready; empty:
+        nothing to report). A solver that failed and was replaced by a fallback is reported
+        here, so the run says so."""
+        return {}

@@ -17,7 +17,7 @@ import io
 import math
 import re
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -39,7 +39,7 @@ from schedlab.metrics.replay_metrics import (
     utilization_series,
 )
 from schedlab.report import mpl  # noqa: F401 - the Agg backend and svg.hashsalt for every figure
-from schedlab.report.pack_figures import PALETTE
+from schedlab.report.colours import Look, figure_looks, policy_look
 from schedlab.report.run_checks import check_run
 from schedlab.report.sharing_report import is_sharing_run, render_sharing_page
 from schedlab.results import atomic_write
@@ -50,7 +50,6 @@ MAX_POINTS = 2000
 TOP_USERS = 20
 #: Inches; every figure has the same width so that text is the same size in all of them.
 FIG_WIDTH = 8.4
-_LINESTYLES = ("-", "--", ":", "-.")
 
 
 @dataclass(frozen=True)
@@ -62,6 +61,8 @@ class Run:
     summary: dict[str, Any]
     jobs: pd.DataFrame  # with job_metrics columns
     timeseries: pd.DataFrame | None  # None when the folder has no timeseries.csv
+    #: How the run is drawn in every figure of the page (its policy's look).
+    look: Look = field(default_factory=lambda: policy_look(""))
 
 
 # --------------------------------------------------------------------------------------- input
@@ -135,12 +136,13 @@ def load_runs(run_dirs: Sequence[Path]) -> list[Run]:
     folders = [Path(d) for d in run_dirs]
     read = [_read_run(f) for f in folders]
     labels = _labels(folders, [r[0] for r in read])
+    looks = figure_looks(labels)
     runs = []
     for folder, label, (summary, jobs, ts) in zip(folders, labels, read, strict=True):
         computed = summarize(jobs, ts if ts is not None else pd.DataFrame())
         if ts is None:  # no series: do not show zeros computed from nothing
             computed["gpu_utilization"] = computed["avg_queue_length"] = None
-        runs.append(Run(folder, label, {**computed, **summary}, jobs, ts))
+        runs.append(Run(folder, label, {**computed, **summary}, jobs, ts, looks[label]))
     return runs
 
 
@@ -167,12 +169,9 @@ def _svg(fig: Figure, name: str, alt: str) -> str:
     return text.strip()
 
 
-def _style(i: int) -> dict[str, Any]:
-    """Colour from the shared palette; past eight runs the dash pattern changes too."""
-    return {
-        "color": PALETTE[i % len(PALETTE)],
-        "linestyle": _LINESTYLES[(i // len(PALETTE)) % len(_LINESTYLES)],
-    }
+def _style(run: Run) -> dict[str, Any]:
+    """The run's policy look (:mod:`schedlab.report.colours`): the same in every figure."""
+    return dict(run.look.line)
 
 
 def _figure(width: float = FIG_WIDTH, height: float = 3.6) -> tuple[Figure, Any]:
@@ -209,26 +208,31 @@ def _cdf_points(jct: np.ndarray, fraction: np.ndarray) -> tuple[np.ndarray, np.n
     return jct[idx], fraction[idx]
 
 
+def duration_axis(ax: Any, lo: float, hi: float) -> None:
+    """A log x axis over [lo, hi] seconds with ticks a person reads (1 min, 1 h, 1 d …)."""
+    ticks = [(v, t) for v, t in _DURATION_TICKS if lo / 10 <= v <= hi * 10]
+    if len(ticks) >= 2:
+        ax.xaxis.set_major_locator(FixedLocator([v for v, _ in ticks]))
+        ax.set_xticklabels([t for _, t in ticks])
+        ax.xaxis.set_minor_locator(NullLocator())
+        ax.xaxis.set_minor_formatter(NullFormatter())
+    ax.set_xlim(lo / 1.2, hi * 1.2)
+
+
 def figure_jct_cdf(runs: Sequence[Run]) -> str:
     fig, ax = _figure()
     lo, hi, drawn = math.inf, 0.0, False
-    for i, run in enumerate(runs):
+    for run in runs:
         cdf = jct_cdf(run.jobs)
         cdf = cdf[cdf["jct"] > 0]  # a log axis cannot show zero
         if cdf.empty:
             continue
         x, y = _cdf_points(cdf["jct"].to_numpy(), cdf["fraction"].to_numpy())
-        ax.step(x, y, where="post", lw=1.6, label=run.label, **_style(i))
+        ax.step(x, y, where="post", lw=1.6, label=run.label, **_style(run))
         lo, hi, drawn = min(lo, float(x[0])), max(hi, float(x[-1])), True
     ax.set_xscale("log")
     if drawn:
-        ticks = [(v, t) for v, t in _DURATION_TICKS if lo / 10 <= v <= hi * 10]
-        if len(ticks) >= 2:
-            ax.xaxis.set_major_locator(FixedLocator([v for v, _ in ticks]))
-            ax.set_xticklabels([t for _, t in ticks])
-            ax.xaxis.set_minor_locator(NullLocator())
-            ax.xaxis.set_minor_formatter(NullFormatter())
-        ax.set_xlim(lo / 1.2, hi * 1.2)
+        duration_axis(ax, lo, hi)
         ax.legend(frameon=False, fontsize=8, loc="lower right")
     else:
         ax.set_xlim(1, 86_400)
@@ -276,7 +280,7 @@ def _figure_series(
     fig, ax = _figure()
     scale, unit = _time_unit(runs)
     drawn = False
-    for i, run in enumerate(runs):
+    for run in runs:
         if run.timeseries is None or run.timeseries.empty:
             continue
         times = run.timeseries["time"].to_numpy(dtype=np.float64)
@@ -287,7 +291,7 @@ def _figure_series(
             lw=1.3,
             label=run.label,
             drawstyle="steps-post" if step else "default",
-            **_style(i),
+            **_style(run),
         )
         drawn = True
     if drawn:
@@ -346,7 +350,7 @@ def figure_per_user(runs: Sequence[Run]) -> str:
                 m / scale,
                 width=width,
                 label=run.label,
-                color=PALETTE[i % len(PALETTE)],
+                color=run.look.colour,
                 alpha=0.9,
             )
         ax.set_xticks(x, [u or "(no user)" for u in users], rotation=45, ha="right", fontsize=8)
@@ -423,6 +427,18 @@ def _value(summary: dict[str, Any], key: str) -> float | None:
     return float(v)
 
 
+def best_cells(texts: Sequence[str], values: Sequence[float], higher: bool) -> list[bool]:
+    """Which cells are best as shown: every cell whose displayed text is the best value's (ties
+    are all bold), and none when every cell shows the same."""
+    shown = [
+        (t, v) for t, v in zip(texts, values, strict=True) if v is not None and math.isfinite(v)
+    ]
+    if len({t for t, _ in shown}) < 2:
+        return [False] * len(texts)
+    best = (max if higher else min)(shown, key=lambda tv: tv[1])[0]
+    return [t == best for t in texts]
+
+
 def summary_table(runs: Sequence[Run]) -> str:
     """Metrics as rows and runs as columns (reads well for the usual 2–8 runs); best in bold."""
     e = html.escape
@@ -436,17 +452,15 @@ def summary_table(runs: Sequence[Run]) -> str:
         values = [_value(r.summary, key) for r in runs]
         if key in OPTIONAL_ROWS and all(v is None for v in values):
             continue
-        known = [v for v in values if v is not None]
-        best = None
-        if better and len(runs) > 1 and len(set(known)) > 1:
-            best = max(known) if better > 0 else min(known)
+        texts = ["—" if v is None else fmt(v) for v in values]
+        bold = best_cells(texts, values, better > 0) if better else [False] * len(values)
         cells = []
-        for v in values:
+        for v, text, b in zip(values, texts, bold, strict=True):
             if v is None:
                 cells.append('<td class="na">—</td>')
             else:
-                cls = ' class="best"' if v == best else ""
-                cells.append(f'<td{cls} title="{v:g}">{e(fmt(v))}</td>')
+                cls = ' class="best"' if b else ""
+                cells.append(f'<td{cls} title="{v:g}">{e(text)}</td>')
         rows.append(f'<tr><th scope="row">{e(label)}</th>{"".join(cells)}</tr>')
     return (
         '<div class="table-wrap"><table class="summary">'
@@ -573,13 +587,14 @@ def render_html(runs: Sequence[Run], title: str | None = None) -> str:
         if has_dsr or not k.startswith("Deadline")
     )
     body = f"""<p class="lead">{len(runs)} replay run{"s" if len(runs) != 1 else ""} compared.
-The best value of each row is in <b>bold</b>; — means undefined (e.g. no completed job).</p>
+The best value of each row as shown is in <b>bold</b> (every one of a tie; none when all runs show
+the same); — means undefined (e.g. no completed job).</p>
 <h2 id="summary">Summary</h2>
 {summary_table(runs)}
 <dl class="defs">{defs}</dl>
 <h2 id="figures">Figures</h2>
 <div class="figures">{fig_html}</div>
-{_network_section(runs)}"""
+{_network_section(runs)}{_tenancy_section(runs)}"""
     return html_page(title, body, [(r.label, r.folder) for r in runs])
 
 
@@ -604,6 +619,12 @@ def _network_section(runs: Sequence[Run]) -> str:
     from schedlab.report.network_section import network_section  # it imports this module
 
     return network_section(runs)
+
+
+def _tenancy_section(runs: Sequence[Run]) -> str:
+    from schedlab.report.tenancy_figures import tenancy_section  # it imports this module
+
+    return tenancy_section(runs)
 
 
 def build_report(run_dirs: list[Path], out: Path, title: str | None = None) -> Path:

@@ -48,7 +48,7 @@ def figure_link_utilisation(runs: Sequence[Run], column: str, title: str) -> str
 def figure_comm_share_cdf(runs: Sequence[Run]) -> str:
     fig, ax = _figure(height=3.0)
     drawn = False
-    for i, run in enumerate(runs):
+    for run in runs:
         if "comm_share" not in run.jobs.columns:
             continue
         share = run.jobs["comm_share"].to_numpy(dtype=np.float64)
@@ -56,7 +56,7 @@ def figure_comm_share_cdf(runs: Sequence[Run]) -> str:
         if not len(share):
             continue
         x, y = _cdf_points(100 * share, np.arange(1, len(share) + 1) / len(share))
-        ax.step(x, y, where="post", lw=1.6, label=run.label, **_style(i))
+        ax.step(x, y, where="post", lw=1.6, label=run.label, **_style(run))
         drawn = True
     if drawn:
         ax.legend(frameon=False, fontsize=8, loc="lower right")

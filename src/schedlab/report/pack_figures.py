@@ -8,10 +8,12 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
+
+from schedlab.report.colours import Look, figure_looks
 
 if TYPE_CHECKING:  # matplotlib is imported when a figure is drawn (schedlab.report.mpl)
     import matplotlib.pyplot as plt
@@ -22,8 +24,6 @@ LABELS = {
     "frag_amount_pct": "Fragmented GPU (% of capacity)",
     "frag_ratio_pct": "Fragmentation ratio (% of idle)",
 }
-#: One colour per policy across every figure (colour-blind-safe Okabe–Ito palette).
-PALETTE = ("#E69F00", "#56B4E9", "#009E73", "#CC79A7", "#0072B2", "#D55E00", "#000000", "#999999")
 
 
 def curves_frame(runs: Iterable[Mapping[str, object]]) -> pd.DataFrame:
@@ -43,8 +43,9 @@ def curves_frame(runs: Iterable[Mapping[str, object]]) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=["policy", "seed", "bin", *MEASURES])
 
 
-def _colors(policies: Sequence[str]) -> dict[str, str]:
-    return {p: PALETTE[i % len(PALETTE)] for i, p in enumerate(policies)}
+def _looks(policies: Sequence[str]) -> dict[str, Look]:
+    """Each placement policy's look, the same in every figure and report."""
+    return figure_looks(policies, "placement")
 
 
 def _save(fig: plt.Figure, stem: Path) -> list[Path]:
@@ -67,14 +68,14 @@ def _band(curves: pd.DataFrame, measure: str) -> pd.DataFrame:
 def _plot_measure(
     ax: plt.Axes, curves: pd.DataFrame, measure: str, policies: Sequence[str]
 ) -> None:
-    colors = _colors(policies)
+    looks = _looks(policies)
     for policy in policies:
         band = _band(curves[curves["policy"] == policy], measure)
         if band.empty:
             continue
         x = band.index.to_numpy()
-        ax.plot(x, band["median"], color=colors[policy], lw=1.6, label=policy)
-        ax.fill_between(x, band["q25"], band["q75"], color=colors[policy], alpha=0.25, lw=0)
+        ax.plot(x, band["median"], lw=1.6, label=policy, **looks[policy].line)
+        ax.fill_between(x, band["q25"], band["q75"], color=looks[policy].colour, alpha=0.25, lw=0)
     ax.set_xlabel("Arrived workload (% of GPU capacity)")
     ax.set_ylabel(LABELS[measure])
     ax.grid(True, alpha=0.3)
@@ -84,6 +85,11 @@ def plot_unallocated(
     curves: pd.DataFrame, policies: Sequence[str], stem: Path, title: str = ""
 ) -> list[Path]:
     """Unallocated GPU % against arrived %, with the ideal max(0, 100 − arrived)."""
+    return _save(draw_unallocated(curves, policies, title), stem)
+
+
+def draw_unallocated(curves: pd.DataFrame, policies: Sequence[str], title: str = "") -> Any:
+    """The figure of :func:`plot_unallocated` (a matplotlib Figure, not saved)."""
     from schedlab.report.mpl import plt
 
     fig, ax = plt.subplots(figsize=(6.4, 4.0))
@@ -97,13 +103,18 @@ def plot_unallocated(
         ax.set_ylim(0, max(5.0, float(visible.max()) * 1.1))
     ax.legend(frameon=False, fontsize=8, ncol=2)
     ax.set_title(title or "Unallocated GPU share as the workload arrives", fontsize=10)
-    return _save(fig, stem)
+    return fig
 
 
 def plot_fragmentation(
     curves: pd.DataFrame, policies: Sequence[str], stem: Path, title: str = ""
 ) -> list[Path]:
     """Fragmentation amount and ratio against arrived %, side by side."""
+    return _save(draw_fragmentation(curves, policies, title), stem)
+
+
+def draw_fragmentation(curves: pd.DataFrame, policies: Sequence[str], title: str = "") -> Any:
+    """The figure of :func:`plot_fragmentation` (not saved)."""
     from schedlab.report.mpl import plt
 
     fig, axes = plt.subplots(1, 2, figsize=(11, 4.0))
@@ -111,7 +122,7 @@ def plot_fragmentation(
         _plot_measure(ax, curves, measure, policies)
     axes[0].legend(frameon=False, fontsize=8, ncol=2)
     fig.suptitle(title or "GPU fragmentation as the workload arrives", fontsize=10)
-    return _save(fig, stem)
+    return fig
 
 
 def plot_bars_at(
@@ -124,17 +135,33 @@ def plot_bars_at(
 ) -> list[Path]:
     """Unallocated GPU % at one arrived bin: mean bar, seed-to-seed spread, one dot per seed,
     and an optional published reference value per policy."""
+    return _save(draw_bars_at(curves, policies, bin_pct, reference, title), stem)
+
+
+def draw_bars_at(
+    curves: pd.DataFrame,
+    policies: Sequence[str],
+    bin_pct: int = 100,
+    reference: Mapping[str, float] | None = None,
+    title: str = "",
+) -> Any:
+    """Unallocated GPU % at one arrived bin: mean bar, seed-to-seed spread, one dot per seed,
+    and an optional published reference value per policy."""
     from schedlab.report.mpl import plt
 
     at = curves[curves["bin"] == bin_pct]
-    colors = _colors(policies)
+    looks = _looks(policies)
+    published = False
     fig, ax = plt.subplots(figsize=(6.4, 3.6))
     for i, policy in enumerate(policies):
         vals = at[at["policy"] == policy]["unallocated_gpu_pct"].to_numpy()
         if len(vals) == 0:
             continue
-        err = vals.std(ddof=1) if len(vals) > 1 else 0.0
-        ax.bar(i, vals.mean(), color=colors[policy], alpha=0.85, yerr=err, capsize=4)
+        mean = float(vals.mean())
+        err = float(vals.std(ddof=1)) if len(vals) > 1 else 0.0
+        # ± sd, clipped at 0: a share of GPUs is never negative.
+        spread = [[min(err, mean)], [err]]
+        ax.bar(i, mean, color=looks[policy].colour, alpha=0.85, yerr=spread, capsize=4)
         ax.scatter(
             np.full(len(vals), i) + np.linspace(-0.2, 0.2, len(vals)),
             vals,
@@ -148,17 +175,18 @@ def plot_bars_at(
                 [reference[policy]] * 2,
                 color="red",
                 lw=1.5,
-                label="published" if i == 0 else None,
+                label=None if published else "published",
             )
+            published = True
     ax.set_xticks(range(len(policies)), policies, rotation=20)
     ax.set_ylabel(f"Unallocated GPU (%) at arrived {bin_pct}%")
     ax.grid(True, axis="y", alpha=0.3)
-    if reference:
+    if published:
         ax.legend(frameon=False, fontsize=8)
     ax.set_title(
         title or f"Unallocated GPU at {bin_pct}% arrived (mean ± sd over seeds)", fontsize=10
     )
-    return _save(fig, stem)
+    return fig
 
 
 def write_pack_figures(

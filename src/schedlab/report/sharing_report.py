@@ -26,6 +26,14 @@ CLUSTER_ROWS = (
     ("mean filler share %", "mean_filler_pct", "{:.3f}"),
     ("mean fragmentation ratio %", "mean_frag_ratio_pct", "{:.2f}"),
 )
+ENERGY_ROWS = (
+    ("facility energy (kWh)", "energy_kwh", "{:,.1f}"),
+    ("pods' energy (kWh)", "jobs_energy_kwh", "{:,.1f}"),
+    ("mean power (kW)", "mean_power_kw", "{:,.2f}"),
+    ("peak power (kW)", "peak_power_kw", "{:,.2f}"),
+    ("carbon (kg CO2e)", "carbon_kg", "{:,.1f}"),
+    ("pods' carbon (kg CO2e)", "jobs_carbon_kg", "{:,.1f}"),
+)
 CLASS_ROWS = (
     ("pods", lambda c: c["pods"], "{:,}"),
     ("completed", lambda c: c["completed"], "{:,}"),
@@ -75,6 +83,18 @@ def sharing_tables(runs: list[tuple[str, dict[str, Any]]]) -> str:
             for name, key, fmt in CLUSTER_ROWS
         ]
         parts = [f'<h2 id="cluster">Cluster</h2><table>{head}{"".join(rows)}</table>']
+        if any(isinstance(s.get("energy"), dict) for _, s in runs):  # runs with --power-model
+            rows = [
+                f"<tr><th>{e(name)}</th>"
+                + "".join(
+                    f"<td>{_cell(fmt, (s.get('energy') or {}).get(key))}</td>" for _, s in runs
+                )
+                + "</tr>"
+                for name, key, fmt in ENERGY_ROWS
+            ]
+            parts.append(
+                f'<h2 id="energy">Energy and carbon</h2><table>{head}{"".join(rows)}</table>'
+            )
         for q in QOS_ORDER:
             if not any(q in s["classes"] for _, s in runs):
                 continue

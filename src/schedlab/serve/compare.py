@@ -62,7 +62,11 @@ def cluster_from_serve(record: Mapping[str, Any]) -> Cluster:
     models = list(record.get("node_models") or ["GPU"] * n)
     return Cluster(
         names=np.asarray(names, dtype=object),
-        cpu_milli=np.asarray([int(c) * 1000 for c in record.get("node_cpus") or [64] * n]),
+        cpu_milli=np.asarray(
+            record["node_cpu_milli"]
+            if "node_cpu_milli" in record  # serve kubernetes keeps millicores
+            else [int(c) * 1000 for c in record.get("node_cpus") or [64] * n]
+        ),
         memory_mib=np.asarray([int(m) for m in record.get("node_memory_mib") or [1 << 20] * n]),
         num_gpus=np.asarray(gpus, dtype=np.int64),
         model=np.asarray(

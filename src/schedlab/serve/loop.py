@@ -1,5 +1,9 @@
 """The serve loop: read Slurm, build the snapshot, ask the policy, apply, journal — every cycle.
 
+:class:`ServeLoop` is the part every engine shares (policy objects, journal and its repeat rule,
+policy state, cycle clock, stop signals); :class:`Server` is the loop with Slurm as its engine,
+and ``schedlab.serve.kubernetes.server.KubeServer`` the loop with Kubernetes as its engine.
+
 Nothing is carried from one cycle to the next except what is also written to the journal: which
 jobs this process has already reported as arrived or running, and the state of the policy
 objects. These are built (and checked) once and started each cycle on the jobs Slurm reports,
@@ -27,7 +31,8 @@ from typing import Any
 
 import numpy as np
 
-from schedlab.errors import InputError, SchedlabError
+from schedlab.engines.decision_check import DecisionCheck
+from schedlab.errors import InputError, PolicyError
 from schedlab.model.gpu_models import GPU_MODELS
 from schedlab.model.snapshot import Decision, Preempt
 from schedlab.perf.models import TraceDuration
@@ -199,7 +204,78 @@ def load_network(
     return network
 
 
-class Server:
+class ServeLoop:
+    """What every engine's serve loop shares: the policy objects (built once by the wiring
+    point replay uses), the journal and its repeat rule, the policy state carried from cycle to
+    cycle and across restarts, the cycle clock and the stop signals. An engine (Slurm's
+    :class:`Server`, Kubernetes' ``KubeServer``) adds how it reads the cluster into a snapshot
+    and how it carries decisions out, in its ``cycle``."""
+
+    def __init__(
+        self, config: Any, journal: Journal, clock: Callable[[], float] = time.time
+    ) -> None:
+        """``config``: the engine's settings, with at least ``choice``, ``label``,
+        ``placement``, ``params``, ``seed``, ``interval`` and ``shadow``."""
+        if not config.interval > 0:
+            raise InputError(f"'--interval' must be > 0 seconds (got {config.interval})")
+        self.config = config
+        self.policies = build(SERVE, config.choice)
+        self.journal = journal
+        self.clock = clock
+        self.now = clock()
+        self.cycle_no = 0
+        self.stop_reason: str | None = None
+        self._policy_state = saved_policy_state(journal.path, self._identity())
+        self._repeats: tuple[set[str], set[str]] = (set(), set())  # (last cycle's, this one's)
+
+    def _identity(self) -> Record:
+        """What makes journaled policy state this server's to take back."""
+        cfg = self.config
+        return {
+            "policy": cfg.label,
+            "placement": cfg.placement,
+            "params": dict(cfg.params),
+            "seed": cfg.seed,
+        }
+
+    def _stamp(self) -> Record:
+        return {"time": round(self.now, 3), "cycle": self.cycle_no}
+
+    def _write(self, job: Any, action: str, **fields: Any) -> None:
+        self._sink({**self._stamp(), "job": job, "action": action, **fields})
+
+    def _sink(self, record: Record) -> None:
+        """Write a record, except an error or skip identical (but for its time and cycle) to
+        one of the previous cycle: a condition that lasts is journaled when it starts, not at
+        every cycle."""
+        # In shadow mode nothing changes, so every decision would repeat at every cycle.
+        if record["action"] in REPEATING or (self.config.shadow and record["job"] is not None):
+            key = json.dumps(
+                {k: v for k, v in record.items() if k not in ("time", "cycle")}, sort_keys=True
+            )
+            self._repeats[1].add(key)
+            if key in self._repeats[0]:
+                return
+        self.journal.write(record)
+
+    def begin_cycle(self) -> None:
+        """A new cycle: its number, its time, and the repeat rule's window moved on."""
+        self.cycle_no += 1
+        self.now = self.clock()
+        self._repeats = (self._repeats[1], set())
+
+    def keep_policy_state(self, state: Mapping[str, Any]) -> None:
+        """Journal the policies' state when it changed (a restart takes it back)."""
+        plain = json.loads(json.dumps(state))
+        if plain != self._policy_state:
+            self._write(None, POLICY_STATE, policy=self._identity(), state=plain)
+            self._policy_state = plain
+
+    def _on_signal(self, signum: int, _frame: FrameType | None) -> None:
+        self.stop_reason = signal.Signals(signum).name
+
+
+class Server(ServeLoop):
     """Drives Slurm with one schedlab policy; see the module docstring."""
 
     def __init__(
@@ -214,22 +290,12 @@ class Server:
     ) -> None:
         """``queue_file``: where each cycle writes the queue in the policy's order, with
         reasons and estimated starts (:mod:`schedlab.serve.queue_view`); None: nowhere."""
-        if not config.interval > 0:
-            raise InputError(f"'--interval' must be > 0 seconds (got {config.interval})")
+        super().__init__(config, journal, clock)
         if config.shadow:
             client = ShadowSlurm(client)
-        self.policies = build(SERVE, config.choice)
         self.client = client
-        self.config = config
-        self._policy_state = saved_policy_state(journal.path, self._identity())
-        self.journal = journal
-        self.clock = clock
         self.sleep = sleep
-        self.cycle_no = 0
-        self.now = clock()
         self.applier = Applier(client, self._stamp, self._sink)
-        self._repeats: tuple[set[str], set[str]] = (set(), set())  # (last cycle's, this one's)
-        self.stop_reason: str | None = None
         self._arrived: set[int] = set()
         self._active: dict[int, tuple[str, ...]] = {}
         self._ran: set[int] = set()  # jobs seen running: only these can be "requeued"
@@ -247,37 +313,7 @@ class Server:
             PreemptionRules(config.min_runtime, config.grace), self._signal, self._protect
         )
 
-    # -- journal helpers -------------------------------------------------------------------
-    def _identity(self) -> Record:
-        """What makes journaled policy state this server's to take back."""
-        cfg = self.config
-        return {
-            "policy": cfg.label,
-            "placement": cfg.placement,
-            "params": dict(cfg.params),
-            "seed": cfg.seed,
-        }
-
-    def _stamp(self) -> Record:
-        return {"time": round(self.now, 3), "cycle": self.cycle_no}
-
-    def _write(self, job: int | None, action: str, **fields: Any) -> None:
-        self._sink({**self._stamp(), "job": job, "action": action, **fields})
-
-    def _sink(self, record: Record) -> None:
-        """Write a record, except an error or skip identical (but for its time and cycle) to
-        one of the previous cycle: a condition that lasts is journaled when it starts, not at
-        every cycle."""
-        # In shadow mode nothing changes, so every decision would repeat at every cycle.
-        if record["action"] in REPEATING or (self.config.shadow and record["job"] is not None):
-            key = json.dumps(
-                {k: v for k, v in record.items() if k not in ("time", "cycle")}, sort_keys=True
-            )
-            self._repeats[1].add(key)
-            if key in self._repeats[0]:
-                return
-        self.journal.write(record)
-
+    # -- journal ---------------------------------------------------------------------------
     def _observe(self, view: LiveView, jobs: list[JobInfo]) -> None:
         """Journal jobs that arrived in the queue or left the cluster since the last cycle."""
         for job_id in view.queued:
@@ -414,9 +450,7 @@ class Server:
 
     def cycle(self) -> CycleReport:
         """Read, decide, apply and journal once."""
-        self.cycle_no += 1
-        self.now = self.clock()
-        self._repeats = (self._repeats[1], set())
+        self.begin_cycle()
         t0 = time.perf_counter()
         try:
             jobs, nodes = self.read()
@@ -443,24 +477,24 @@ class Server:
         assert policy is not None
         decisions = []
         if view.snapshot.pending_set:
-            self.policies.start(
-                view.cluster,
-                np.random.default_rng(self.config.seed),
-                jobs=view.snapshot.jobs,
-                perf=TraceDuration(),
-                topology=topology,
-            )
-            self.policies.import_state(self._policy_state)
             try:
-                decisions = policy.decide(view.snapshot)
-            except (ValueError, RuntimeError) as exc:
-                self._write(None, "error", reason=f"policy {policy.describe()} failed: {exc}")
+                self.policies.start(
+                    view.cluster,
+                    np.random.default_rng(self.config.seed),
+                    jobs=view.snapshot.jobs,
+                    perf=TraceDuration(),
+                    topology=topology,
+                )
+                self.policies.import_state(self._policy_state)
+                # Every answer checked as in replay: a wrong one stops serve, journaled.
+                check = DecisionCheck(policy, view.cluster, view.snapshot.jobs)
+                decisions = check.decide(view.snapshot)
+                state = self.policies.export_json()
+            except PolicyError as exc:
+                self._write(None, "error", reason=str(exc))
                 self.journal.sync()
-                raise SchedlabError(f"policy {policy.describe()} failed: {exc}") from None
-            state = json.loads(json.dumps(self.policies.export_state()))
-            if state != self._policy_state:
-                self._write(None, POLICY_STATE, policy=self._identity(), state=state)
-                self._policy_state = state
+                raise
+            self.keep_policy_state(state)
         decisions = self._not_again(view, self.guard.filter(view, decisions, self.now))
         outcome = self.applier.apply(view, decisions)
         self._preempting.update(
@@ -588,9 +622,6 @@ class Server:
         return out
 
     # -- the loop --------------------------------------------------------------------------
-    def _on_signal(self, signum: int, _frame: FrameType | None) -> None:
-        self.stop_reason = signal.Signals(signum).name
-
     def network(self) -> ServeTopology:
         """The network under the partition, loaded once (see :func:`load_network`)."""
         if self._network is None:

@@ -21,6 +21,7 @@ from pathlib import Path
 
 from schedlab.errors import InputError
 from schedlab.input_files import read_text
+from schedlab.model.cluster import Cluster
 from schedlab.network.generators import parse_topology
 from schedlab.network.topology import Topology, check_cluster
 from schedlab.network.topology_toml import topology_as_toml, topology_from_toml_text
@@ -107,21 +108,22 @@ class ServeTopology:
         topo = self.for_nodes(nodes)
         return {"topology_toml": topology_as_toml(topo)} if topo is not None else {}
 
-    def for_nodes(self, nodes: list[NodeInfo]) -> Topology | None:
+    def for_nodes(self, nodes: list[NodeInfo], cluster: Cluster | None = None) -> Topology | None:
         """The topology whose host ``i`` is ``nodes[i]`` (None without one); InputError when the
-        nodes do not fit it (a node under no switch, a different count or GPU count)."""
+        nodes do not fit it (a node under no switch, a different count or GPU count).
+        ``cluster``: the nodes as a cluster, when they are not Slurm's (Kubernetes')."""
         if not self.available:
             return None
         key = tuple((n.name, n.gpus) for n in nodes)
         if key != self._key:
-            self._topology = self._build(nodes)
+            self._topology = self._build(nodes, cluster)
             self._key = key
         return self._topology
 
-    def _build(self, nodes: list[NodeInfo]) -> Topology:
+    def _build(self, nodes: list[NodeInfo], cluster: Cluster | None = None) -> Topology:
         names, gpus = [n.name for n in nodes], [n.gpus for n in nodes]
         if self.tree is not None:
             return self.tree.topology(names, gpus)
         assert self.fixed is not None
-        check_cluster(self.fixed, build_cluster(nodes))
+        check_cluster(self.fixed, cluster if cluster is not None else build_cluster(nodes))
         return replace(self.fixed, host_names=tuple(names))

@@ -91,7 +91,7 @@ def _check_pack(name: str, cls: type, seeds: tuple[int, ...]) -> list[Finding]:
         pods = small_pods(seed)
         try:
             runs = [run_pack(cluster, pods, PackConfig(name, seed, 1.2)) for _ in range(2)]
-        except ValueError as exc:  # the state refuses a placement that does not fit
+        except (ValueError, PolicyError) as exc:  # the state or the check refuses a placement
             return [Finding(PACK, "never over-allocates", str(exc))]
         first, again = runs
         if not (np.array_equal(first.node, again.node) and first.gpus == again.gpus):
@@ -164,6 +164,7 @@ class _Probe(SchedulingPolicy):
     def __init__(self, inner: SchedulingPolicy, fresh: PolicyChoice | None, seed: int) -> None:
         self.inner = inner
         self.name = inner.name  # type: ignore[misc]
+        self.elastic = inner.elastic  # type: ignore[misc]  # the engine checks what it declares
         self.fresh = fresh
         self.seed = seed
         self.findings: list[Finding] = []

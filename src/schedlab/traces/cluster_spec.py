@@ -1,4 +1,5 @@
-"""Cluster specs for replay: a node-list CSV, a TOML cluster file, or a compact string.
+"""Cluster specs for replay: a node-list CSV (openb's, or the Alibaba spot-GPU v2026
+``node_info_df.csv``), a TOML cluster file, or a compact string.
 
 Compact: ``NODESxGPUS[:MODEL]``, several joined by ``+`` — ``250x8:V100``, ``16x8:A100+8x4:T4``.
 Nodes of a compact spec get 8 CPU cores and 64 GiB of memory per GPU (enough that traces without
@@ -26,7 +27,7 @@ import numpy as np
 
 from schedlab.errors import InputError
 from schedlab.input_files import read_text
-from schedlab.model.cluster import Cluster
+from schedlab.model.cluster import MAX_GPUS_PER_NODE, MAX_NODES, Cluster
 from schedlab.model.gpu_models import GPU_MODELS, is_known_model, model_index
 from schedlab.traces.alibaba import read_node_list
 
@@ -34,8 +35,6 @@ COMPACT_RACK_SIZE = 8
 CPU_CORES_PER_GPU = 8
 MEMORY_GIB_PER_GPU = 64
 DEFAULT_MODEL = "GPU"
-MAX_NODES = 1_000_000
-MAX_GPUS_PER_NODE = 64
 #: Per node; beyond these a value is a unit mix-up (milli-cores, MiB) and would overflow int64.
 MAX_CPU_CORES = 1_000_000
 MAX_MEMORY_GIB = 1_000_000_000
@@ -47,6 +46,10 @@ def parse_cluster_spec(spec: str) -> Cluster:
     """Whatever the user passed to ``--cluster``."""
     path = Path(spec)
     if spec.endswith(".csv"):
+        from schedlab.traces.alibaba_spot import is_spot_node_list, read_spot_node_list
+
+        if is_spot_node_list(path):  # the Alibaba spot-GPU trace v2026
+            return read_spot_node_list(path)
         return read_node_list(path)
     if spec.endswith(".toml"):
         return read_cluster_toml(path)

@@ -17,11 +17,13 @@ from pathlib import Path
 
 from schedlab.errors import InputError
 from schedlab.input_files import check_input_file
+from schedlab.traces.acme import read_acme
 from schedlab.traces.alibaba_jobs import read_alibaba_jobs
 from schedlab.traces.elasticflow import read_elasticflow, read_elasticflow_itp
 from schedlab.traces.generic import read_generic
 from schedlab.traces.helios import read_helios
 from schedlab.traces.job_common import ReadResult
+from schedlab.traces.llm import read_llm
 from schedlab.traces.philly import read_philly
 
 
@@ -45,6 +47,18 @@ class TraceFormat:
 TRACE_FORMATS: dict[str, TraceFormat] = {
     f.name: f
     for f in (
+        TraceFormat(
+            "acme",
+            read_acme,
+            "AcmeTrace trace_seren.csv / trace_kalos.csv (Shanghai AI Lab: gpu_num, type, state)",
+            frozenset({"job_id", "gpu_num", "node_num", "type", "state"}),
+        ),
+        TraceFormat(
+            "llm",
+            read_llm,
+            "LLM training jobs: model, batch_tokens and tokens (or steps); speed from the planner",
+            frozenset({"job_id", "model", "batch_tokens"}),
+        ),
         TraceFormat(
             "alibaba",
             read_alibaba_jobs,
@@ -113,6 +127,10 @@ def detect_format(path: str | Path) -> str:
     for fmt in TRACE_FORMATS.values():
         if fmt.signature <= present:
             return fmt.name
+    from schedlab.traces.alibaba_2025 import looks_like
+
+    if looks_like(header):
+        raise InputError(_not_jobs(), path=str(path), row=1)
     raise InputError(
         f"cannot tell the trace format from the header ({', '.join(header)}); "
         f"name it explicitly (one of: {_known()})",
@@ -121,11 +139,27 @@ def detect_format(path: str | Path) -> str:
     )
 
 
+def _not_jobs() -> str:
+    """What to do with the instance trace a job command cannot take."""
+    from schedlab.traces.alibaba_2025 import FORMAT
+
+    return (
+        f"this is an instance trace (format {FORMAT}: Alibaba GPU v2025 serving instances that "
+        "run until deleted, not jobs with a run time); 'schedlab trace stats' reads it and "
+        "experiments/prism_disaggregation.py places it; replay and sweep take job traces "
+        f"(one of: {_known()})"
+    )
+
+
 def get_format(name: str) -> TraceFormat:
     """The format called ``name`` (case-insensitive); a typo gets a suggestion."""
     key = str(name).strip().lower()
     if key in TRACE_FORMATS:
         return TRACE_FORMATS[key]
+    from schedlab.traces.alibaba_2025 import FORMAT
+
+    if key == FORMAT:
+        raise InputError(_not_jobs())
     close = difflib.get_close_matches(key, list(TRACE_FORMATS), n=1, cutoff=0.5)
     hint = f"did you mean {close[0]!r}? " if close else ""
     raise InputError(f"unknown trace format {name!r}; {hint}known formats: {_known()}")

@@ -40,6 +40,21 @@ Optional (blank = the default in brackets):
 ``checkpoint`` [1]
     0: a preempted job loses its progress and starts again from nothing (as a requeued Slurm job
     that saves no checkpoint); 1: it resumes where it stopped.
+``priority_weight`` [1]
+    A job's weight (> 0) in weighted-fairness policies (Gavel's LAS: weight 5 is entitled to five
+    times the share of weight 1).
+
+Slurm's habits, enforced by replay as Slurm does live (details and semantics in
+:mod:`schedlab.traces.slurm_habits`):
+
+``time_limit`` [none]
+    Seconds a run may last (``--time``); a run still going then is killed (status ``timeout``).
+``array`` [none]
+    ``--array`` spec (``0-9``, ``1,3,5-7``, ``0-15:4``, ``%N`` throttle): one job per task,
+    named ``ID_TASK``.
+``dependency`` [none]
+    ``--dependency`` (``afterok:a:b``, ``afterany:…``, ``afternotok:…``, ``after:…``; clauses
+    joined by ``,`` for all or ``?`` for any; quote it in the CSV when it has a comma).
 
 Communication, read only by ``replay --topology`` (see :mod:`schedlab.network.jobcomm` and
 ``docs/network.md``; other commands ignore them):
@@ -47,13 +62,15 @@ Communication, read only by ``replay --topology`` (see :mod:`schedlab.network.jo
 ``collective`` [ring]
     ``ring``, ``hd`` (halving-doubling), ``a2a``, ``ps`` (parameter server) or ``ina``.
 ``gradient_bytes`` [the model's fp32 gradient size]
-    Bytes synchronised per training iteration.
+    Bytes synchronised per training iteration (at most 1e15).
 ``overlap`` [the model's profile, 0.3]
     Share (0…1) of the compute time communication may hide behind.
 ``compute_time`` [the model's profile]
-    Compute seconds per iteration at ``num_gpus`` GPUs of the reference model.
+    Compute seconds per iteration at ``num_gpus`` GPUs of the reference model (> 0, at most a
+    day).
 ``net_priority`` [0]
-    Whole-number priority class for ``--net-sharing priority`` (higher is served first).
+    Whole-number priority class for ``--net-sharing priority`` (higher is served first), in
+    0…10⁶.
 
 Example::
 
@@ -64,6 +81,7 @@ Example::
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -86,6 +104,7 @@ from schedlab.traces.job_common import (
     require_one_of,
     text_column,
 )
+from schedlab.traces.slurm_habits import SLURM_COLUMNS, expand, read_columns
 
 FORMAT = "generic"
 COLUMNS = ["job_id", "submit_time", "num_gpus"]
@@ -103,6 +122,8 @@ OPTIONAL = [
     "num_nodes",
     "exclusive",
     "checkpoint",
+    *SLURM_COLUMNS,
+    "priority_weight",
 ]
 
 
@@ -158,6 +179,33 @@ def _checkpoint(frame: pd.DataFrame, path: Path) -> np.ndarray | None:
     return int_column(filled, "checkpoint", path, low=0) > 0
 
 
+def deadline_column(frame: pd.DataFrame, submit: np.ndarray, path: Path) -> np.ndarray:
+    """The optional ``deadline`` column (blank: none), never before the job's submit time."""
+    deadline = _blank_float(frame, "deadline", path)
+    check_not_before(
+        frame,
+        deadline,
+        submit,
+        path,
+        column="deadline",
+        message="'deadline' is before 'submit_time'",
+    )
+    return deadline
+
+
+def _weights(frame: pd.DataFrame, path: Path) -> np.ndarray | None:
+    """The optional ``priority_weight`` column: blank is 1, anything else a number > 0."""
+    if "priority_weight" not in frame.columns:
+        return None
+    weights = _blank_float(frame, "priority_weight", path)
+    line = _first(frame, weights <= 0)
+    if line is not None:
+        raise InputError(
+            "'priority_weight' must be > 0", path=str(path), row=line, column="priority_weight"
+        )
+    return np.where(np.isnan(weights), 1.0, weights)
+
+
 def _first(frame: pd.DataFrame, mask: np.ndarray) -> int | None:
     hits = np.flatnonzero(mask)
     return line_of(frame, int(hits[0])) if len(hits) else None
@@ -197,15 +245,7 @@ def read_generic(
             row=line,
             column="model_name",
         )
-    deadline = _blank_float(frame, "deadline", path)
-    check_not_before(
-        frame,
-        deadline,
-        submit,
-        path,
-        column="deadline",
-        message="'deadline' is before 'submit_time'",
-    )
+    deadline = deadline_column(frame, submit, path)
     cols: dict[str, object] = {
         "job_id": job_id,
         "submit_time": submit,
@@ -220,7 +260,21 @@ def read_generic(
         "memory_mib": _blank_int(frame, "memory_mib", path),
         **_geometry(frame, num_gpus, path),
         "checkpoint": _checkpoint(frame, path),
+        "priority_weight": _weights(frame, path),
     }
     if "gpu_model" in frame.columns:
         cols["gpu_model_mask"] = gpu_model_masks(frame, "gpu_model", path)
-    return finish(path, FORMAT, frame, cols, drop_zero=drop_zero, min_duration=min_duration)
+    slurm = read_columns(frame, path)
+    array = slurm.pop("array", None)
+    cols.update(slurm)
+    if array is None and "dependency" not in slurm:
+        return finish(path, FORMAT, frame, cols, drop_zero=drop_zero, min_duration=min_duration)
+    # Arrays become one job per task and dependencies name the jobs they wait for: both after
+    # the filters, with each job's file line kept for errors.
+    cols["array_job"] = array if array is not None else None
+    result = finish(path, FORMAT, frame, cols, drop_zero=drop_zero, min_duration=min_duration)
+    lines = {str(j): line_of(frame, i) for i, j in enumerate(job_id.tolist())}
+    jobs = result.jobs
+    specs = jobs.array_job if array is not None else None
+    jobs = expand(replace(jobs, array_job=np.full(len(jobs), "", dtype=object)), specs, lines, path)
+    return replace(result, jobs=jobs)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
@@ -231,5 +231,22 @@ def finish(
         removed |= new
     jobs = JobTable.from_columns(source=str(path), **columns)
     if removed.any():
-        jobs = jobs.take(np.flatnonzero(~removed))
+        jobs = replace(jobs.take(np.flatnonzero(~removed)), dropped=nonzero(dropped))
     return ReadResult(jobs=jobs, dropped=dropped, format=fmt, rows=rows)
+
+
+def nonzero(counts: Mapping[str, int]) -> dict[str, int]:
+    return {k: v for k, v in counts.items() if v}
+
+
+def dropped_note(jobs: JobTable, kept_word: str = "") -> str | None:
+    """One line saying what the reader dropped from ``jobs``'s file and why (None: nothing),
+    with the counts as ``trace stats`` shows them."""
+    if not jobs.dropped:
+        return None
+    total = sum(jobs.dropped.values())
+    why = ", ".join(f"{k.replace('_', ' ')} {v}" for k, v in jobs.dropped.items())
+    return (
+        f"{total} of {total + len(jobs)} jobs of {jobs.source} were dropped by the reader's "
+        f"filters ({why}){kept_word}"
+    )

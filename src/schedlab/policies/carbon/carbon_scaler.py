@@ -83,6 +83,7 @@ class CarbonScaler(SlackScheduler):
     summary = (
         "elastic GPU counts planned per carbon step by work gained per carbon (SIGMETRICS '24)"
     )
+    elastic = True  # it sizes every job itself
     preemptive = True
 
     def reset(self, ctx: ReplayContext) -> None:

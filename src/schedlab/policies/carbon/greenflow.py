@@ -58,6 +58,7 @@ J_PER_KWH = 3.6e6
 class GreenFlow(CarbonAware, SchedulingPolicy):
     name = "greenflow"
     summary = "least mean JCT under a carbon budget: GPU count and power limit per job per slot"
+    elastic = True  # it sizes every job itself
     engines = REPLAY_ONLY
     stateful = True
     preemptive = True

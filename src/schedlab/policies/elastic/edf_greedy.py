@@ -69,6 +69,7 @@ def greedy_sizes(order: list[int], cap: np.ndarray, gpus: int) -> dict[int, int]
 class ElasticEdf(SchedulingPolicy):
     name = "edf-greedy"
     summary = "deadline order, each job given up to 64 GPUs (ElasticFlow's EDF baseline)"
+    elastic = True  # it sizes every job itself
 
     preemptive = True
     stateful = True

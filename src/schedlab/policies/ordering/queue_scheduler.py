@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 from sortedcontainers import SortedList
 
+from schedlab.engines.decision_check import checked_keys, guarded
 from schedlab.model.cluster import GPU_MILLI, ClusterState
 from schedlab.model.snapshot import (
     PENDING,
@@ -111,7 +112,7 @@ class QueueScheduler(SchedulingPolicy):
         self.submit = ctx.jobs.submit_time
         self.queue: SortedList = SortedList()
         self.in_queue: dict[int, tuple[float, float, int]] = {}
-        self.ordering.reset(ctx)
+        guarded(self.ordering, "reset", self.ordering.reset, ctx)
         self._never: dict[tuple[int, int, int, int, bool], str | None] = {}
         self._rejected: set[int] = set()
         self._models: list[int] | None = None  # GPU models of the cluster, for _earliest_end
@@ -182,8 +183,13 @@ class QueueScheduler(SchedulingPolicy):
         operator's view of the queue shows (``schedlab serve status``)."""
         return self._ranked(snap, snap.pending()).tolist()
 
+    def _keys(self, snap: Snapshot, idx: np.ndarray) -> np.ndarray:
+        """The ordering's keys of ``idx``, checked (one number per job, no NaN)."""
+        order = self.ordering
+        return checked_keys(order, guarded(order, "keys", order.keys, snap, idx), len(idx))
+
     def _ranked(self, snap: Snapshot, idx: np.ndarray) -> np.ndarray:
-        keys = self.ordering.keys(snap, idx)
+        keys = self._keys(snap, idx)
         return idx[np.lexsort((idx, self.submit[idx], keys))]
 
     def _dequeue(self, job: int) -> None:
@@ -317,7 +323,7 @@ class QueueScheduler(SchedulingPolicy):
         if not fresh:
             return
         idx = np.asarray(fresh, dtype=np.int64)
-        for j, k in zip(fresh, self.ordering.keys(snap, idx).tolist(), strict=True):
+        for j, k in zip(fresh, self._keys(snap, idx).tolist(), strict=True):
             item = (k, float(self.submit[j]), j)
             self.queue.add(item)
             self.in_queue[j] = item

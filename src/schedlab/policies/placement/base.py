@@ -22,6 +22,7 @@ from typing import ClassVar
 
 import numpy as np
 
+from schedlab.engines.decision_check import checked_gpus, checked_scores, guarded, nan_score
 from schedlab.model.cluster import GPU_MILLI, Cluster, ClusterState
 from schedlab.model.gpu_models import ANY_MODEL_MASK
 from schedlab.policies.api import ENGINES, Policy, PolicyContext
@@ -119,10 +120,13 @@ def best_fit_gpus(pod: PodRequest, free: np.ndarray, exists: np.ndarray) -> tupl
 
 
 def choose_node(scores: np.ndarray, feasible: np.ndarray, tie_rank: np.ndarray) -> int:
-    """The feasible node with the highest score; ties go to the lowest ``tie_rank``."""
+    """The feasible node with the highest score; ties go to the lowest ``tie_rank``. A NaN
+    score among the feasible nodes (no node is then highest) raises ValueError."""
     candidates = np.flatnonzero(feasible)
     s = scores[candidates]
     top = candidates[s == s.max()]
+    if not len(top):
+        raise ValueError("a feasible node's score is NaN")
     return int(top[np.argmin(tie_rank[top])]) if len(top) > 1 else int(top[0])
 
 
@@ -138,17 +142,41 @@ class Placer:
         self.ctx = ctx
         self.tie_rank = tie_rank
         self.model_bits = node_model_bits(ctx.cluster)
-        policy.reset(ctx)
+        guarded(policy, "reset", policy.reset, ctx)
 
     def place(
         self, pod: PodRequest, state: ClusterState, exclude: set[int] | None = None
     ) -> Placement | None:
-        """Where ``pod`` goes now (None: nowhere); ``exclude`` lists nodes not to use."""
+        """Where ``pod`` goes now (None: nowhere); ``exclude`` lists nodes not to use. The
+        policy's answers are checked (:mod:`schedlab.engines.decision_check`)."""
         feasible = feasible_nodes(pod, state, self.model_bits)
         if exclude:
             feasible[list(exclude)] = False
         if not feasible.any():
             return None
-        scores = self.policy.score(pod, state, feasible)
-        node = choose_node(scores, feasible, self.tie_rank)
-        return Placement(node, self.policy.pick_gpus(pod, state, node))
+        policy = self.policy
+        scores = checked_scores(
+            policy, guarded(policy, "score", policy.score, pod, state, feasible), feasible
+        )
+        try:
+            node = choose_node(scores, feasible, self.tie_rank)
+        except ValueError:
+            raise nan_score(policy, scores, feasible) from None
+        return Placement(node, self._gpus(pod, state, node))
+
+    def place_on(self, pod: PodRequest, state: ClusterState, node: int) -> Placement:
+        """``pod`` on ``node``, which the engine chose (it fits there): the policy is asked
+        for its scores as ever, and for the GPUs."""
+        feasible = np.zeros(state.cluster.size, dtype=bool)
+        feasible[node] = True
+        policy = self.policy
+        checked_scores(
+            policy, guarded(policy, "score", policy.score, pod, state, feasible), feasible
+        )
+        return Placement(node, self._gpus(pod, state, node))
+
+    def _gpus(self, pod: PodRequest, state: ClusterState, node: int) -> tuple[int, ...]:
+        policy = self.policy
+        gpus = guarded(policy, "pick_gpus", policy.pick_gpus, pod, state, node)
+        count = pod.num_gpu if pod.needs_gpu else 0
+        return checked_gpus(policy, gpus, state, node, count, pod.gpu_milli)

@@ -1,0 +1,1 @@
+"""Heterogeneity-aware policies: Gavel's allocation family and its round mechanism."""

@@ -1,0 +1,590 @@
+"""Gavel's round-based mechanism (OSDI '20): an allocation matrix realised round by round.
+
+An allocation policy (:mod:`schedlab.policies.heterogeneous.allocation`,
+:mod:`schedlab.policies.heterogeneous.gavel_lp`) says what share of time each job should get on
+each GPU type; this mechanism turns the shares into rounds of ``slot`` seconds (360 s), as
+Gavel's simulator does, quirks included, so that its published numbers can be matched job for
+job:
+
+1. **Reset and re-solve** at a round boundary iff something changed since the last solve (an
+   arrival, a completion, a failed round) and ``reset_interval`` (1920 s) has passed since the
+   last reset (or no reset has happened at a time > 0). A reset adds to each job's deficit what
+   it should have received minus what it did, and restarts the time counters at ``slot/2``. A
+   job that arrives between resets has no allocation and does not run until the next one.
+2. **Priorities**: ``x_jk / f_jk`` with ``f_jk`` the job's share of the time type k has run
+   jobs since the reset (``x_jk · 1e9`` while it is 0; 0 without allocation, share or speed).
+3. **Picking**: types in the order fastest first (v100, p100, k80 for Gavel's matrix; shuffled
+   every round for the heterogeneity-agnostic policies); per type, jobs by (priority, deficit,
+   share) descending, appended type after type; taken in that order while the type has room,
+   skipping jobs already taken, jobs at 0 steps/s there, and (FIFO policies) jobs of priority 0.
+   Jobs without an allocation may be taken and then not placed: their GPUs idle this round.
+4. **Placement**: per type, larger jobs first; a job keeps its exact GPUs from the last round
+   if none is taken yet (a lease extension); the others take free GPUs walking the servers in
+   order.
+5. **Running**: a job does ``n = min(int(T·slot), remaining)`` steps and is done at
+   ``now + n/T``; the round ends when the last of them is done. A multi-GPU job whose ``n`` is
+   below its GPU count fails the round (nothing is credited); after 5 failures in a row it is
+   dropped (rejected, so it has no completion time).
+
+Arrivals join at round boundaries; when nothing runs, time jumps to the next arrival.
+
+How it drives the replay engine: each round it returns the starts, moves (a resize to the same
+number of other GPUs) and stops, and for every job it runs an :class:`Overhead` of the seconds
+it waits after its ``n`` steps, so the engine credits exactly ``n`` steps at the matrix speed
+(the wait comes first instead of last, which no one can see: such a job does not finish in the
+round). A job that finishes in the round gets an overhead of 0 and the engine completes it at
+``now + remaining/T`` — the same expression the mechanism uses, so the round ends exactly at an
+engine event. Remaining steps are always read from the engine. It asks to be woken at the round
+end; events inside a round (arrivals, completions) change nothing until then.
+
+Bookkeeping the engine does not have — time credited per job and type, utilisation as Gavel
+counts it (a round's busy time runs from the end of the previous round that ran anything, so an
+idle gap is counted as busy), lease extensions — is kept per round in :attr:`GavelRounds.log`.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+import numpy as np
+
+from schedlab.model.gpu_models import GPU_MODELS
+from schedlab.model.snapshot import (
+    DONE,
+    FUTURE,
+    RUNNING,
+    Allocation,
+    Decision,
+    Overhead,
+    Preempt,
+    Reject,
+    Resize,
+    Snapshot,
+    Start,
+)
+from schedlab.policies.api import REPLAY_ONLY
+from schedlab.policies.heterogeneous.allocation import AllocationPolicy, AllocationProblem
+from schedlab.policies.scheduler import ReplayContext, SchedulingPolicy, check_slot
+
+#: Gavel's round length and minimum time between allocation resets, in seconds.
+DEFAULT_ROUND = 360.0
+DEFAULT_RESET_INTERVAL = 1920.0
+#: Consecutive failed rounds after which a job is dropped.
+MAX_FAILED_ROUNDS = 5
+
+
+@dataclass
+class RoundRecord:
+    """What one round did (for Gavel's utilisation and lease-extension figures)."""
+
+    start: float
+    end: float
+    #: GPU-busy seconds credited per worker index, and per job (Gavel's accounting).
+    busy: dict[int, float] = field(default_factory=dict)
+    job_busy: dict[int, float] = field(default_factory=dict)
+    lease_opportunities: int = 0
+    lease_extensions: int = 0
+    jobs: int = 0
+
+
+@dataclass
+class _Planned:
+    """A job placed in the current round."""
+
+    type: int
+    workers: tuple[int, ...]
+    steps: float
+    finish: float  # now + steps / T (Gavel's clock)
+    failed: bool
+
+
+class GavelRounds(SchedulingPolicy):
+    """Base of the Gavel policies: the round mechanism around one allocation policy.
+
+    Parameters: ``slot`` (round seconds), ``reset_interval`` (minimum seconds between allocation
+    resets), ``shuffle_seed`` (seed of the type order shuffle of the agnostic policies; default:
+    drawn from the run's generator — Gavel uses its ``--seed`` + 5).
+    """
+
+    summary: ClassVar[str] = "Gavel's round-based mechanism"
+    engines = REPLAY_ONLY
+    uses_placement = False
+    stateful = True
+    preemptive = True
+
+    def __init__(
+        self,
+        slot: float | None = None,
+        reset_interval: float = DEFAULT_RESET_INTERVAL,
+        shuffle_seed: int = -1,
+    ) -> None:
+        self.slot = check_slot(slot) or DEFAULT_ROUND
+        if not reset_interval >= 0:
+            raise ValueError(f"'reset_interval' must be ≥ 0 seconds (got {reset_interval})")
+        self.reset_interval = float(reset_interval)
+        self.shuffle_seed = shuffle_seed
+        self.allocation = self.make_allocation()
+
+    def make_allocation(self) -> AllocationPolicy:
+        raise NotImplementedError
+
+    def describe(self) -> str:
+        return self.name
+
+    # -- setup -----------------------------------------------------------------------------
+    def reset(self, ctx: ReplayContext) -> None:
+        assert ctx.jobs is not None and ctx.perf is not None
+        cluster = ctx.cluster
+        self.jobs, self.perf = ctx.jobs, ctx.perf
+        present = sorted(
+            {int(m) for m in cluster.model[cluster.num_gpus > 0].tolist()},
+            key=lambda m: GPU_MODELS[m].lower(),
+        )
+        self.models = present
+        self.types = tuple(GPU_MODELS[m].lower() for m in present)
+        n = len(present)
+        # Workers (GPUs) per type, grouped by server in node order; a worker is (node, gpu).
+        self.workers: list[tuple[int, int]] = []
+        self.servers: list[list[list[int]]] = [[] for _ in range(n)]
+        for node in range(cluster.size):
+            g = int(cluster.num_gpus[node])
+            if g <= 0 or int(cluster.model[node]) not in present:
+                continue
+            k = present.index(int(cluster.model[node]))
+            ids = []
+            for gpu in range(g):
+                ids.append(len(self.workers))
+                self.workers.append((node, gpu))
+            self.servers[k].append(ids)
+        self.capacity = np.array([sum(len(s) for s in self.servers[k]) for k in range(n)])
+        self.T: dict[int, np.ndarray] = {}
+        self.pick_order = self._pick_order()
+        seed = self.shuffle_seed
+        if seed < 0:
+            seed = int(ctx.rng.integers(0, 2**31 - 1))
+        self.shuffler = random.Random(seed)
+        self.allocation.reset(seed)
+        half = self.slot / 2.0
+        self.half = half
+        self.active: dict[int, None] = {}
+        self.recv: dict[int, np.ndarray] = {}
+        self.deficit: dict[int, np.ndarray] = {}
+        self.busy = np.zeros(n)
+        self.x: dict[int, np.ndarray] = {}
+        self.last_reset = 0.0
+        self.need_update = False
+        self.failures: dict[int, int] = {}
+        self.assigned: dict[int, tuple[int, tuple[int, ...]]] = {}
+        self.planned: dict[int, _Planned] = {}
+        self.round_end: float | None = None
+        self.credit_from: float | None = None  # end of the last round that ran anything
+        self.log: list[RoundRecord] = []
+        self.solves = 0
+        self.dropped: set[int] = set()
+
+    def _throughputs(self, job: int) -> np.ndarray:
+        row = self.T.get(job)
+        if row is None:
+            s = int(self.jobs.num_gpus[job])
+            mask = int(self.jobs.gpu_model_mask[job])
+            row = np.array(
+                [
+                    self.perf.rate(self.jobs, job, s, m) if (mask >> m) & 1 else 0.0
+                    for m in self.models
+                ]
+            )
+            self.T[job] = row
+        return row
+
+    def _pick_order(self) -> list[int]:
+        """Types fastest first: by mean steps/s over the trace's jobs relative to each job's
+        fastest type (v100, p100, k80 for Gavel's matrix); ties by name."""
+        jobs = self.jobs
+        n = len(self.types)
+        if n <= 1 or len(jobs) == 0:
+            return list(range(n))
+        sample = range(0, len(jobs), max(1, len(jobs) // 2000))
+        rows = np.array([self._throughputs(j) for j in sample])
+        best = rows.max(axis=1, keepdims=True)
+        rel = np.divide(rows, best, out=np.zeros_like(rows), where=best > 0).mean(axis=0)
+        return sorted(range(n), key=lambda k: (-rel[k], self.types[k]))
+
+    # -- the engine's calls ------------------------------------------------------------------
+    def next_wakeup(self, snap: Snapshot) -> float:
+        return self.round_end if self.round_end is not None else math.inf
+
+    def decide(self, snap: Snapshot) -> list[Decision]:
+        now = snap.now
+        if self.round_end is not None and now < self.round_end:
+            return []  # inside a round: arrivals and completions wait for its end
+        decisions: list[Decision] = []
+        if self.round_end is not None:
+            decisions += self._close_round(snap)
+        decisions += self._admit(snap)
+        decisions += self._schedule(snap, decisions)
+        return decisions
+
+    # -- round boundaries --------------------------------------------------------------------
+    def _close_round(self, snap: Snapshot) -> list[Decision]:
+        """Credit the round that just ended (in Gavel's order: latest finish first), retire the
+        jobs the engine completed, count failures and drop the jobs that failed too often."""
+        rt = snap.runtime
+        record = self.log[-1]
+        decisions: list[Decision] = []
+        for job, plan in sorted(self.planned.items(), key=lambda kv: (-kv[1].finish, kv[0])):
+            if plan.failed:
+                if job in self.active:
+                    self.failures[job] = self.failures.get(job, 0) + 1
+                    self.need_update = True
+                    if self.failures[job] >= MAX_FAILED_ROUNDS:
+                        self._retire(job)
+                        self.dropped.add(job)
+                        if rt.status[job] == RUNNING:
+                            decisions.append(Preempt(job))
+                        decisions.append(Reject(job, f"failed {MAX_FAILED_ROUNDS} rounds in a row"))
+                continue
+            self.failures[job] = 0
+            e = record.job_busy[job]
+            self.recv[job][plan.type] += e
+            self.busy[plan.type] += e
+            if rt.status[job] == DONE:
+                self._retire(job)
+        self.planned = {}
+        self.round_end = None
+        return decisions
+
+    def _retire(self, job: int) -> None:
+        del self.active[job]
+        del self.recv[job]
+        del self.deficit[job]
+        self.need_update = True
+
+    def _admit(self, snap: Snapshot) -> list[Decision]:
+        """Jobs that arrived since the last boundary join (in job-id order); a job no GPU type
+        can ever hold (too many GPUs, or 0 steps/s everywhere it may run) is rejected."""
+        rejected: list[Decision] = []
+        for job in sorted(int(j) for j in snap.pending_set if j not in self.active):
+            if job in self.dropped:
+                continue
+            why = self._never_runs(job)
+            if why is not None:
+                self.dropped.add(job)
+                rejected.append(Reject(job, why))
+                continue
+            self.active[job] = None
+            self.recv[job] = np.full(len(self.types), self.half)
+            self.deficit[job] = np.zeros(len(self.types))
+            self.need_update = True
+        return rejected
+
+    def _never_runs(self, job: int) -> str | None:
+        s = int(self.jobs.num_gpus[job])
+        if s <= 0:
+            return "requests no GPUs (this policy schedules GPU jobs only)"
+        row = self._throughputs(job)
+        if not (row > 0).any():
+            return f"runs at 0 steps/s on every GPU type of the cluster at {s} GPUs"
+        if not (self.capacity[row > 0] >= s).any():
+            return f"needs {s} GPUs of one type; no type it runs on has that many"
+        return None
+
+    # -- allocation resets ---------------------------------------------------------------
+    def _maybe_reset(self, snap: Snapshot) -> None:
+        now = snap.now
+        due = now - self.last_reset >= self.reset_interval or self.last_reset == 0
+        if not (self.need_update and due):
+            return
+        elapsed = now - self.last_reset
+        self.busy[:] = 0.0
+        for job in self.active:
+            received = self.recv[job] - self.half
+            should = self.x[job] * elapsed if job in self.x else 0.0
+            self.deficit[job] += should - received
+            self.recv[job][:] = self.half
+            self.busy += self.half
+        self.last_reset = now
+        self.x = self._solve(snap)
+        self.solves += 1
+        self.need_update = False
+
+    def _solve(self, snap: Snapshot) -> dict[int, np.ndarray]:
+        jobs = np.array(sorted(self.active), dtype=np.int64)
+        if len(jobs) == 0:
+            return {}
+        problem = self.problem(snap, jobs)
+        x = np.clip(self.allocation.allocate(problem), 0.0, 1.0)
+        return {int(j): x[r] for r, j in enumerate(jobs)}
+
+    def problem(self, snap: Snapshot, jobs: np.ndarray) -> AllocationProblem:
+        """The allocation problem over ``jobs`` now (agnostic policies flatten it themselves)."""
+        j = self.jobs
+        throughput = np.array([self._throughputs(int(i)) for i in jobs])
+        return AllocationProblem(
+            jobs=jobs,
+            throughput=throughput,
+            scale=j.num_gpus[jobs].astype(np.int64),
+            weight=j.priority_weight[jobs].astype(np.float64),
+            remaining=self.remaining(snap, jobs),
+            age=snap.now - j.submit_time[jobs],
+            capacity=self.capacity,
+            types=self.types,
+            now=snap.now,
+            deadline=j.deadline[jobs],
+        )
+
+    @staticmethod
+    def remaining(snap: Snapshot, jobs: np.ndarray) -> np.ndarray:
+        """Steps left, exactly as the engine will bank them now."""
+        rt, now = snap.runtime, snap.now
+        out = np.empty(len(jobs))
+        for r, job in enumerate(jobs.tolist()):
+            left = float(rt.remaining[job])
+            if rt.status[job] == RUNNING:
+                left = max(0.0, left - max(0.0, now - float(rt.progress_from[job])) * rt.rate[job])
+            out[r] = left
+        return out
+
+    # -- one round -----------------------------------------------------------------------
+    def _priorities(self) -> list[tuple[int, int, float]]:
+        """(job, type, priority) entries in picking order."""
+        order = list(self.pick_order)
+        if not self.allocation.perf_aware:
+            self.shuffler.shuffle(order)
+        queue: list[tuple[int, int]] = []
+        for k in order:
+            busy = self.busy[k]
+            entries = []
+            for job in self.active:
+                x = self.x.get(job)
+                if x is None:
+                    p, d, share = 0.0, self.deficit[job][k], 0.0
+                else:
+                    share = float(x[k])
+                    p = share * 1e9
+                    if share != 0.0:
+                        f = self.recv[job][k] / busy if busy != 0.0 else 0.0
+                        if self.T[job][k] == 0:
+                            p = 0.0
+                        elif f > 0.0:
+                            p = share / f
+                    d = self.deficit[job][k]
+                entries.append((p, float(d), share, job))
+            entries.sort(key=lambda e: (e[0], e[1], e[2]), reverse=True)
+            queue += [(e[3], k, e[0]) for e in entries]
+        return queue
+
+    def _pick(self) -> dict[int, list[int]]:
+        """Jobs to run this round per type (Gavel's greedy pass over the priority queue)."""
+        left = self.capacity.astype(np.int64).copy()
+        taken: set[int] = set()
+        picked: dict[int, list[int]] = {k: [] for k in range(len(self.types))}
+        for job, k, priority in self._priorities():
+            if left[k] == 0 or job in taken or self.T[job][k] <= 0:
+                continue
+            if self.allocation.fifo and priority <= 0.0:
+                continue
+            s = int(self.jobs.num_gpus[job])
+            if s > left[k]:
+                continue
+            left[k] -= s
+            taken.add(job)
+            picked[k].append(job)
+        return picked
+
+    def _place(self, picked: dict[int, list[int]]) -> dict[int, tuple[int, tuple[int, ...]]]:
+        """GPUs for the picked jobs: lease extensions first, then a walk over the servers."""
+        out: dict[int, tuple[int, tuple[int, ...]]] = {}
+        scale = self.jobs.num_gpus
+        for k, jobs in picked.items():
+            if not jobs:
+                continue
+            ordered = sorted(jobs, key=lambda j: int(scale[j]), reverse=True)
+            servers = [list(s) for s in self.servers[k]]
+            taken: set[int] = set()
+            ptr = 0
+            for size in sorted({int(scale[j]) for j in ordered}, reverse=True):
+                for job in ordered:
+                    if int(scale[job]) != size:
+                        continue
+                    prev = self.assigned.get(job)
+                    if prev is not None and prev[0] == k and not any(w in taken for w in prev[1]):
+                        out[job] = prev
+                        taken.update(prev[1])
+                for job in ordered:
+                    if int(scale[job]) != size or job not in self.x:
+                        continue
+                    ids = list(out[job][1]) if job in out else []
+                    while len(ids) < size and ptr < len(servers):
+                        if not servers[ptr]:
+                            ptr += 1
+                            continue
+                        w = servers[ptr].pop(0)
+                        if w not in taken:
+                            ids.append(w)
+                            taken.add(w)
+                    if len(ids) != size:
+                        raise RuntimeError(f"Gavel placement could not seat job {job}")
+                    out[job] = (k, tuple(ids))
+        return out
+
+    def _schedule(self, snap: Snapshot, earlier: list[Decision]) -> list[Decision]:
+        now = snap.now
+        self._maybe_reset(snap)
+        placed = self._place(self._pick())
+        if not placed and self.active and not self._arrivals_left(snap):
+            # Nothing runs and nothing more arrives: allow a reset now (as Gavel does for a
+            # finished trace), so jobs waiting for an allocation get one.
+            self.last_reset = 0.0
+            self.need_update = True
+            self._maybe_reset(snap)
+            placed = self._place(self._pick())
+        record = RoundRecord(start=now, end=now)
+        record.lease_opportunities = sum(1 for j in self.assigned if j in self.active)
+        record.lease_extensions = sum(
+            1
+            for j, a in placed.items()
+            if j in self.assigned and set(self.assigned[j][1]) == set(a[1])
+        )
+        decisions = self._decisions(snap, placed, earlier, record)
+        self.assigned = placed
+        self.log.append(record)
+        return decisions
+
+    def _arrivals_left(self, snap: Snapshot) -> bool:
+        return bool((snap.runtime.status == FUTURE).any())
+
+    def _decisions(
+        self,
+        snap: Snapshot,
+        placed: dict[int, tuple[int, tuple[int, ...]]],
+        earlier: list[Decision],
+        record: RoundRecord,
+    ) -> list[Decision]:
+        now, rt = snap.now, snap.runtime
+        dropped = {d.job for d in earlier if isinstance(d, Reject)}
+        decisions: list[Decision] = []
+        for job in snap.running().tolist():
+            if job not in dropped and job not in placed:
+                decisions.append(Preempt(job))
+        jobs = np.array(sorted(placed), dtype=np.int64)
+        left = dict(zip(jobs.tolist(), self.remaining(snap, jobs).tolist(), strict=True))
+        starts: list[Decision] = []
+        ends: dict[int, float] = {}
+        for job in jobs.tolist():
+            k, workers = placed[job]
+            alloc = self._allocation(workers)
+            moving = rt.status[job] != RUNNING or rt.allocation[job] != alloc
+            if rt.status[job] != RUNNING:
+                starts.append(Start(job, alloc))
+            elif moving:
+                starts.append(Resize(job, alloc))
+            t = float(self.T[job][k])
+            r = left[job]
+            steps = min(int(t * self.slot), r)
+            s = int(self.jobs.num_gpus[job])
+            failed = steps <= 0 or (s > 1 and steps // s <= 0)
+            finish = now + steps / t
+            self.planned[job] = _Planned(k, workers, steps, finish, failed)
+            if steps == r and not failed:
+                # The engine completes it at (start of progress) + remaining / T.
+                begin = now if moving else max(now, float(rt.progress_from[job]))
+                ends[job] = begin + r / t
+            else:
+                ends[job] = finish
+        decisions += starts
+        if not placed:
+            return decisions
+        end = max(ends.values())
+        for job in jobs.tolist():
+            plan = self.planned[job]
+            if plan.failed:
+                wait = end - now
+            elif plan.steps == left[job]:
+                wait = 0.0
+            else:
+                wait = end - plan.finish
+            decisions.append(Overhead(job, wait))
+        self._credit(record, end)
+        self.round_end = end
+        return decisions
+
+    def _credit(self, record: RoundRecord, end: float) -> None:
+        """Gavel's busy time of the round: from the end of the last round that ran anything."""
+        start = self.credit_from if self.credit_from is not None else 0.0
+        record.end = end
+        record.jobs = len(self.planned)
+        per_job: dict[int, float] = {}
+        for job, plan in sorted(self.planned.items(), key=lambda kv: (-kv[1].finish, kv[0])):
+            if plan.failed:
+                continue
+            e = plan.finish - start
+            per_job[job] = e
+            for w in plan.workers:
+                record.busy[w] = record.busy.get(w, 0.0) + e
+        record.job_busy = per_job
+        self.credit_from = end
+
+    def _allocation(self, workers: tuple[int, ...]) -> Allocation:
+        by_node: dict[int, list[int]] = {}
+        for w in workers:
+            node, gpu = self.workers[w]
+            by_node.setdefault(node, []).append(gpu)
+        return tuple((node, tuple(sorted(g))) for node, g in sorted(by_node.items()))
+
+    # -- figures -------------------------------------------------------------------------
+    def report(self) -> dict[str, Any]:
+        """Rounds, solves, Gavel's utilisation and lease extensions to the end of the last
+        round, dropped jobs, and every solver failure (a warning each: the round fell back to
+        the isolated allocation)."""
+        ran = [r for r in self.log if r.jobs]
+        end = ran[-1].end if ran else 0.0
+        fallbacks = list(getattr(self.allocation, "fallbacks", []))
+        dropped_slos = list(getattr(self.allocation, "dropped_slos", []))
+        warnings = [
+            f"{self.name}: the allocation solver failed at t={t:.1f} s ({why}); that round used "
+            "the isolated allocation"
+            for t, why in fallbacks
+        ]
+        warnings += [
+            f"{self.name}: the deadlines of jobs {self._names(jobs)} could not all be met at "
+            f"t={t:.1f} s; that solve ignored every deadline"
+            for t, jobs in dropped_slos
+        ]
+        return {
+            "rounds": len(ran),
+            "allocation_solves": self.solves,
+            "solver_fallbacks": len(fallbacks),
+            "gavel_utilization": self.utilisation(end) if end > 0 else 0.0,
+            "lease_extension_percent": self.lease_extension_percent(end),
+            "dropped_jobs": len(self.dropped),
+            **({"warnings": warnings} if warnings else {}),
+        }
+
+    def _names(self, jobs: list[int]) -> str:
+        shown = ", ".join(str(self.jobs.job_id[j]) for j in jobs[:5])
+        return shown + (f" and {len(jobs) - 5} more" if len(jobs) > 5 else "")
+
+    def utilisation(self, end: float) -> float:
+        """Gavel's cluster utilisation at ``end``: mean over GPUs of credited busy seconds of
+        the rounds that ended by then, over ``end``."""
+        busy = np.zeros(len(self.workers))
+        for record in self.log:
+            if record.end <= end and record.jobs:
+                for w, e in record.busy.items():
+                    busy[w] += e
+        return float(busy.mean() / end) if end > 0 and len(busy) else 0.0
+
+    def lease_extension_percent(self, until: float) -> float:
+        """Share of (job still active, ran last round) cases in which the job kept its GPUs,
+        over the rounds scheduled by ``until``."""
+        chances = sum(r.lease_opportunities for r in self.log if r.start <= until)
+        kept = sum(r.lease_extensions for r in self.log if r.start <= until)
+        return 100.0 * kept / chances if chances else 0.0
+
+    def round_end_after(self, t: float) -> float:
+        """The end of the first round that ends at or after ``t`` (Gavel's run stops there)."""
+        ends = [r.end for r in self.log if r.jobs and r.end >= t]
+        return min(ends) if ends else t

@@ -1,0 +1,304 @@
+"""Volcano's share policies: ``volcano-proportion``, ``drf`` and ``hdrf``.
+
+``volcano-proportion`` (Volcano ``plugins/proportion/proportion.go``): each queue's deserved
+vector grows in rounds by the remaining resources times its weight over the unmet queues'
+weights, clamped to its real capability (``min(capability, total - Σ guarantees + own
+guarantee)``) and its request, and raised to its guarantee; a queue is met when its request is
+covered or its deserved stops changing; rounds end when nothing remains or changes. Queues are
+ordered by priority, then ``max_r alloc/deserved``; a job is admitted only while its queue stays
+within deserved; a queue within deserved with the job reclaims from queues above theirs, while
+they stay above. The plugin is flat: leaf queues divide the cluster (a parent's limit caps
+its leaves' capability; a parent's share is its leaves' sum).
+
+``drf`` (Volcano ``plugins/drf``, Ghodsi et al. NSDI '11): a queue's share is its dominant
+resource share ``max_r alloc/total`` over its weight; lower first; a job may take a running job
+of another queue if its queue's share with the job stays ≤ the victim queue's share without the
+victim (±1e-6).
+
+``hdrf`` (``enableHierarchy``, ``docs/design/hdrf.md``): a leaf is saturated when a resource it
+asks for is fully granted (its demand is met) or exhausted cluster-wide; an inner node takes the
+smallest dominant share ``m`` of its unsaturated, non-empty children, sums saturated children as
+they are and unsaturated ones scaled by ``m/share``, and takes the dominant share of the sum; it
+is saturated when all its children are. Order walks the two paths from the root: unsaturated
+first, then the smaller share over weight (weights below 1 count as 1), ties go down a level.
+Reclaim recomputes with the job moved and takes the victim if the reclaimer then goes first.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from schedlab.tenancy.policy import FAIR_SHARE, SharePolicy, goes_before
+from schedlab.tenancy.state import TenantState, roll_up
+from schedlab.tenancy.tree import ROOT, QueueTree
+
+EPS = 1e-9
+DRF_EPS = 1e-6
+
+
+def proportion(
+    total: np.ndarray,
+    request: np.ndarray,
+    weight: np.ndarray,
+    guarantee: np.ndarray | None = None,
+    capability: np.ndarray | None = None,
+) -> np.ndarray:
+    """Volcano's deserved vectors ``[queues, resources]`` for siblings sharing ``total``."""
+    q, r = request.shape
+    guarantee = np.zeros((q, r)) if guarantee is None else guarantee
+    capability = np.full((q, r), np.inf) if capability is None else capability
+    real_cap = np.minimum(capability, total[None, :] - guarantee.sum(axis=0) + guarantee)
+    deserved = np.zeros((q, r))
+    met = np.zeros(q, dtype=bool)
+    remaining = total.astype(np.float64).copy()
+    while True:
+        unmet = ~met & (weight > 0)
+        w_sum = float(weight[unmet].sum())
+        if w_sum <= 0 or not (remaining > EPS).any():
+            break
+        before = deserved.copy()
+        for i in np.flatnonzero(unmet):
+            grown = deserved[i] + remaining * weight[i] / w_sum
+            grown = np.minimum(grown, real_cap[i])
+            grown = np.minimum(grown, request[i])
+            deserved[i] = np.maximum(grown, guarantee[i])
+            if (request[i] <= deserved[i] + EPS).all() or np.allclose(deserved[i], before[i]):
+                met[i] = True
+        remaining = total - deserved.sum(axis=0)
+        if np.allclose(deserved, before):
+            break
+    return deserved
+
+
+def dominant(alloc: np.ndarray, total: np.ndarray) -> np.ndarray:
+    """``max_r alloc/total`` along the last axis (resources the cluster lacks ignored)."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        share = np.where(total > 0, alloc / np.where(total > 0, total, 1), 0.0)
+    return share.max(axis=-1) if share.shape[-1] else np.zeros(share.shape[:-1])
+
+
+def weighted_division(st: TenantState) -> np.ndarray:
+    """Each level's demand divided by weight (:func:`proportion` without guarantees)."""
+    tree = st.tree
+    fair = np.zeros_like(st.alloc)
+    fair[ROOT] = st.capacity
+    for parent in tree.preorder():
+        kids = tree.children[parent]
+        if kids:
+            fair[kids] = proportion(fair[parent], st.request[kids], tree.weight[kids])
+    return fair
+
+
+class VolcanoProportion(SharePolicy):
+    name = "volcano-proportion"
+    summary = "Volcano proportion: weighted deserved, guarantee, capability"
+
+    def _leaf_limits(self) -> tuple[np.ndarray, np.ndarray]:
+        """Each leaf's guarantee and capability (the smallest limit on its path)."""
+        tree = self.tree
+        leaves = tree.leaves
+        g = np.where(tree.deserved[leaves] < 0, 0.0, tree.deserved[leaves])
+        cap = np.stack([np.min(tree.limit[tree.ancestors[q]], axis=0) for q in leaves])
+        return g, cap
+
+    def shares(self, st: TenantState) -> np.ndarray:
+        """The plugin is flat: the leaf queues divide the cluster; a parent's share is its
+        leaves' sum (inner queues group, their limits still cap)."""
+        tree = st.tree
+        g, cap = self._leaf_limits()
+        own = np.zeros_like(st.alloc)
+        own[tree.leaves] = proportion(
+            st.capacity, st.request[tree.leaves], tree.weight[tree.leaves], g, cap
+        )
+        fair = roll_up(tree, own)
+        fair[ROOT] = st.capacity
+        return fair
+
+    def ceiling(self) -> np.ndarray:
+        """Volcano's real capability: ``min(capability, total − Σ guarantees + own)``."""
+        out = super().ceiling()
+        g, _ = self._leaf_limits()
+        leaves = self.tree.leaves
+        out[leaves] = np.minimum(out[leaves], self.capacity - g.sum(axis=0) + g)
+        return out
+
+    def node_key(self, st: TenantState, fair: np.ndarray, node: int, req: np.ndarray) -> tuple:
+        with np.errstate(divide="ignore", invalid="ignore"):
+            d = fair[node]
+            ratio = np.where(d > 0, st.alloc[node] / np.where(d > 0, d, 1), st.alloc[node] * 1e3)
+        return (-float(st.tree.priority[node]), float(ratio.max()), node)
+
+    def _within(self, st: TenantState, fair: np.ndarray, leaf: int, req: np.ndarray) -> bool:
+        return all(
+            bool((st.alloc[n] + req <= fair[n] + EPS).all()) for n in st.tree.ancestors[leaf]
+        )
+
+    def admit(self, st: TenantState, fair: np.ndarray, leaf: int, job: int) -> str | None:
+        if self._within(st, fair, leaf, st.demand[job]):
+            return super().admit(st, fair, leaf, job)
+        return f"queue {st.tree.label(leaf)!r} would pass its deserved share"
+
+    def quota_fits(self, st: TenantState, fair: np.ndarray, leaf: int, job: int) -> bool:
+        return self._within(st, fair, leaf, st.demand[job]) and super().quota_fits(
+            st, fair, leaf, job
+        )
+
+    def reclaimer(self, st: TenantState, fair: np.ndarray, leaf: int, job: int) -> bool:
+        return self._within(st, fair, leaf, st.demand[job])
+
+    def victim_candidates(
+        self, st: TenantState, fair: np.ndarray, leaf: int, job: int
+    ) -> list[int]:
+        out = []
+        for other, jobs in st.running.items():
+            if other != leaf:
+                out += [
+                    (-float(st.run_began[v]) if st.run_began is not None else 0.0, v) for v in jobs
+                ]
+        return [v for _, v in sorted(out)]
+
+    def allow_victim(
+        self, st: TenantState, fair: np.ndarray, leaf: int, job: int, victim: int
+    ) -> bool:
+        qv = st.tree.lca_children(leaf, int(st.leaf_of[victim]))[1]
+        return not bool((st.alloc[qv] <= fair[qv] + EPS).all())
+
+    def reason(self, st: TenantState, fair: np.ndarray, leaf: int, job: int, victim: int) -> str:
+        return FAIR_SHARE
+
+
+class Drf(SharePolicy):
+    name = "drf"
+    summary = "dominant resource fairness between queues"
+
+    def shares(self, st: TenantState) -> np.ndarray:
+        """DRF keeps no fair share of its own: the weighted division of demand stands in for
+        it in the figures."""
+        return weighted_division(st)
+
+    def _share(self, st: TenantState, node: int, alloc: np.ndarray) -> float:
+        w = max(float(st.tree.weight[node]), EPS)
+        return float(dominant(alloc, st.capacity)) / w
+
+    def node_key(self, st: TenantState, fair: np.ndarray, node: int, req: np.ndarray) -> tuple:
+        return (self._share(st, node, st.alloc[node]), node)
+
+    def reclaimer(self, st: TenantState, fair: np.ndarray, leaf: int, job: int) -> bool:
+        return True
+
+    def victim_candidates(
+        self, st: TenantState, fair: np.ndarray, leaf: int, job: int
+    ) -> list[int]:
+        rows = []
+        for other, jobs in st.running.items():
+            if other == leaf:
+                continue
+            share = self._share(st, other, st.alloc[other])
+            for v in jobs:
+                began = float(st.run_began[v]) if st.run_began is not None else 0.0
+                rows.append((-share, -began, v))
+        return [v for *_, v in sorted(rows)]
+
+    def allow_victim(
+        self, st: TenantState, fair: np.ndarray, leaf: int, job: int, victim: int
+    ) -> bool:
+        qr, qv = st.tree.lca_children(leaf, int(st.leaf_of[victim]))
+        mine = self._share(st, qr, st.alloc[qr] + st.demand[job])
+        theirs = self._share(st, qv, st.alloc[qv] - st.demand[victim])
+        return mine <= theirs + DRF_EPS
+
+    def reason(self, st: TenantState, fair: np.ndarray, leaf: int, job: int, victim: int) -> str:
+        return FAIR_SHARE
+
+
+def hdrf_shares(
+    tree: QueueTree, alloc: np.ndarray, demand: np.ndarray, total: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """HDRF's dominant share and saturation of every node, from the leaves' allocation and
+    demand (``[nodes, resources]``, leaf rows used)."""
+    n = len(tree)
+    share = np.zeros(n)
+    saturated = np.zeros(n, dtype=bool)
+    vec = np.zeros_like(alloc, dtype=np.float64)
+    exhausted = alloc[tree.leaves].sum(axis=0) >= total - EPS
+    for node in reversed(tree.preorder()):
+        kids = tree.children[node]
+        if not kids:
+            asks = demand[node] > 0
+            granted = alloc[node] >= demand[node] - EPS
+            saturated[node] = bool((asks & (granted | exhausted)).any()) or not asks.any()
+            vec[node] = alloc[node]
+            share[node] = float(dominant(alloc[node], total))
+            continue
+        open_kids = [c for c in kids if not saturated[c] and share[c] > 0]
+        m = min((share[c] for c in open_kids), default=1.0)
+        total_vec = np.zeros(alloc.shape[1])
+        for c in kids:
+            if saturated[c] or share[c] <= 0:
+                total_vec += vec[c]
+            else:
+                total_vec += vec[c] * (m / share[c])
+        vec[node] = total_vec
+        share[node] = float(dominant(total_vec, total))
+        saturated[node] = all(saturated[c] for c in kids)
+    return share, saturated
+
+
+class Hdrf(SharePolicy):
+    name = "hdrf"
+    summary = "hierarchical DRF (Volcano's hierarchy)"
+
+    def shares(self, st: TenantState) -> np.ndarray:
+        return weighted_division(st)
+
+    def _figures(self, st: TenantState, alloc: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        own = np.zeros_like(alloc)
+        own[st.tree.leaves] = alloc[st.tree.leaves]
+        demand = np.zeros_like(alloc)
+        demand[st.tree.leaves] = (alloc + st.pending)[st.tree.leaves]
+        return hdrf_shares(st.tree, own, demand, st.capacity)
+
+    def _path(self, st: TenantState, leaf: int, figures: tuple[np.ndarray, np.ndarray]) -> list:
+        share, saturated = figures
+        w = np.maximum(st.tree.weight, 1.0)
+        return [
+            (n, (bool(saturated[n]), float(share[n] / w[n])))
+            for n in reversed(st.tree.ancestors[leaf])
+        ]
+
+    def queue_key(self, st: TenantState, fair: np.ndarray, leaf: int, job: int) -> list:
+        key = (id(st), st.alloc.tobytes())
+        if getattr(self, "_cache_key", None) != key:
+            self._cache_key = key
+            self._cache = self._figures(st, st.alloc)
+        return self._path(st, leaf, self._cache)
+
+    def reclaimer(self, st: TenantState, fair: np.ndarray, leaf: int, job: int) -> bool:
+        return True
+
+    def victim_candidates(
+        self, st: TenantState, fair: np.ndarray, leaf: int, job: int
+    ) -> list[int]:
+        share, _ = self._figures(st, st.alloc)
+        rows = []
+        for other, jobs in st.running.items():
+            if other == leaf:
+                continue
+            for v in jobs:
+                began = float(st.run_began[v]) if st.run_began is not None else 0.0
+                rows.append((-share[other], -began, v))
+        return [v for *_, v in sorted(rows)]
+
+    def allow_victim(
+        self, st: TenantState, fair: np.ndarray, leaf: int, job: int, victim: int
+    ) -> bool:
+        vleaf = int(st.leaf_of[victim])
+        moved = st.alloc.copy()
+        tree = st.tree
+        moved[tree.ancestors[vleaf]] -= st.demand[victim]
+        moved[tree.ancestors[leaf]] += st.demand[job]
+        figures = self._figures(st, moved)
+        return goes_before(self._path(st, leaf, figures), self._path(st, vleaf, figures))
+
+    def reason(self, st: TenantState, fair: np.ndarray, leaf: int, job: int, victim: int) -> str:
+        return FAIR_SHARE
