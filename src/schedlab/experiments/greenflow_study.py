@@ -158,24 +158,36 @@ def run_study(
 
 
 def jct_at_same_carbon(table: pd.DataFrame) -> pd.DataFrame:
-    """For each baseline, greenflow's average JCT at the baseline's job carbon (linear
-    interpolation along greenflow's budget curve; blank outside it) and the ratio."""
+    """For each baseline, greenflow's average JCT at the baseline's job carbon and the ratio.
+
+    Linear interpolation along greenflow's budget curve (its runs that finish every job). A
+    run under a budget spends at most the budget, so the run whose budget is the baseline's
+    carbon lands just below it, past the curve's end: when the baseline spent more than every
+    point of the curve, greenflow's JCT is that of the curve's last point — greenflow with no
+    more carbon than the baseline (``greenflow_job_carbon_kg`` says how much). Below the curve
+    (no budget low enough finished everything): blank.
+    """
     out = []
     for workload, group in table.groupby("workload", sort=False):
         curve = group[group["budget"].notna() & (group["policy"] == "greenflow")]
         curve = curve[curve["completed"] == curve["jobs"]].sort_values("job_carbon_kg")
+        xs = curve["job_carbon_kg"].to_numpy(dtype=np.float64)
+        ys = curve["avg_jct_h"].to_numpy(dtype=np.float64)
         for _, row in group[group["budget"].isna()].iterrows():
             c = float(row["job_carbon_kg"])
-            xs = curve["job_carbon_kg"].to_numpy(dtype=np.float64)
-            ys = curve["avg_jct_h"].to_numpy(dtype=np.float64)
-            inside = len(xs) >= 2 and xs[0] <= c <= xs[-1]
-            gf = float(np.interp(c, xs, ys)) if inside else np.nan
+            if len(xs) and c >= xs[-1]:
+                gf, at = float(ys[-1]), float(xs[-1])
+            elif len(xs) >= 2 and xs[0] <= c:
+                gf, at = float(np.interp(c, xs, ys)), c
+            else:
+                gf, at = np.nan, np.nan
             out.append(
                 {
                     "workload": workload,
                     "policy": row["policy"],
                     "job_carbon_kg": c,
                     "avg_jct_h": row["avg_jct_h"],
+                    "greenflow_job_carbon_kg": at,
                     "greenflow_avg_jct_h": gf,
                     "jct_ratio": float(row["avg_jct_h"]) / gf if gf > 0 else np.nan,
                 }
@@ -261,7 +273,7 @@ def reproduce(ctx: StudyContext) -> Reproduction:
             continue
         result.checks.append(
             direction(
-                f"{r['workload']}: FIFO's JCT / greenflow's at FIFO's carbon, above 1",
+                f"{r['workload']}: FIFO's JCT / greenflow's at ≤ FIFO's carbon, above 1",
                 float(r["jct_ratio"]) - 1.0,
                 f"up to {PUBLISHED_JCT_RATIO} − 1",
                 expect=1.0,
@@ -270,7 +282,7 @@ def reproduce(ctx: StudyContext) -> Reproduction:
         )
         result.checks.append(
             reported(
-                f"{r['workload']}: FIFO's JCT / greenflow's at equal carbon",
+                f"{r['workload']}: FIFO's JCT / greenflow's at ≤ FIFO's carbon",
                 float(r["jct_ratio"]),
                 PUBLISHED_JCT_RATIO,
             )
@@ -284,7 +296,8 @@ def reproduce(ctx: StudyContext) -> Reproduction:
     result.tables.append(("Runs", markdown_table(_cells(table))))
     result.tables.append(
         (
-            "Greenflow's mean JCT at each baseline's job carbon (interpolated along its budgets)",
+            "Greenflow's mean JCT at each baseline's job carbon (interpolated along its budgets "
+            "that finish every job; past their end, the last: no more carbon than the baseline)",
             markdown_table(same, floats="{:.2f}"),
         )
     )
