@@ -124,6 +124,19 @@ def test_blame_new_judges_each_arrival_on_its_own() -> None:
     assert rec.end_time[0] == pytest.approx(100.0)
 
 
+def test_blame_new_judges_arrivals_in_deadline_order() -> None:
+    # 4 GPUs at 10 it/s each. a: 4,000 iterations by 100 (all 4 GPUs until 100); b: 6,000 by
+    # 200 (fits alone: 150 s on 4 GPUs; after a only 4,000 more fit by 200). Judged in deadline
+    # order a comes first and b is the one turned away, whichever is listed first.
+    for rows in (
+        [("a", 0, 4_000, 100), ("b", 0, 6_000, 200)],
+        [("b", 0, 6_000, 200), ("a", 0, 4_000, 100)],
+    ):
+        rec = _run(rows, params={"blame": "new"})
+        status = dict(zip([r[0] for r in rows], rec.status.tolist(), strict=True))
+        assert status == {"a": DONE, "b": REJECTED}
+
+
 def test_blame_new_forgives_an_admitted_job_that_was_already_late() -> None:
     # a is admitted at 0 with a deadline it can only just meet at 4 GPUs (4,000 iterations by
     # 100); 5 s of overhead per round make it late by the round at 100, where c arrives. The

@@ -18,7 +18,8 @@ from schedlab.experiments.replay_run import ReplaySpec, run_replay
 from schedlab.model.snapshot import Allocation, Start
 from schedlab.network.collectives import CommSpec
 from schedlab.network.footprint import footprint
-from schedlab.network.reference import ReferenceTimes, compact_placement
+from schedlab.network.generators import parse_topology
+from schedlab.network.reference import ReferenceTimes, compact_placement, reference_fabric
 from schedlab.network.routing import Routing
 from schedlab.network.sharing import DEFAULT_ALPHA, iteration_time
 from schedlab.perf.models import TraceDuration
@@ -130,3 +131,28 @@ def _scripted(rows: str, allocation: Allocation):
     )
     policy = Scripted({0.0: [Start(0, allocation)]})
     return ReplayEngine(cluster, jobs, policy, make_placement("bestfit"), perf, network=net).run()
+
+
+def test_on_an_optical_switch_the_reference_is_the_non_blocking_leaf_spine() -> None:
+    """An OCS has no fabric until circuits are set; the reference wires every leaf's uplink port
+    p to spine p mod spines, so any two leaves are two hops apart over all their ports."""
+    topo = parse_topology("ocs:leaves=4,spines=2,hosts_per_leaf=2,g=4,m=4,nic_gbps=100")
+    assert not topo.reachable(0, 1)
+    ref = reference_fabric(topo)
+    assert ref.hop_distance[np.ix_(ref.leaves, ref.leaves)].max() == 2
+    assert len(ref.fabric_src) == 2 * 4 * 8  # 4 leaves × 8 ports, both directions
+    plain = two_by_two(g=4)
+    assert reference_fabric(plain) is plain
+
+
+def test_ocs_vclos_job_over_a_leaf_pair_alone_takes_its_trace_duration() -> None:
+    """A 16-GPU job on 8-GPU leaves gets a leaf pair joined by its own circuits (as many as
+    each leaf's ports): alone it runs its trace duration, the OCS delay added. With fewer ports
+    a leaf than spines, the wiring replay starts from leaves L0 and L1 unconnected: the
+    reference is not that wiring."""
+    topology = "ocs:leaves=4,spines=16,hosts_per_leaf=2,g=4,m=4,nic_gbps=100"
+    record = _replay(
+        "j,0,16,1000,hd,400e6,0.05,0\n", topology, placement="ocs-vclos", net_routing="spray"
+    )
+    delay = parse_topology(topology).ocs.delay
+    assert record.end_time[0] == pytest.approx(1000 + delay, rel=1e-9)

@@ -121,6 +121,23 @@ def test_serving_fragmentation_by_hand():
     assert f.cpu_frag_pct == pytest.approx(75.0) and f.gpu_frag_pct == pytest.approx(100.0)
 
 
+def test_serving_fragmentation_counts_memory():
+    """One node of 16 vCPU, 32 GiB and 2 GPUs; typical instances A (8 vCPU, 64 GiB, 1 GPU) and
+    B (2 vCPU, no memory): A never fits (memory), so half of the idle CPU and both GPUs are
+    fragmented; a node with the memory for A strands neither."""
+    shapes = ServingShapes.of(
+        np.array([8000, 2000]), np.array([64 << 10, 0]), np.array([1, 0]), np.array([0, 0])
+    )
+    small = serving_fragmentation(
+        pool_cluster(NodeShape("m", 16_000, 32 << 10, 2, 100), 1).new_state(), shapes
+    )
+    assert small.cpu_frag_pct == pytest.approx(50.0) and small.gpu_frag_pct == pytest.approx(100.0)
+    large = serving_fragmentation(
+        pool_cluster(NodeShape("m", 16_000, 64 << 10, 2, 100), 1).new_state(), shapes
+    )
+    assert large.cpu_frag_pct == pytest.approx(0.0) and large.gpu_frag_pct == pytest.approx(50.0)
+
+
 def _cpu_pods(cpus: list[int], app: int = -1, limit: int = -1) -> PoolWorkload:
     n = len(cpus)
     pods = PodTable.from_columns(

@@ -79,8 +79,13 @@ class PowerCurve:
         return np.array([r.time_per_epoch * r.average_power for r in self.rows])
 
     def energy_optimal(self) -> int:
-        """Index of the limit with the least energy per epoch (ties: the lower limit)."""
+        """Index of the limit with the least energy per epoch — per unit of work, whatever the
+        GPU's TDP scales it by (ties: the lower limit)."""
         return int(np.argmin(self.energy_per_epoch()))
+
+    def energy_per_work(self) -> np.ndarray:
+        """Energy per unit of work at each limit relative to the top limit's (power / speed)."""
+        return self.power / self.speed / (self.power[-1] / self.speed[-1])
 
     def zeus_cost_optimal(self, eta: float, max_power_w: float) -> int:
         """Index minimising Zeus's cost η·E + (1 − η)·MAXPOWER·T per epoch."""

@@ -180,7 +180,7 @@ def part_ablation(result: Reproduction, rows: pd.DataFrame, out: Path) -> None:
     ``ablation-<scale>``)."""
     rows = rows.assign(scale=rows["group"].str.removeprefix("ablation-"))
     mean = rows.groupby(["scale", "gpus", "policy"], sort=False)["dsr"].mean()
-    worst = rows.groupby(["scale", "gpus", "policy", "trace"], sort=False)["dsr"].first()
+    worst = rows.groupby(["scale", "gpus", "policy", "trace"])["dsr"].first().sort_index()
     records = []
     for scale in ABLATION_RUNTIMES:
         for policy in ABLATION_POLICIES:

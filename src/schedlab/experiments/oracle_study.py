@@ -110,6 +110,13 @@ def _stats(errors: np.ndarray) -> dict[str, float]:
     }
 
 
+def _cell(st: dict[str, float]) -> str:
+    """``median signed / p95 |error|`` in %, or — when no job shares a link."""
+    if not np.isfinite(st["signed"]):
+        return "—"
+    return f"{100 * st['signed']:+.1f} / {100 * st['p95']:.1f}"
+
+
 def reproduce(ctx: StudyContext) -> Reproduction:
     result = Reproduction(
         "oracle", "The sharing rules against a flow-level oracle", "network spec §3.5"
@@ -123,7 +130,7 @@ def reproduce(ctx: StudyContext) -> Reproduction:
         row: dict[str, object] = {"regime": label, "jobs sharing": f"{int(sel.sum())}"}
         for rule in COMPARED:
             st = _stats(got[rule][sel])
-            row[rule] = f"{100 * st['signed']:+.1f} / {100 * st['p95']:.1f}"
+            row[rule] = _cell(st)
         rows.append(row)
         if sel.any():
             st = _stats(got["random-phase"][sel])
@@ -146,8 +153,7 @@ def reproduce(ctx: StudyContext) -> Reproduction:
         "jobs sharing": f"{int(sel.sum())} of {len(sel)}",
     }
     for rule in COMPARED:
-        st = _stats(merged[rule][sel])
-        mix_row[rule] = f"{100 * st['signed']:+.1f} / {100 * st['p95']:.1f}"
+        mix_row[rule] = _cell(_stats(merged[rule][sel]))
     rows.append(mix_row)
     st = _stats(merged["random-phase"][sel])
     result.checks.append(

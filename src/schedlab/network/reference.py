@@ -9,17 +9,22 @@ its iteration time alone on the placement the trace's cluster would have given i
 the fewest hosts, the lowest-index hosts filled one after the other, traffic spread evenly over
 every shortest path. Alone on that placement a job takes exactly its trace duration; a
 scattered placement, unlucky ECMP paths or other jobs on its links make it slower, a placement
-with less to send faster.
+with less to send faster. On a topology with an optical circuit switch the reference fabric is
+the non-blocking leaf-spine the switch can wire for one job alone (see :func:`reference_fabric`).
 """
 
 from __future__ import annotations
+
+from dataclasses import replace
+
+import numpy as np
 
 from schedlab.model.snapshot import Allocation
 from schedlab.network.collectives import CommSpec
 from schedlab.network.footprint import footprint
 from schedlab.network.routing import Routing
 from schedlab.network.sharing import DEFAULT_ALPHA, iteration_time
-from schedlab.network.topology import Topology
+from schedlab.network.topology import SPINE, Topology
 
 #: How the reference placement routes: evenly over every shortest path (no hash collisions of
 #: the job with itself, which a trace's measured run time would average out).
@@ -41,12 +46,36 @@ def compact_placement(topo: Topology, gpus: int) -> Allocation:
     return tuple(out)
 
 
+def reference_fabric(topo: Topology) -> Topology:
+    """``topo`` itself, or with an optical circuit switch, the non-blocking leaf-spine the OCS can
+    give one job alone: uplink port p of every leaf joined to spine p mod spines at the port rate.
+
+    Spine port counts are not enforced: they bound how many jobs' circuits fit at once, not what
+    one job alone on the compact placement gets (OCS-vClos gives it circuits of its own). Nor is
+    the wiring a replay starts from used: with fewer ports a leaf than spines it leaves some
+    leaves without a path between them. Where a leaf's ports are a multiple of the spines, the
+    two wirings are the same."""
+    if topo.ocs is None:
+        return topo
+    spines = np.flatnonzero(topo.switch_level == SPINE)
+    ports = np.arange(int(topo.ocs.leaf_ports))
+    leaf = np.repeat(topo.leaves.astype(np.int64), len(ports))
+    spine = np.tile(spines[ports % len(spines)].astype(np.int64), len(topo.leaves))
+    n = 2 * len(leaf)
+    return replace(
+        topo,
+        fabric_src=np.concatenate([leaf, spine]).reshape(n),
+        fabric_dst=np.concatenate([spine, leaf]).reshape(n),
+        fabric_gbps=np.full(n, float(topo.ocs.port_gbps)),
+    )
+
+
 class ReferenceTimes:
     """T_ref of jobs on one topology; the collective's time alone is cached per (collective,
     GPUs, bytes), which the jobs of a trace repeat."""
 
     def __init__(self, topo: Topology, alpha: float = DEFAULT_ALPHA) -> None:
-        self.topo = topo
+        self.topo = reference_fabric(topo)
         self.alpha = alpha
         self._comm: dict[tuple[str, int, float], float] = {}
 

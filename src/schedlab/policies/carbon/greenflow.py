@@ -4,19 +4,28 @@ A GreenFlow-like allocator (GreenFlow, TPDS 2025; its text and power model are n
 rule is ours). A configuration of a job is (GPU count n, power-limit fraction p): n from the job's
 levels as ElasticFlow builds them (its caps and throughput curves), p from the Zeus grid of its
 GPU (only the top limit without ``--power-model measured``). It runs at throughput(n)·speed(p)
-and draws n·power(p)·TDP.
+and draws n·power(p)·TDP. Only limits from the energy-optimal one (least power/speed: energy per
+unit of work, on the curve of the GPU the job runs on) up to the top are used: a lower limit is
+both slower and costlier per unit of work (on the A40 curve the A100 uses, the lowest limit costs
+1.4× the top limit's energy per unit of work).
 
 Every slot (``slot`` seconds, and at every carbon-intensity step) the slot's allowance is
-A = B_rem·(Δ/CI_now) / ∫_now^t_end dt/CI, with t_end = max(last arrival, now) + 24 h: the budget
-left, spread so that cleaner hours get more of it. Pass 1 gives jobs, fewest remaining one-GPU
-seconds first, (smallest level, lowest p) while the slot's carbon stays ≤ A and GPUs remain.
-Pass 2 repeatedly applies the single increment — a job's next GPU level or its next power step —
-with the largest decrease of its estimated remaining time per gram added in the slot, until the
-allowance or the GPUs run out. B_rem falls by the jobs' actual emissions (the energy meter's);
-unused allowance carries over to the next slot (so a job too costly for one slot's share
-runs once enough has been saved up), and once B_rem reaches 0, or no longer buys a slot, nothing
-runs (jobs left are reported as unfinished). ``powerflow`` is the same with CI ≡ 1: an energy
-budget in kWh.
+A = B_rem·(Δ/CI_now) / ∫_now^t_end dt/CI: the budget left, spread so that cleaner hours get more
+of it, over t_end = max(last arrival, now + drain), drain = the GPU-seconds the active jobs still
+need at their cheapest configuration over the cluster's GPUs (the soonest the work can be done;
+no fixed tail, so a budget is not left to trickle out while the cluster idles). Pass 1 gives
+jobs, fewest remaining one-GPU seconds first, (smallest level, energy-optimal p) while the
+slot's carbon stays ≤ A and GPUs remain. Pass 2 repeatedly applies the single increment — a
+job's next GPU level or its next power step — with the largest decrease of its estimated time
+to finish per gram added to what finishing its work would emit (per unit of work, not per
+slot: an increment that costs nothing per unit of work, such as a GPU that scales linearly,
+comes first), until the allowance or the GPUs run out, and never beyond what the budget leaves
+once finishing all the work at the cheapest configurations is paid for (jobs yet to arrive
+included, at the series' mean intensity). B_rem falls by the jobs' actual
+emissions (the energy meter's); unused allowance carries over to the next slot (so a job too
+costly for one slot's share runs once enough has been saved up), and once B_rem reaches 0, or no
+longer buys a slot, nothing runs (jobs left are reported as unfinished). ``powerflow`` is the
+same with CI ≡ 1: an energy budget in kWh.
 
 Placement goes through the run's placement policy; the engine's ``--resize-overhead`` and
 ``--restart-overhead`` are the reconfiguration costs.
@@ -44,7 +53,6 @@ from schedlab.policies.scheduler import (
 )
 
 J_PER_KWH = 3.6e6
-HORIZON = 24 * 3600.0
 
 
 class GreenFlow(CarbonAware, SchedulingPolicy):
@@ -83,29 +91,39 @@ class GreenFlow(CarbonAware, SchedulingPolicy):
         self.carry = 0.0  # allowance of earlier slots left unspent
         self.stalled_since = math.nan  # when the whole budget left stopped buying any slot
         self.last_slot: tuple[float, float] | None = None
+        #: The budget left cannot finish any active job, even in its cheapest configuration at
+        #: the series' lowest intensity: the run ends and those jobs are reported unfinished
+        #: (rather than idling for weeks towards a rare clean hour to buy a part of one).
+        self.exhausted = False
+        self.ci_low = float(self.ci.values.min()) if len(self.ci.values) else 0.0
+        self.ci_mean = float(self.ci.values.mean()) if len(self.ci.values) else 0.0
+        self._cheapest_j_per_work: dict[int, float] = {}
         self.limit_now: dict[int, int] = {}
 
     # -- the job's configuration space ------------------------------------------------------
     def grid(self, job: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """(p, speed, power fraction) of the job's power steps (only p = 1 when unmeasured)."""
+        """(p, speed, power fraction) of the job's power steps from the energy-optimal limit of
+        its GPU's curve to the top (only p = 1 when unmeasured)."""
         run = self.energy_run
         curves = getattr(run, "curves", None)
         if curves is None or self.plan_model < 0:
             one = np.ones(1)
             return one, one, one
         c = curves.curve(job, self.plan_model)
-        return c.p, c.speed, c.power
+        k = c.energy_optimal()
+        return c.p[k:], c.speed[k:], c.power[k:]
 
     def remaining_g(self, now: float) -> float:
         meter = getattr(self.energy_run, "meter", None)
         emitted = meter.jobs_carbon_g(now) if meter is not None else self.emitted_estimate
         return max(0.0, self.budget - emitted)
 
-    def allowance(self, now: float, slot: float) -> float:
+    def allowance(self, now: float, slot: float, drain: float) -> float:
+        """The slot's share of the budget left, spread to max(last arrival, now + drain)."""
         if math.isinf(self.budget):
             return math.inf
         left = self.remaining_g(now)
-        end = max(self.last_arrival, now) + HORIZON
+        end = max(self.last_arrival, now + max(drain, slot))
         spread = self.inverse.integral(now, end)
         share = self.inverse.integral(now, now + slot)
         return left * share / spread if spread > 0 else left
@@ -114,7 +132,7 @@ class GreenFlow(CarbonAware, SchedulingPolicy):
     def next_wakeup(self, snap: Snapshot) -> float:
         if not (snap.pending_set or snap.running_set):
             return math.inf
-        if not snap.running_set and self.remaining_g(snap.now) <= 0:
+        if self.exhausted or (not snap.running_set and self.remaining_g(snap.now) <= 0):
             return math.inf  # the budget is spent and never comes back: nothing will run
         patience = 0.0 if self.ci.is_constant else self.ci.period
         if not snap.running_set and snap.now - self.stalled_since >= patience:
@@ -159,6 +177,27 @@ class GreenFlow(CarbonAware, SchedulingPolicy):
             )
         return decisions + changes
 
+    def future_g(self, snap: Snapshot, ci: float) -> float:
+        """Grams the jobs yet to arrive would emit at their cheapest configuration, at the
+        series' mean intensity (0 without a budget)."""
+        if math.isinf(self.budget) or ci <= 0:
+            return 0.0
+        later = np.flatnonzero(self.ctx.jobs.submit_time > snap.now)
+        if not len(later):
+            return 0.0
+        work = snap.remaining_work(later)
+        watts = self.gpu_watts()
+        total = 0.0
+        for j, w in zip(later.tolist(), work.tolist(), strict=True):
+            e = self._cheapest_j_per_work.get(j)
+            if e is None:
+                _, speed, power = self.grid(j)
+                rate = self.rates[j][self.levels[j][0]] * float(speed[0])
+                e = self.levels[j][0] * float(power[0]) * watts / max(rate, 1e-300)
+                self._cheapest_j_per_work[j] = e
+            total += w * e
+        return total * self.ci_mean / J_PER_KWH
+
     def level_map(self, jobs: list[int]) -> dict[int, list[int]]:
         return {j: self.levels[j] for j in jobs}
 
@@ -166,7 +205,17 @@ class GreenFlow(CarbonAware, SchedulingPolicy):
         self, snap: Snapshot, active: list[int], slot: float
     ) -> dict[int, tuple[int, int]]:
         """(GPU level, power step) per job that runs this slot: pass 1, then pass 2."""
-        allowance = self.allowance(snap.now, slot)
+        remaining = snap.remaining_work(np.asarray(active))
+        left_work = dict(zip(active, remaining.tolist(), strict=True))
+        grids = {j: self.grid(j) for j in active}
+        cheapest = sum(
+            left_work[j]
+            / max(self.rates[j][self.levels[j][0]] * float(grids[j][1][0]), 1e-300)
+            * self.levels[j][0]
+            for j in active
+        )
+        drain = cheapest / max(snap.cluster.total_gpus, 1)
+        allowance = self.allowance(snap.now, slot, drain)
         if math.isfinite(allowance):
             allowance = min(allowance + self.carry, self.remaining_g(snap.now))
         if allowance <= 0:
@@ -175,20 +224,30 @@ class GreenFlow(CarbonAware, SchedulingPolicy):
         ci = self.ci.at(snap.now)
         watts = self.gpu_watts()
         grams_per_w = slot * ci / J_PER_KWH
-        remaining = snap.remaining_work(np.asarray(active))
-        left_work = dict(zip(active, remaining.tolist(), strict=True))
-        grids = {j: self.grid(j) for j in active}
 
         def rate(j: int, li: int, k: int) -> float:
             return self.rates[j][self.levels[j][li]] * float(grids[j][1][k])
 
-        def grams(j: int, li: int, k: int) -> float:
-            return self.levels[j][li] * float(grids[j][2][k]) * watts * grams_per_w
+        def per_second(j: int, li: int, k: int) -> float:
+            return self.levels[j][li] * float(grids[j][2][k]) * watts * grams_per_w / slot
 
         def time_left(j: int, li: int, k: int) -> float:
             r = rate(j, li, k)
             return left_work[j] / r if r > 0 else math.inf
 
+        def grams(j: int, li: int, k: int) -> float:
+            """What the configuration emits in this slot (a job that ends in it, until then)."""
+            return per_second(j, li, k) * min(slot, time_left(j, li, k))
+
+        def to_finish(j: int, li: int, k: int) -> float:
+            """Grams finishing the job's work at this configuration would emit (at this CI)."""
+            return per_second(j, li, k) * time_left(j, li, k)
+
+        if math.isfinite(self.budget) and ci > 0:
+            least = min(to_finish(j, 0, 0) for j in active) * self.ci_low / ci
+            self.exhausted = self.remaining_g(snap.now) < least
+            if self.exhausted:
+                return {}
         free = snap.cluster.total_gpus
         spent = 0.0
         config: dict[int, tuple[int, int]] = {}
@@ -202,20 +261,27 @@ class GreenFlow(CarbonAware, SchedulingPolicy):
             config[j] = (0, 0)
             free -= need
             spent += cost
+        # What finishing all the work would still emit, every job at its cheapest configuration
+        # (at the series' mean intensity, or this slot's if higher; jobs yet to arrive at the
+        # mean): an increment may spend only what is left of the budget beyond that, so
+        # speed-ups never leave work unpaid for.
+        dear = max(ci, self.ci_mean) / ci if ci > 0 else 1.0
+        plan = dear * sum(to_finish(j, 0, 0) for j in active) + self.future_g(snap, ci)
+        room = self.remaining_g(snap.now) - plan if math.isfinite(self.budget) else math.inf
         heap: list[tuple[float, int, int, int, int]] = []
         version = dict.fromkeys(config, 0)
 
         def push(j: int) -> None:
             li, k = config[j]
-            now_t, now_g = time_left(j, li, k), grams(j, li, k)
+            now_t, now_g = time_left(j, li, k), to_finish(j, li, k)
             for nli, nk in ((li + 1, k), (li, k + 1)):
                 if nli >= len(self.levels[j]) or nk >= len(grids[j][0]):
                     continue
                 gain = now_t - time_left(j, nli, nk)
-                added = grams(j, nli, nk) - now_g
+                added = to_finish(j, nli, nk) - now_g
                 if gain <= 0:
                     continue
-                score = gain / added if added > 0 else math.inf
+                score = gain / added if added > 1e-12 * max(now_g, 1e-300) else math.inf
                 heapq.heappush(heap, (-score, j, nli, nk, version[j]))
 
         for j in config:
@@ -227,11 +293,13 @@ class GreenFlow(CarbonAware, SchedulingPolicy):
             li, k = config[j]
             extra = self.levels[j][nli] - self.levels[j][li]
             added = grams(j, nli, nk) - grams(j, li, k)
-            if extra > free or spent + added > allowance:
+            dearer = dear * (to_finish(j, nli, nk) - to_finish(j, li, k))
+            if extra > free or spent + added > allowance or dearer > room:
                 continue  # this step does not fit; the job's other step may
             config[j] = (nli, nk)
             free -= extra
             spent += added
+            room -= max(0.0, dearer)
             version[j] += 1
             push(j)
         if math.isfinite(allowance):
