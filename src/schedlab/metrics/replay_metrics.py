@@ -78,6 +78,15 @@ def _numeric(frame: pd.DataFrame, column: str) -> np.ndarray:
     return values.to_numpy(dtype=np.float64, na_value=np.nan)
 
 
+def ftf_rho_values(jct: np.ndarray, isolated_jct: np.ndarray) -> np.ndarray:
+    """``jct / isolated_jct`` per job: NaN where the job did not complete (NaN JCT) or has no
+    positive reference JCT."""
+    jct = np.asarray(jct, dtype=np.float64)
+    isolated = np.asarray(isolated_jct, dtype=np.float64)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(isolated > 0, jct / isolated, np.nan)
+
+
 def job_metrics(jobs: pd.DataFrame, slowdown_floor: float = DEFAULT_SLOWDOWN_FLOOR) -> pd.DataFrame:
     """A copy of ``jobs`` with ``jct``, ``queue_delay``, ``bounded_slowdown``, ``met_deadline``.
 
@@ -85,6 +94,9 @@ def job_metrics(jobs: pd.DataFrame, slowdown_floor: float = DEFAULT_SLOWDOWN_FLO
     did not complete or its duration is unknown (a guessed duration would make the mean
     meaningless).
     ``met_deadline`` is False for jobs without a deadline: read it only where ``deadline`` is set.
+    ``ftf_rho`` (finish-time fairness, only when the table has ``isolated_jct``: the job's JCT
+    under the fluid isolated share, :mod:`schedlab.metrics.ftf`) is ``jct / isolated_jct``, NaN
+    where the job did not complete or could not run in the reference.
     """
     if "deadline" not in jobs.columns:  # written only when the trace has deadlines
         jobs = jobs.assign(deadline=np.nan)
@@ -112,6 +124,8 @@ def job_metrics(jobs: pd.DataFrame, slowdown_floor: float = DEFAULT_SLOWDOWN_FLO
     out["bounded_slowdown"] = slowdown
     with np.errstate(invalid="ignore"):
         out["met_deadline"] = completed & ~np.isnan(deadline) & (end <= deadline)
+    if "isolated_jct" in jobs.columns:  # finish-time fairness against the isolated share
+        out["ftf_rho"] = ftf_rho_values(jct, _numeric(jobs, "isolated_jct"))
     return out
 
 
@@ -200,7 +214,9 @@ def summarize(
     [first submit, last completion]: the span in which the workload was being served, so that
     idle time after the last job (or a long tail of rejected submissions) does not dilute it.
     ``dsr`` and ``deadline_jobs`` appear only when some job has a deadline, and
-    ``best_effort_avg_jct`` only when some jobs have one and others do not.
+    ``best_effort_avg_jct`` only when some jobs have one and others do not; ``ftf_rho_mean``,
+    ``ftf_rho_p50``, ``ftf_rho_p90`` and ``ftf_rho_max`` over completed jobs when the table has
+    ``isolated_jct``.
     """
     m = job_metrics(jobs, slowdown_floor)
     status = m["status"].astype(str)
@@ -246,6 +262,14 @@ def summarize(
         "preemptions": int(np.nansum(preemptions)),
         "jain_fairness": jain_index(users["mean_bounded_slowdown"].to_numpy(dtype=np.float64)),
     }
+    if "ftf_rho" in m.columns:
+        rho = m["ftf_rho"].to_numpy(dtype=np.float64)
+        summary.update(
+            ftf_rho_mean=_mean(rho),
+            ftf_rho_p50=_quantile(rho, 0.50),
+            ftf_rho_p90=_quantile(rho, 0.90),
+            ftf_rho_max=_float(np.nanmax(rho)) if np.isfinite(rho).any() else None,
+        )
     has_deadline = ~np.isnan(deadline)
     if has_deadline.any():
         met = m["met_deadline"].to_numpy(dtype=bool)
