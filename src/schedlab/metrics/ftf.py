@@ -127,9 +127,9 @@ def isolated_completion(
     groups = group_of.tolist()
     scales = [float(s) for s in sizes.tolist()]
     n_total = float(total_gpus)
-    g_range = range(len(scales))
     clocks = [0.0] * len(scales)
     heaps: list[list[tuple[float, int]]] = [[] for _ in scales]
+    busy: dict[int, None] = {}  # GPU counts with active jobs (only their clocks move)
     finish = [math.nan] * len(order)
     active, i, count = 0, 0, len(order)
     now = arrivals[0]
@@ -137,41 +137,49 @@ def isolated_completion(
         arrival = arrivals[i] if i < count else math.inf
         # The next completion: per GPU count, its head's virtual distance at that count's pace.
         soonest, group = math.inf, -1
-        for g in g_range:
-            heap = heaps[g]
-            if heap:
-                dt = (heap[0][0] - clocks[g]) * max(active * scales[g], n_total)
-                if dt < soonest:
-                    soonest, group = dt, g
+        for g in busy:
+            dt = (heaps[g][0][0] - clocks[g]) * max(active * scales[g], n_total)
+            if dt < soonest:
+                soonest, group = dt, g
         if arrival - now <= soonest:  # the next event is an arrival: land on its time exactly
-            _advance(clocks, arrival - now, active, scales, n_total)
+            _advance(clocks, busy, arrival - now, active, scales, n_total)
             now = arrival
             while i < count and arrivals[i] <= now:
                 g = groups[i]
+                if g not in busy:  # an idle count's clock starts again from 0
+                    busy[g], clocks[g] = None, 0.0
                 heapq.heappush(heaps[g], (clocks[g] + size[i], i))
                 active += 1
                 i += 1
             continue
-        _advance(clocks, max(soonest, 0.0), active, scales, n_total)
+        _advance(clocks, busy, max(soonest, 0.0), active, scales, n_total)
         now += max(soonest, 0.0)
         if heaps[group][0][0] > clocks[group]:
             clocks[group] = heaps[group][0][0]
-        for g in g_range:  # every job due by now (ties finish together)
+        for g in list(busy):  # every job due by now (ties finish together)
             heap, due = heaps[g], clocks[g] * (1 + 1e-12)
             while heap and heap[0][0] <= due:
                 finish[heapq.heappop(heap)[1]] = now
                 active -= 1
+            if not heap:
+                del busy[g]
     done[order] = finish
     return done
 
 
 def _advance(
-    clocks: list[float], step: float, active: int, scales: list[float], n_total: float
+    clocks: list[float],
+    busy: dict[int, None],
+    step: float,
+    active: int,
+    scales: list[float],
+    n_total: float,
 ) -> None:
-    """Move every GPU count's virtual clock on by ``step`` seconds at its pace."""
+    """Move the virtual clock of every GPU count with active jobs on by ``step`` seconds at
+    its pace."""
     if step > 0:
-        for g, s in enumerate(scales):
-            clocks[g] += step / max(active * s, n_total)
+        for g in busy:
+            clocks[g] += step / max(active * scales[g], n_total)
 
 
 def isolated_jct(jobs: JobTable, cluster: Cluster, perf: PerfModel) -> np.ndarray:
