@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import random
+
 import numpy as np
 import pytest
 
 from schedlab.policies.heterogeneous import gavel_lp
 from schedlab.policies.heterogeneous.allocation import (
     AllocationProblem,
+    Fifo,
     FifoPerf,
     equal_share_throughput,
     isolated_allocation,
@@ -182,3 +185,116 @@ def test_a_failing_solver_falls_back_to_the_isolated_allocation(monkeypatch) -> 
 def test_bad_tiebreak_is_refused() -> None:
     with pytest.raises(ValueError, match="'tiebreak' must be one of sum, none"):
         MaxMinFairness(tiebreak="mean")
+
+
+# Hierarchical water-filling. Types a and b, one GPU each; job 0 runs only on a, job 2 only on
+# b, job 1 on both (T = 1). Equal-share throughputs T̄ = 0.5, 1, 0.5, so ŷ = 2·x0a, x1a + x1b,
+# 2·x2b. Jobs 0 and 1 belong to alice, job 2 to bob.
+ENTITY_T = [[1, 0], [1, 1], [0, 1]]
+ENTITY = np.array(["alice", "alice", "bob"])
+
+
+def test_water_filling_one_entity_per_job() -> None:
+    """max min(2·x0a, x1, 2·x2b) = t: x0a = t/2, x1 = t, x2b = t/2 on 2 GPUs → t = 1."""
+    p = problem(ENTITY_T, entity=ENTITY)
+    x = WaterFilling().allocate(p)
+    np.testing.assert_allclose(x.sum(axis=1), [0.5, 1.0, 0.5], atol=1e-6)
+
+
+def test_water_filling_shares_a_users_weight_among_its_jobs() -> None:
+    """fairness: weights 0.5, 0.5, 1. max min(4·x0a, 2·x1, 2·x2b) = t: x0a = t/4, x1 = t/2,
+    x2b = t/2, 5t/4 ≤ 2 → t = 1.6: x0a = 0.4, x1a = 1 − 0.4 = 0.6, x2b = 0.8, x1b = 0.2."""
+    p = problem(ENTITY_T, entity=ENTITY)
+    x = WaterFilling(entities="fairness").allocate(p)
+    np.testing.assert_allclose(x, [[0.4, 0], [0.6, 0.2], [0, 0.8]], atol=1e-6)
+
+
+def test_water_filling_fifo_entity_serves_the_users_oldest_job_first() -> None:
+    """fifo: job 0 holds alice's whole weight, job 1 none; max min(2·x0a, 2·x2b) gives both a
+    whole GPU and freezes them; job 1 gets alice's weight next, with nothing left to take."""
+    p = problem(ENTITY_T, entity=ENTITY)
+    x = WaterFilling(entities="fifo").allocate(p)
+    np.testing.assert_allclose(x, [[1, 0], [0, 0], [0, 1]], atol=1e-6)
+
+
+def test_water_filling_entity_weights_scale_a_user() -> None:
+    """fairness with bob weighing 3: weights 0.5, 0.5, 3. Level 1: max min(4·x0a, 2·x1,
+    2·x2b/3) = t with x2b = 1.5t ≤ 1 → t = 2/3: x2b = 1 (b full), x0a = 1/6, x1a = 1/3; job 2
+    cannot grow and freezes, alice's two can (a has 1/2 left). Level 2 from y = 1/3, 1/3:
+    2·x0a − 1/3 = x1a − 1/3 with x0a + x1a = 1 → x0a = 1/3, x1a = 2/3."""
+    p = problem(ENTITY_T, entity=ENTITY)
+    x = WaterFilling(entities="fairness", weights="bob=3").allocate(p)
+    np.testing.assert_allclose(x, [[1 / 3, 0], [2 / 3, 0], [0, 1]], atol=1e-6)
+
+
+def test_bad_entity_policy_and_weights_are_refused() -> None:
+    with pytest.raises(ValueError, match="entities"):
+        WaterFilling(entities="lottery")
+    with pytest.raises(ValueError, match="NAME=WEIGHT"):
+        WaterFilling(entities="fairness", weights="bob")
+
+
+def test_fifo_agnostic_keeps_placements_and_hands_a_freed_type_to_the_queue_head() -> None:
+    policy = Fifo()
+    policy.reset(0)
+    first = policy.allocate(problem([[1, 1], [1, 1], [1, 1]]))
+    assert first.sum(axis=0).tolist() == [1, 1] and first[2].sum() == 0  # job 2 waits
+    freed = int(np.argmax(first[0]))  # job 0 completes: its type goes to job 2
+    p = AllocationProblem(
+        jobs=np.array([1, 2]),
+        throughput=np.ones((2, 2)),
+        scale=np.array([1, 1]),
+        weight=np.ones(2),
+        remaining=np.full(2, 100.0),
+        age=np.zeros(2),
+        capacity=np.array([1, 1]),
+        types=("a", "b"),
+    )
+    second = policy.allocate(p)
+    np.testing.assert_array_equal(second[0], first[1])
+    assert int(np.argmax(second[1])) == freed
+
+
+def test_fifo_compat_places_on_the_last_open_type_and_closes_the_drawn_one() -> None:
+    """Gavel's quirk: job 0 lands on b (the loop's last type) whatever was drawn; if the draw
+    was a, a is closed instead of b and job 1 finds no fitting type."""
+    policy = Fifo(compat=True)
+    policy.reset(0)
+    x = policy.allocate(problem([[1, 1], [1, 1]]))
+    drawn = random.Random(0).randrange(2)
+    assert x[0].tolist() == [0, 1]
+    assert x[1].tolist() == ([0, 0] if drawn == 0 else [1, 0])
+
+
+def test_max_sum_throughput_pairs_each_job_with_the_type_it_gains_most_on() -> None:
+    """2·x0a + x0b + 3·x1a + x1b on one GPU each: 1 on b + 3 on a = 4 beats 2 + 1 = 3."""
+    x = MaxSumThroughput().allocate(problem([[2, 1], [3, 1]]))
+    np.testing.assert_allclose(x, [[0, 1], [1, 0]], atol=1e-9)
+
+
+# Two jobs of 400 steps at 1 step/s on a k80 and 4 on a v100, one GPU of each type.
+TWO = [[1, 4], [1, 4]]
+
+
+def test_ftf_perf_and_agnostic() -> None:
+    """perf: I = 0.5·1 + 0.5·4 = 2.5, E = 160; total throughput ≤ 5 → 2.5 each, ρ = 1.
+    agnostic: 4 everywhere, I = 4, E = 100; each job a whole GPU (row sum 1), ρ = 1."""
+    kw = {"types": ("k80", "v100"), "remaining": [400.0, 400.0]}
+    p = problem(TWO, **kw)
+    perf = FinishTimeFairness().allocate(p)
+    np.testing.assert_allclose((p.throughput * perf).sum(axis=1), [2.5, 2.5], rtol=2e-4)
+    agnostic = FinishTimeFairness(perf=False).allocate(problem(TWO, **kw))
+    assert feasible(p, agnostic)
+    np.testing.assert_allclose(agnostic.sum(axis=1), [1.0, 1.0], rtol=2e-4)
+
+
+def test_makespan_perf_and_agnostic() -> None:
+    """perf: throughputs sum to ≤ 5, so H ≥ 800/5 = 160, found within Gavel's 5 %: each job at
+    ≥ 400/168. agnostic (4 everywhere): H = 100 (within 5 %), so each row sums to ≥ 400/420."""
+    p = problem(TWO, types=("k80", "v100"), remaining=[400.0, 400.0])
+    perf = MinTotalDuration().allocate(p)
+    thr = (p.throughput * perf).sum(axis=1)
+    assert np.all(thr >= 400 / 168) and np.all(thr <= 2.5 + 1e-9)
+    agnostic = MinTotalDuration(perf=False).allocate(p)
+    assert feasible(p, agnostic)
+    assert np.all(agnostic.sum(axis=1) >= 400 / 420 - 1e-9)

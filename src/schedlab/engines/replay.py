@@ -114,6 +114,9 @@ class ReplayRecord:
     gate: Any = None  # the JobGate of time limits and dependencies, with what it recorded
     #: What the policy reports of its own run (:meth:`SchedulingPolicy.report`; empty: nothing).
     policy_report: dict[str, Any] = field(default_factory=dict)
+    #: Each job's JCT under the fluid isolated fair share (finish-time fairness's reference;
+    #: :func:`schedlab.metrics.ftf.isolated_jct`), set by the caller that knows the speeds.
+    isolated_jct: np.ndarray | None = None
 
 
 class ReplayEngine:

@@ -18,7 +18,15 @@ from schedlab.energy.spec import EnergySpec, config_entries
 from schedlab.engines.replay import ReplayConfig, ReplayEngine, ReplayRecord
 from schedlab.errors import InputError
 from schedlab.experiments.load_scaling import offered_load
-from schedlab.metrics.replay_metrics import Table, as_numbers, job_metrics, json_ready, summarize
+from schedlab.metrics.ftf import isolated_jct
+from schedlab.metrics.replay_metrics import (
+    Table,
+    as_numbers,
+    ftf_rho_values,
+    job_metrics,
+    json_ready,
+    summarize,
+)
 from schedlab.metrics.steady_state import steady_state
 from schedlab.model.cluster import Cluster
 from schedlab.model.gpu_models import GPU_MODELS
@@ -320,6 +328,7 @@ def run_replay(
         gate=gate, failures=failures,
     )  # fmt: skip
     record = engine.run(progress)
+    record.isolated_jct = isolated_jct(record.jobs, record.cluster, perf)
     if run is not None:
         record.tenancy = run
     return record if llm_perf is None else dataclasses.replace(record, llm=llm_perf)
@@ -449,6 +458,9 @@ def jobs_table(record: ReplayRecord) -> Table:
         frame = add_failure_columns(frame, record.failures)
         if record.llm is not None:
             frame["tokens_lost"] = record.failures.lost_units
+    if record.isolated_jct is not None:  # last, so that every other column keeps its place
+        frame["isolated_jct"] = record.isolated_jct
+        frame["ftf_rho"] = ftf_rho_values(as_numbers(frame, "jct"), record.isolated_jct)
     return frame
 
 

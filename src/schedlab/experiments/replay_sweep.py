@@ -74,6 +74,8 @@ RESULT_FIELDS = (
     "energy_kwh",
     "carbon_kg",
     "wall_seconds",
+    "ftf_rho_mean",
+    "ftf_rho_max",
 )
 #: Result fields read from the summary's energy block (runs with --power-model or --ci).
 ENERGY_FIELDS = ("energy_kwh", "carbon_kg")

@@ -138,6 +138,15 @@ def as_text(frame: Table, column: str) -> np.ndarray:
     return values
 
 
+def ftf_rho_values(jct: np.ndarray, isolated_jct: np.ndarray) -> np.ndarray:
+    """``jct / isolated_jct`` per job: NaN where the job did not complete (NaN JCT) or has no
+    positive reference JCT."""
+    jct = np.asarray(jct, dtype=np.float64)
+    isolated = np.asarray(isolated_jct, dtype=np.float64)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(isolated > 0, jct / isolated, np.nan)
+
+
 def job_metrics(jobs: Table, slowdown_floor: float = DEFAULT_SLOWDOWN_FLOOR) -> Table:
     """A copy of ``jobs`` with ``jct``, ``queue_delay``, ``bounded_slowdown``, ``met_deadline``.
 
@@ -145,6 +154,9 @@ def job_metrics(jobs: Table, slowdown_floor: float = DEFAULT_SLOWDOWN_FLOOR) -> 
     did not complete or its duration is unknown (a guessed duration would make the mean
     meaningless).
     ``met_deadline`` is False for jobs without a deadline: read it only where ``deadline`` is set.
+    ``ftf_rho`` (finish-time fairness, only when the table has ``isolated_jct``: the job's JCT
+    under the fluid isolated share, :mod:`schedlab.metrics.ftf`) is ``jct / isolated_jct``, NaN
+    where the job did not complete or could not run in the reference.
     """
     if "deadline" not in _names(jobs):  # written only when the trace has deadlines
         jobs = _assign(jobs, deadline=np.full(n_rows(jobs), np.nan))
@@ -167,8 +179,16 @@ def job_metrics(jobs: Table, slowdown_floor: float = DEFAULT_SLOWDOWN_FLOOR) -> 
         slowdown = np.maximum(1.0, jct / np.maximum(duration, slowdown_floor))
     with np.errstate(invalid="ignore"):
         met = completed & ~np.isnan(deadline) & (end <= deadline)
+    extra = {}
+    if "isolated_jct" in _names(jobs):  # finish-time fairness against the isolated share
+        extra["ftf_rho"] = ftf_rho_values(jct, as_numbers(jobs, "isolated_jct"))
     return _assign(
-        jobs, jct=jct, queue_delay=start - submit, bounded_slowdown=slowdown, met_deadline=met
+        jobs,
+        jct=jct,
+        queue_delay=start - submit,
+        bounded_slowdown=slowdown,
+        met_deadline=met,
+        **extra,
     )
 
 
@@ -294,7 +314,9 @@ def summarize(
     [first submit, last completion]: the span in which the workload was being served, so that
     idle time after the last job (or a long tail of rejected submissions) does not dilute it.
     ``dsr`` and ``deadline_jobs`` appear only when some job has a deadline, and
-    ``best_effort_avg_jct`` only when some jobs have one and others do not.
+    ``best_effort_avg_jct`` only when some jobs have one and others do not; ``ftf_rho_mean``,
+    ``ftf_rho_p50``, ``ftf_rho_p90`` and ``ftf_rho_max`` over completed jobs when the table has
+    ``isolated_jct``.
     """
     m = job_metrics(jobs, slowdown_floor)
     status = as_text(m, "status")
@@ -340,6 +362,14 @@ def summarize(
         "preemptions": int(np.nansum(preemptions)),
         "jain_fairness": jain_index(_group_means(groups, slowdown, len(users))),
     }
+    if "ftf_rho" in _names(m):
+        rho = as_numbers(m, "ftf_rho")
+        summary.update(
+            ftf_rho_mean=_mean(rho),
+            ftf_rho_p50=_quantile(rho, 0.50),
+            ftf_rho_p90=_quantile(rho, 0.90),
+            ftf_rho_max=_float(np.nanmax(rho)) if np.isfinite(rho).any() else None,
+        )
     has_deadline = ~np.isnan(deadline)
     if has_deadline.any():
         met = np.asarray(m["met_deadline"], dtype=bool)

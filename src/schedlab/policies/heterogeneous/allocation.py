@@ -37,6 +37,8 @@ class AllocationProblem:
     deadline: np.ndarray | None = None
     #: $ per GPU-hour of each type (None: every type costs 1).
     prices: np.ndarray | None = None
+    #: The entity (user) each job belongs to, for hierarchical water-filling (None: none).
+    entity: np.ndarray | None = None
 
     @property
     def size(self) -> int:

@@ -333,6 +333,7 @@ class GavelRounds(SchedulingPolicy):
             types=self.types,
             now=snap.now,
             deadline=j.deadline[jobs],
+            entity=j.user[jobs],
         )
 
     @staticmethod

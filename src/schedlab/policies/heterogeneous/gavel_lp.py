@@ -332,18 +332,81 @@ class MaxSumThroughput(GavelLP):
         return result.x.reshape(m, n)
 
 
-class WaterFilling(GavelLP):
-    """Hierarchical max-min fairness by water-filling (Gavel's Fig. 11), one entity per job
-    unless ``entities`` groups them: alternately raise every unfrozen job's normalised
-    throughput as far as the slowest can go (LP), then find with a MILP which jobs can still
-    grow, and freeze the others."""
+#: How water-filling shares an entity's weight among its jobs (``none``: every job its own
+#: entity with its own weight).
+ENTITY_POLICIES = ("none", "fairness", "fifo")
 
-    def __init__(self, perf: bool = True) -> None:
+
+def parse_entity_weights(text: str) -> dict[str, float]:
+    """``"alice=2,bob=1"`` → entity weights (an entity not named weighs 1)."""
+    weights: dict[str, float] = {}
+    for part in filter(None, (p.strip() for p in text.split(","))):
+        name, sep, value = part.partition("=")
+        try:
+            weight = float(value)
+        except ValueError:
+            weight = float("nan")
+        if not sep or not name.strip() or not weight >= 0:
+            raise ValueError(f"entity weights are NAME=WEIGHT≥0 joined by ',' (got {part!r})")
+        weights[name.strip()] = weight
+    return weights
+
+
+def entity_weights(
+    weight: np.ndarray,
+    entity: np.ndarray,
+    frozen: np.ndarray,
+    policy: str,
+    of_entity: dict[str, float],
+) -> np.ndarray:
+    """Each job's weight in this water-filling step: ``fairness`` splits its entity's weight
+    ``W_e`` among the entity's unfrozen jobs in proportion to their own weights; ``fifo`` gives
+    all of ``W_e`` to the entity's first unfrozen job (lowest id) and 0 to the others. Frozen
+    jobs weigh 0."""
+    out = np.zeros(len(weight))
+    labels = entity.astype(str)
+    for name in dict.fromkeys(labels.tolist()):
+        rows = np.flatnonzero((labels == name) & ~frozen)
+        if len(rows) == 0:
+            continue
+        w_e = of_entity.get(name, 1.0)
+        if policy == "fifo":
+            out[rows[0]] = w_e  # rows ascend with job id
+            continue
+        total = float(weight[rows].sum())
+        if total > 0:
+            out[rows] = w_e * weight[rows] / total
+    return out
+
+
+class WaterFilling(GavelLP):
+    """Hierarchical max-min fairness by water-filling (Gavel's Fig. 11): alternately raise
+    every unfrozen job's normalised throughput as far as the slowest can go (LP), then find with
+    a MILP which jobs can still grow, and freeze the others.
+
+    ``entities`` groups jobs by their user: ``fairness`` shares each user's weight among its
+    unfrozen jobs, ``fifo`` gives it to the user's oldest unfrozen job (the next one gets it once
+    that one froze); ``entity_weights`` (``"alice=2,bob=1"``) weighs users (default 1 each).
+    Jobs of weight 0 at a step neither bound the level nor freeze."""
+
+    def __init__(self, perf: bool = True, entities: str = "none", weights: str = "") -> None:
         super().__init__()
+        if entities not in ENTITY_POLICIES:
+            raise ValueError(
+                f"'entities' must be one of {', '.join(ENTITY_POLICIES)} (got {entities!r})"
+            )
         self.perf_aware = perf
+        self.entities = entities
+        self.entity_weight = parse_entity_weights(weights)
         self.name = (
             "max_min_fairness_water_filling_perf" if perf else "max_min_fairness_water_filling"
         )
+
+    def step_weights(self, problem: AllocationProblem, frozen: np.ndarray) -> np.ndarray:
+        w = problem.weight.astype(np.float64)
+        if self.entities == "none" or problem.entity is None:
+            return np.where(frozen, 0.0, w)
+        return entity_weights(w, problem.entity, frozen, self.entities, self.entity_weight)
 
     def solve(self, problem: AllocationProblem) -> np.ndarray:
         t = problem.throughput if self.perf_aware else np.ones_like(problem.throughput)
@@ -351,15 +414,15 @@ class WaterFilling(GavelLP):
         share = equal_share_throughput(replace(problem, throughput=t))
         with np.errstate(divide="ignore", invalid="ignore"):
             norm = np.where(share[:, None] > 0, t / share[:, None], 0.0)  # ŷ_j = norm_j · x_j
-        w = problem.weight.astype(np.float64)
         s = problem.scale.astype(np.float64)
         big = float((norm * s[:, None]).max()) if m else 1.0
         level = np.zeros(m)
-        frozen = w <= 0
+        frozen = np.zeros(m, dtype=bool)
         x = np.zeros((m, n))
         base = base_rows(problem, extra=1)
-        for _ in range(m + 1):
-            live = np.flatnonzero(~frozen)
+        for _ in range(2 * m + 1):
+            w = self.step_weights(problem, frozen)
+            live = np.flatnonzero(~frozen & (w > 0))
             if len(live) == 0:
                 break
             # (a) raise the live jobs together: maximise τ, (ŷ_j − y_j)·s_j/w_j ≥ τ (live),
@@ -378,8 +441,8 @@ class WaterFilling(GavelLP):
             x = result.x[: m * n].reshape(m, n)
             level[live] += tau * w[live] / s[live]
             # (b) which live jobs can still rise above their level (binary z_j)?
-            z = self._can_grow(problem, norm, level, frozen, big)
-            newly = ~frozen & ~z
+            z = self._can_grow(problem, norm, level, frozen | (w <= 0), big)
+            newly = ~frozen & ~z & (w > 0)
             if not newly.any():
                 break
             frozen |= newly

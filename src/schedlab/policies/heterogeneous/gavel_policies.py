@@ -141,20 +141,37 @@ class GavelCostSloPerf(GavelRounds):
         return MaxSumThroughput(slos=True)
 
 
-class GavelWaterFillingPerf(GavelRounds):
+class _Hierarchical(GavelRounds):
+    """Water-filling takes ``entities`` (``none``: every job for itself; ``fairness`` or
+    ``fifo``: jobs grouped by user, the user's weight shared or handed down in job order) and
+    ``entity_weights`` (``"alice=2,bob=1"``; 1 for a user not named)."""
+
+    perf = True
+
+    def __init__(
+        self,
+        slot: float | None = None,
+        reset_interval: float = DEFAULT_RESET_INTERVAL,
+        shuffle_seed: int = -1,
+        entities: str = "none",
+        entity_weights: str = "",
+    ) -> None:
+        self.entities, self.entity_weights = entities, entity_weights
+        super().__init__(slot, reset_interval, shuffle_seed)
+
+    def make_allocation(self) -> AllocationPolicy:
+        return WaterFilling(perf=self.perf, entities=self.entities, weights=self.entity_weights)
+
+
+class GavelWaterFillingPerf(_Hierarchical):
     name = "gavel-max-min-fairness-water-filling-perf"
     summary = "Gavel: hierarchical max-min fairness by water-filling (LPs and a MILP, HiGHS)"
 
-    def make_allocation(self) -> AllocationPolicy:
-        return WaterFilling(perf=True)
 
-
-class GavelWaterFilling(GavelRounds):
+class GavelWaterFilling(_Hierarchical):
     name = "gavel-max-min-fairness-water-filling"
     summary = "Gavel: water-filling max-min fairness blind to GPU types"
-
-    def make_allocation(self) -> AllocationPolicy:
-        return WaterFilling(perf=False)
+    perf = False
 
 
 #: Every Gavel policy, in listing order.
