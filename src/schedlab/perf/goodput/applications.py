@@ -30,6 +30,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 from scipy.interpolate import LinearNDInterpolator, interp1d
+from scipy.spatial import QhullError
 
 from schedlab.errors import InputError
 from schedlab.input_files import check_input_file
@@ -198,7 +199,13 @@ class Application:
             ret = interp1d(rows[0], rows[1], axis=0)(local_bsz)
         else:
             nodes = min(len(p), MAX_INTERPOLATED_NODES)
-            ret = self._interpolator([nodes, sum(p), local_bsz])[0]
+            interpolate = self._interpolator
+            if interpolate is None:
+                raise ValueError(
+                    f"{self.name}: no step time for placement {p} (the measured placements "
+                    "span too few dimensions to interpolate)"
+                )
+            ret = interpolate([nodes, sum(p), local_bsz])[0]
         if not (ret[0] == ret[0] and ret[1] == ret[1]):  # NaN: outside the measured hull
             raise ValueError(
                 f"{self.name}: no step time for placement {p} at local batch {local_bsz}"
@@ -216,12 +223,15 @@ class Application:
         return out
 
     @cached_property
-    def _interpolator(self) -> LinearNDInterpolator:
+    def _interpolator(self) -> LinearNDInterpolator | None:
         xs = ["num_nodes", "num_replicas", "local_bsz"]
         ys = ["step_time", "sync_time"]
         means = self.placements.groupby(xs, sort=True)[ys].mean().reset_index()
         points = pd.concat([means[xs + ys], self.scalability[xs + ys]], ignore_index=True)
-        return LinearNDInterpolator(points[xs].values, points[ys].values)
+        try:
+            return LinearNDInterpolator(points[xs].values, points[ys].values)
+        except QhullError:  # e.g. every measured placement on one node: a flat point set
+            return None
 
 
 def read_application(folder: str | Path, name: str | None = None) -> Application:

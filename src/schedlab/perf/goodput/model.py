@@ -149,7 +149,8 @@ def fit_perf_params(
 ) -> np.ndarray:
     """θ fitted to observed (compute, step) times, with Pollux's priors: α_c fixed at half the
     mean compute time when one micro-batch size was seen; the network terms fixed where no data
-    speaks of them; L-BFGS-B (numeric gradients) within [1e-8, ∞) and γ ∈ [1, 10]. ``start``:
+    speaks of them; L-BFGS-B (numeric gradients, run to a relative change of 1e-12: looser, it
+    stops far from the optimum of this non-smooth loss) within [1e-8, ∞) and γ ∈ [1, 10]. ``start``:
     the previous fit of the same job, to start from (the free parameters only)."""
     num_nodes = np.asarray(num_nodes)
     num_replicas = np.asarray(num_replicas)
@@ -182,7 +183,7 @@ def fit_perf_params(
         args=(params, free, data),
         method="L-BFGS-B",
         bounds=Bounds(lower[free], upper[free]),
-        options={"ftol": 1e-7},
+        options={"ftol": 1e-12, "gtol": 1e-10},
     )
     out = params.copy()
     out[free] = result.x
@@ -228,7 +229,7 @@ class SpeedupFunction:
         """Best goodput for arrays of (nodes, replicas), memoised below ``mem_size``."""
         num_nodes = np.asarray(num_nodes, dtype=np.int64)
         num_replicas = np.asarray(num_replicas, dtype=np.int64)
-        out = -np.ones(num_nodes.shape)
+        out = np.full(num_nodes.shape, -1.0)
         small = num_replicas < self.mem_size
         out[small] = self._raw[num_nodes[small], num_replicas[small]]
         missing = out < 0

@@ -61,7 +61,7 @@ def most_free_first(
 class PolluxTiresias(IntervalPolicy):
     """Tiresias as Pollux's simulator runs it (see the module docstring)."""
 
-    name = "pollux-tiresias"
+    name = "pollux-sim-tiresias"
     summary = "Tiresias 2-queue LAS at the workload's GPU counts, as Pollux's simulator runs it"
 
     def __init__(
@@ -136,6 +136,7 @@ class OptimusOracle(IntervalPolicy):
 
     name = "optimus-oracle"
     summary = "Optimus+Oracle: GPUs one by one to the largest step-time gain × remaining steps"
+    elastic = True  # it sizes every job itself
     per_node: ClassVar[int] = 4
 
     def setup(self, ctx) -> None:

@@ -49,6 +49,7 @@ class Pollux(IntervalPolicy):
     name = "pollux"
     summary = "Pollux: goodput-adaptive batch sizes and GPUs by a genetic search (OSDI '21)"
     adaptive = True
+    elastic = True  # it sizes every job itself
 
     def __init__(
         self,
