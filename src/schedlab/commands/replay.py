@@ -112,7 +112,15 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--throughputs",
         help="folder of <model>.csv throughput tables (iterations/s by GPU count per batch "
-        "size), or 'builtin' for schedlab's own scaling model",
+        "size), a throughput matrix (Gavel's .json: steps/s per job type and GPU type), or "
+        "'builtin' for schedlab's own scaling model",
+    )
+    p.add_argument(
+        "--apps",
+        help="folder of measured application tables (Pollux's <app>/placements.csv, "
+        "scalability.csv, validation-<batch>.csv): jobs name their application in model_name "
+        "and train its whole progress (goodput-aware replay: pollux, sia, pollux-sim-tiresias, "
+        "optimus-oracle)",
     )
     p.add_argument(
         "--throughputs-fallback",
@@ -224,6 +232,7 @@ CONFIG_KEYS: dict[str, type] = {
     "backfill": bool,
     "seed": int,
     "throughputs": str,
+    "apps": str,
     "speed": str,
     "params": list,
     "restart_overhead": float,
@@ -296,6 +305,8 @@ def spec_from_args(args: argparse.Namespace) -> ReplaySpec:
     )
     failures = pick("failures") or None
     check_failure_options(failures, pick("checkpoint"), pick("failure_reaction"))
+    if pick("apps") and pick("throughputs"):
+        raise InputError("'--apps' and '--throughputs' are two performance models: give one")
     fallback = pick("throughputs_fallback") or None  # config.toml writes "" for none
     if fallback is not None and not pick("throughputs"):
         raise InputError("'--throughputs-fallback' needs '--throughputs'")
@@ -308,6 +319,7 @@ def spec_from_args(args: argparse.Namespace) -> ReplaySpec:
         seed=seed,
         trace_format=pick("trace_format") or None,
         throughputs=pick("throughputs") or None,
+        apps=pick("apps") or None,
         speed=parse_speed_factors(pick("speed", "")),
         params={**parse_params(list(cfg.get("params", []))), **parse_params(args.param)},  # type: ignore[call-overload]
         restart_overhead=pick("restart_overhead", 0.0),

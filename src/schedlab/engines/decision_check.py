@@ -33,6 +33,7 @@ from schedlab.model.jobs import JobTable
 from schedlab.model.snapshot import (
     Decision,
     Overhead,
+    Pace,
     Preempt,
     Reconfigure,
     Reject,
@@ -190,7 +191,7 @@ def _has_nan(values: np.ndarray) -> bool:
 
 
 _VERBS = {Start: "started", Resize: "resized"}
-_OTHERS = (Preempt, Reject, Overhead, Reconfigure)
+_OTHERS = (Preempt, Reject, Overhead, Pace, Reconfigure)
 
 
 class DecisionCheck:
@@ -228,6 +229,10 @@ class DecisionCheck:
                 raise self._wrong(f"decide() returned {shown(d)}, which is not a decision")
             elif kind is Overhead and not 0 <= d.seconds < math.inf:
                 raise self._wrong(f"decide() charged job {d.job} {d.seconds!r} s of overhead")
+            elif kind is Pace and not (0 <= d.rate < math.inf and 0 <= d.remaining < math.inf):
+                raise self._wrong(
+                    f"decide() paced job {d.job} at {d.rate!r} units/s with {d.remaining!r} left"
+                )
             elif kind is Reject and not isinstance(d.reason, str):
                 raise self._wrong(f"decide() rejected job {d.job} with reason {shown(d.reason)}")
         return decisions

@@ -36,6 +36,7 @@ from schedlab.model.snapshot import (
     Decision,
     JobRuntime,
     Overhead,
+    Pace,
     Preempt,
     Reconfigure,
     Reject,
@@ -469,6 +470,19 @@ class _Run:
                 self.schedule_completion(job)
                 if self.gate is not None:
                     self.gate.started(job, now)
+        # Paces after the starts (a job started now may get its pace at once), before overheads.
+        for d in decisions:
+            if isinstance(d, Pace):
+                expect(d.job, RUNNING, "paced")
+                if not (math.isfinite(d.rate) and d.rate >= 0):
+                    raise PolicyError(f"{self.policy.describe()} paced job {d.job} at {d.rate} units/s")
+                if not (math.isfinite(d.remaining) and d.remaining >= 0):
+                    raise PolicyError(f"{self.policy.describe()} left job {d.job} {d.remaining} units of work")
+                self.stop_progress(d.job, now)
+                rt.remaining[d.job] = d.remaining
+                rt.rate[d.job] = d.rate
+                rt.progress_from[d.job] = now
+                self.schedule_completion(d.job)
         # Overheads last, so a job started or resized now pays both its start-up and the round's.
         for d in decisions:
             if isinstance(d, Overhead):

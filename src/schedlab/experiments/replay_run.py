@@ -75,6 +75,8 @@ class ReplaySpec:
     seed: int = 0
     trace_format: str | None = None
     throughputs: str | None = None
+    #: ``--apps``: a folder of measured application tables (goodput-aware replay).
+    apps: str | None = None
     speed: dict[int, float] = field(default_factory=dict)
     params: dict[str, str] = field(default_factory=dict)
     restart_overhead: float = 0.0
@@ -131,6 +133,11 @@ FALLBACKS = ("linear",)
 
 
 def load_perf(spec: ReplaySpec) -> PerfModel:
+    if spec.apps:
+        from schedlab.perf.goodput.applications import read_applications
+        from schedlab.perf.goodput.perf import GoodputPerf
+
+        return GoodputPerf(read_applications(spec.apps), speed=spec.speed, source=spec.apps)
     if spec.throughputs == BUILTIN_THROUGHPUTS:
         return ThroughputTable(throughput_table(), spec.speed)
     if is_matrix_file(spec.throughputs):
@@ -162,6 +169,11 @@ def check_table_coverage(
             f"'--throughputs-fallback' must be one of {', '.join(FALLBACKS)} "
             f"(got {spec.throughputs_fallback!r})"
         )
+    if spec.apps:
+        from schedlab.perf.goodput.perf import check_goodput_jobs
+
+        check_goodput_jobs(jobs, perf)  # type: ignore[arg-type]
+        return
     if isinstance(perf, MatrixPerf):
         gaps, source = matrix_gaps(jobs, perf.matrix), "throughput matrix"
     elif isinstance(perf, ThroughputTable):
@@ -229,7 +241,9 @@ def run_replay(
         note = dropped_note(jobs, "; summary.json counts them under 'dropped_jobs'")
         if note is not None:
             warn(note)
-    if spec.topology is not None and spec.throughputs not in (None, BUILTIN_THROUGHPUTS):
+    if spec.topology is not None and (
+        spec.apps or spec.throughputs not in (None, BUILTIN_THROUGHPUTS)
+    ):
         from schedlab.experiments.replay_network import MEASURED_TABLES_WITH_TOPOLOGY
 
         raise InputError(MEASURED_TABLES_WITH_TOPOLOGY)  # before the tables are judged
@@ -645,6 +659,7 @@ def write_run(out: Path, spec: ReplaySpec, record: ReplayRecord) -> dict[str, ob
         **({"time_limit": spec.time_limit} if spec.time_limit is not None else {}),
         "slot": spec.slot if spec.slot is not None else 0.0,
         "throughputs_fallback": spec.throughputs_fallback or "",
+        **({"apps": str(Path(spec.apps).resolve())} if spec.apps else {}),
         **({"plugin": list(spec.plugins)} if spec.plugins else {}),
         **(
             {

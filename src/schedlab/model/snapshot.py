@@ -78,6 +78,20 @@ class Overhead:
 
 
 @dataclass(frozen=True, slots=True)
+class Pace:
+    """A running job's speed changes with no change of GPUs: from now on it progresses at
+    ``rate`` work units per second and has ``remaining`` units left. For policies that carry
+    their own model of a job's progress (a goodput-aware job changes its batch size, its
+    statistical efficiency changes from epoch to epoch, a restart pause is part of its
+    trajectory): the engine banks the progress so far, takes the new pace (replacing any pause
+    pending from earlier decisions) and re-issues the completion. Simulation only."""
+
+    job: int
+    rate: float
+    remaining: float
+
+
+@dataclass(frozen=True, slots=True)
 class Reconfigure:
     """Re-wire the optical circuit switch to exactly ``circuits``: pairs (leaf switch id, spine or
     leaf switch id), one bidirectional circuit each. Every running job whose paths cross a circuit
@@ -88,7 +102,7 @@ class Reconfigure:
     delay: float | None = None
 
 
-Decision = Start | Preempt | Resize | Reject | Overhead | Reconfigure
+Decision = Start | Preempt | Resize | Reject | Overhead | Pace | Reconfigure
 
 
 @dataclass

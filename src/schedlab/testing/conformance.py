@@ -22,7 +22,16 @@ from schedlab.metrics.fragmentation import TargetWorkload
 from schedlab.model.cluster import GPU_MILLI
 from schedlab.model.jobs import JobTable
 from schedlab.model.pods import PodTable
-from schedlab.model.snapshot import DONE, REJECTED, Decision, Overhead, Reject, Snapshot, Start
+from schedlab.model.snapshot import (
+    DONE,
+    REJECTED,
+    Decision,
+    Overhead,
+    Pace,
+    Reject,
+    Snapshot,
+    Start,
+)
 from schedlab.network.generators import leafspine
 from schedlab.network.replay_state import NetworkModel
 from schedlab.perf.models import TraceDuration
@@ -184,7 +193,7 @@ class _Probe(SchedulingPolicy):
         for d in decisions:
             if isinstance(d, Start | Reject):
                 known = d.job in snap.pending_set
-            elif isinstance(d, Overhead):  # charged after the starts of the same decision
+            elif isinstance(d, Overhead | Pace):  # applied after the starts of the same decision
                 known = d.job in snap.running_set or d.job in started
             else:
                 known = d.job in snap.running_set

@@ -25,6 +25,7 @@ from schedlab.traces.helios import read_helios
 from schedlab.traces.job_common import ReadResult
 from schedlab.traces.llm import read_llm
 from schedlab.traces.philly import read_philly
+from schedlab.traces.pollux_workload import read_pollux_workload
 
 
 @dataclass(frozen=True)
@@ -70,6 +71,12 @@ TRACE_FORMATS: dict[str, TraceFormat] = {
             read_philly,
             "Philly, condensed by Pollux/AdaptDL (philly.csv: timestamp, duration, num_gpus)",
             frozenset({"timestamp", "num_gpus"}),
+        ),
+        TraceFormat(
+            "pollux",
+            read_pollux_workload,
+            "Pollux/Sia workloads (name, time, application, num_replicas, batch_size)",
+            frozenset({"name", "time", "application", "num_replicas"}),
         ),
         TraceFormat(
             "helios",

@@ -1,0 +1,1 @@
+"""Goodput-aware policies and the baselines of Pollux's simulator (fixed intervals)."""

@@ -1,0 +1,41 @@
+"""Pollux's simulator figures (spec §5.2) reproduced by replaying its workload-6: Tiresias (P1)
+and Optimus+Oracle (P2) exactly, every one of the 160 jobs' JCT; Pollux (P3) within 5 %."""
+
+from __future__ import annotations
+
+import pytest
+
+from conftest import SHARED_DIR
+from schedlab.experiments.pollux_study import (
+    WORKLOAD6,
+    jobs_matching,
+    pollux_dir,
+    published,
+    run_workload,
+)
+from schedlab.perf.goodput.applications import read_applications
+
+pytestmark = [pytest.mark.slow, pytest.mark.shared]
+
+ROOT = pollux_dir(SHARED_DIR)
+
+
+def _run(policy: str):
+    if not ROOT.is_dir():
+        pytest.skip("../shared/data/goodput/pollux not found beside this checkout")
+    apps = read_applications(ROOT / "traces")
+    return run_workload(policy, ROOT / "workloads" / "workload-6.csv", apps)
+
+
+@pytest.mark.parametrize("policy", ["tiresias", "optimus"])
+def test_baselines_match_the_artifact_job_for_job(policy: str) -> None:
+    run = _run(policy)
+    theirs = published(SHARED_DIR, "results-jobload", f"{policy}-1.0", "workload-6")
+    assert jobs_matching(run.jct, theirs) == 160
+    assert round(run.average, 5) == WORKLOAD6[policy][0]
+
+
+def test_pollux_within_five_percent() -> None:
+    run = _run("pollux")
+    value, rel = WORKLOAD6["pollux"]
+    assert abs(run.average - value) <= rel * value, run.average
