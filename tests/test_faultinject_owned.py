@@ -19,7 +19,7 @@ import pytest
 from schedlab.testing.faultinject import cluster as owned
 from schedlab.testing.faultinject.live_nodes import OWNED, PENDING_WITHIN, run_owned
 
-LIVE_NOW = ("S1",)
+LIVE_NOW = ("S1", "S6")
 
 
 @pytest.fixture(scope="module")
