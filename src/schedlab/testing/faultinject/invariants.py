@@ -76,18 +76,23 @@ def nothing_doubled(
     return bad
 
 
+#: How long Slurm may take to give up a launch on an unreachable node: its MessageTimeout
+#: (5 s in the harness's configuration), doubled.
+LAUNCH_TIMEOUT = 10.0
+
+
 def unlaunched_runs(
     records: Iterable[tuple[int, str, float, float]], executions: Iterable[Execution]
 ) -> dict[int, int]:
-    """Per job, Slurm's runs ``(job, state, start, end)`` that did not complete, lasted at most a
-    second and saw no execution start within a second of them: launches that never reached the
-    job's script (the node was unreachable when Slurm sent it)."""
+    """Per job, Slurm's runs ``(job, state, start, end)`` that did not complete, lasted at most
+    :data:`LAUNCH_TIMEOUT` and saw no execution start within a second of them: launches that
+    never reached the job's script (the node was unreachable when Slurm sent it)."""
     starts: dict[int, list[float]] = defaultdict(list)
     for e in executions:
         starts[e.job].append(e.start)
     out: dict[int, int] = defaultdict(int)
     for job, state, start, end in records:
-        if state == "COMPLETED" or end - start > 1.0:
+        if state == "COMPLETED" or end - start > LAUNCH_TIMEOUT:
             continue
         if not any(start - 1.0 <= t <= end + 1.0 for t in starts.get(job, [])):
             out[job] += 1

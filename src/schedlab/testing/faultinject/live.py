@@ -71,11 +71,18 @@ def controller_port(conf: Path) -> int:
 
 
 def submit(
-    markers: Path, gpus: int, seconds: int, name: str, env: dict[str, str] | None = None
+    markers: Path,
+    gpus: int,
+    seconds: int,
+    name: str,
+    env: dict[str, str] | None = None,
+    beat: bool = False,
 ) -> int:
     """Submit a held job of ``gpus`` GPUs that sleeps ``seconds`` and writes its markers: ``start``
     and ``end``, and ``kill`` when Slurm signals it (SIGTERM: the sleep runs in the background so
-    that the trap fires at once; a SIGKILL writes nothing)."""
+    that the trap fires at once; a SIGKILL writes nothing). ``beat``: it sleeps a second at a time
+    and writes a ``beat`` after each, so that a run killed without a word (SIGKILL) stopped within
+    a second of its last beat."""
     fields = (
         '"$SLURM_JOB_ID" "${SLURM_RESTART_COUNT:-0}" "$SLURMD_NODENAME" "${CUDA_VISIBLE_DEVICES:-}"'
     )
@@ -83,8 +90,13 @@ def submit(
         f'M={markers}/"$SLURM_JOB_ID"; '
         f'echo start {fields} "$(date +%s.%N)" >> "$M"; '
         f'trap \'echo kill {fields} "$(date +%s.%N)" >> "$M"; exit 143\' TERM; '
-        f"sleep {seconds} & wait $!; "
-        f'echo end {fields} "$(date +%s.%N)" >> "$M"'
+        + (
+            f"i=0; while [ $i -lt {seconds} ]; do sleep 1 & wait $!; i=$((i+1)); "
+            f'echo beat {fields} "$(date +%s.%N)" >> "$M"; done; '
+            if beat
+            else f"sleep {seconds} & wait $!; "
+        )
+        + f'echo end {fields} "$(date +%s.%N)" >> "$M"'
     )
     out = subprocess.run(
         ["sbatch", "--hold", "--parsable", "-t", "5", "-J", name, "-o", "/dev/null",
@@ -96,11 +108,13 @@ def submit(
 
 def read_markers(markers: Path) -> tuple[list[Execution], dict[int, int]]:
     """Executions from the marker files, and each job's highest restart count seen. A run that
-    wrote neither ``end`` nor ``kill`` (SIGKILLed, or still running) stops at infinity."""
+    wrote neither ``end`` nor ``kill`` (SIGKILLed) stopped within a second of its last ``beat``:
+    it stops then; without beats, at infinity."""
     runs: list[Execution] = []
     restarts: dict[int, int] = {}
     for path in markers.iterdir():
         open_runs: dict[tuple[int, str], list[str]] = {}
+        last_beat: dict[tuple[int, str], float] = {}
         for line in path.read_text().splitlines():
             parts = line.split()
             if len(parts) < 5:
@@ -112,15 +126,16 @@ def read_markers(markers: Path) -> tuple[list[Execution], dict[int, int]]:
             key = (restart, node)
             if kind == "start":
                 open_runs[key] = [gpus, str(when)]
+            elif kind == "beat":
+                last_beat[key] = when
             elif kind in ("end", "kill") and key in open_runs:
                 g, start = open_runs.pop(key)
                 idx = tuple(int(x) for x in g.split(",") if x)
                 runs.append(Execution(job, restart, node, idx, float(start), when, kind == "end"))
-        for (restart, node), (g, start) in open_runs.items():
+        for key, (g, start) in open_runs.items():
             idx = tuple(int(x) for x in g.split(",") if x)
-            runs.append(
-                Execution(int(path.name), restart, node, idx, float(start), float("inf"), False)
-            )
+            stop = last_beat[key] + 1.0 if key in last_beat else float("inf")
+            runs.append(Execution(int(path.name), key[0], key[1], idx, float(start), stop, False))
     return runs, restarts
 
 

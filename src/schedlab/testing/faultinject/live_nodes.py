@@ -161,7 +161,7 @@ def run_owned(name: str, cluster: OwnedCluster, work: Path, seed: int = 0) -> Li
                     "--interval", INTERVAL, "--journal", str(journal), "--quiet",
                     "--state-dir", str(work / "state"), "--until-idle"]  # fmt: skip
             for k, (gpus, seconds) in enumerate(WORKLOADS[name]):
-                jobs.append(submit(markers, gpus, seconds, f"fi-{name}-{k}"))
+                jobs.append(submit(markers, gpus, seconds, f"fi-{name}-{k}", beat=True))
             watch = Watch(set(jobs), dict(os.environ))
             watcher = threading.Thread(target=watch.run, daemon=True)
             watcher.start()
@@ -289,11 +289,12 @@ def _pick_victim(watch: Watch, want: int) -> str:
 
 
 def _crashed_stop(executions: list[Execution], crashed: dict[str, float]) -> list[Execution]:
-    """A run on a crashed node that wrote no ``end`` or ``kill`` stopped at the crash."""
+    """A run on a crashed node that wrote no ``end`` and outlived the crash by its markers (its
+    last beat is up to a second stale) stopped at the crash."""
     out = []
     for e in executions:
         when = crashed.get(e.node)
-        if when is not None and e.stop == float("inf") and e.start < when:
+        if when is not None and not e.ended and e.start < when < e.stop:
             e = Execution(e.job, e.restart, e.node, e.gpus, e.start, when, False)
         out.append(e)
     return out
