@@ -2,7 +2,7 @@
 # A private Slurm cluster on localhost for developing and testing `schedlab serve slurm`.
 #
 #   scripts/slurm-dev-cluster.sh start  [--nodes N] [--gpus G] [--dir DIR] [--no-submit-hold]
-#                                       [--topology [--leaf-nodes K]]
+#                                       [--topology [--leaf-nodes K]] [--controller-only]
 #   scripts/slurm-dev-cluster.sh status [--dir DIR]
 #   scripts/slurm-dev-cluster.sh stop   [--dir DIR]
 #
@@ -24,6 +24,12 @@
 # under one switch `spine`, which `scontrol show topology` reports and `schedlab serve slurm`
 # reads. With 4 nodes: leaf1 = node[1-2], leaf2 = node[3-4].
 #
+# --controller-only writes the configuration and starts munged and slurmctld but no slurmd: the
+# caller starts each node's slurmd itself (the fault-injection harness runs each in a network
+# namespace of its own, behind its fault proxy). The configuration then also sets
+# MessageTimeout=5 and TreeWidth=65533, so the controller talks to every slurmd itself and gives
+# up on a silent one within seconds.
+#
 # stop ends only the processes this script started, by the PIDs it recorded under DIR/run: SIGTERM
 # first, SIGKILL after a grace period (a slurmd whose controller is gone ignores SIGTERM).
 set -euo pipefail
@@ -36,6 +42,7 @@ DIR=/tmp/schedlab-slurm
 SUBMIT_HOLD=1
 TOPOLOGY=0
 LEAF_NODES=2
+CONTROLLER_ONLY=0
 GRACE=5
 
 usage() {
@@ -51,6 +58,7 @@ while [[ $# -gt 0 ]]; do
         --no-submit-hold) SUBMIT_HOLD=0; shift ;;
         --topology) TOPOLOGY=1; shift ;;
         --leaf-nodes) LEAF_NODES="${2:?--leaf-nodes needs a number}"; shift 2 ;;
+        --controller-only) CONTROLLER_ONLY=1; shift ;;
         -h|--help) usage ;;
         *) echo "slurm-dev-cluster: unknown option '$1'" >&2; usage ;;
     esac
@@ -135,6 +143,9 @@ NodeName=node[1-$NODES] NodeHostname=localhost NodeAddr=127.0.0.1 Port=[$NODE_PO
 PartitionName=gpu Nodes=ALL Default=YES MaxTime=INFINITE State=UP
 PartitionName=free Nodes=ALL MaxTime=INFINITE State=UP
 EOF
+    if ((CONTROLLER_ONLY)); then
+        printf 'MessageTimeout=5\nTreeWidth=65533\n' >>"$CONF"
+    fi
     if ((SUBMIT_HOLD)); then
         echo "JobSubmitPlugins=lua" >>"$CONF"
         # The plugin names its managed partitions in its first lines.
@@ -250,6 +261,11 @@ start() {
         sleep 0.1
     done
     scontrol ping 2>/dev/null | grep -q UP || { say "slurmctld does not answer"; exit 1; }
+    if ((CONTROLLER_ONLY)); then
+        say "up: the controller of $NODES nodes × $GPUS GPUs in $DIR (no slurmd started)"
+        echo "export SLURM_CONF=$CONF"
+        return 0
+    fi
     for ((k = 1; k <= NODES; k++)); do
         daemon "slurmd-node$k" slurmd -D -N "node$k" -f "$CONF"
     done

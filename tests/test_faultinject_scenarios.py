@@ -104,3 +104,17 @@ def test_invariants_by_hand() -> None:
     assert invariants.never_on_a_down_node(journal, {"n1": [(6.0, 8.0)]}) == [
         "job 1 started on n1, down at 7"
     ]
+
+
+def test_a_launch_that_never_reached_the_script_is_not_an_execution() -> None:
+    """Slurm's zero-length NODE_FAIL run with no marker near it (the launch failed on an
+    unreachable node) counts as a restart without an execution; a long one does not."""
+    runs = [_run(1, 100, 120, restart=1)]
+    records = [(1, "NODE_FAIL", 10.0, 10.0), (1, "COMPLETED", 100.0, 120.0)]
+    unlaunched = invariants.unlaunched_runs(records, runs)
+    assert unlaunched == {1: 1}
+    assert invariants.nothing_doubled(runs, {1: 1}, unlaunched=unlaunched) == []
+    assert "1 executions, Slurm counts 1" in invariants.nothing_doubled(runs, {1: 1})[0]
+    ran = [_run(1, 10, 50, ended=False), *runs]
+    assert invariants.unlaunched_runs([(1, "NODE_FAIL", 10.0, 50.0)], ran) == {}
+    assert invariants.unlaunched_runs([(1, "NODE_FAIL", 10.0, 10.5)], ran) == {}

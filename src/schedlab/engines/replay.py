@@ -475,9 +475,11 @@ class _Run:
             if isinstance(d, Pace):
                 expect(d.job, RUNNING, "paced")
                 if not (math.isfinite(d.rate) and d.rate >= 0):
-                    raise PolicyError(f"{self.policy.describe()} paced job {d.job} at {d.rate} units/s")
+                    who = self.policy.describe()
+                    raise PolicyError(f"{who} paced job {d.job} at {d.rate} units/s")
                 if not (math.isfinite(d.remaining) and d.remaining >= 0):
-                    raise PolicyError(f"{self.policy.describe()} left job {d.job} {d.remaining} units of work")
+                    who = self.policy.describe()
+                    raise PolicyError(f"{who} left job {d.job} {d.remaining} units of work")
                 self.stop_progress(d.job, now)
                 rt.remaining[d.job] = d.remaining
                 rt.rate[d.job] = d.rate

@@ -109,6 +109,107 @@ def reproduce_internevo_scaling() -> pd.DataFrame:
     )
 
 
+#: Korthikanti et al. (arXiv 2205.05198) Table 3 configurations [secondary: a third-party summary
+#: of the paper] with Table 5's step times and the Megatron-LM README's MFU / HFU (``2e90a342``):
+#: (label, layers, hidden, heads, p, GPUs, batch, micro-batch, interleaving v,
+#: full-recompute s, SP + selective s, MFU %, HFU %). t = 8, DP size 1, s = 2048, V = 51,200.
+MEGATRON_MFU_ROWS = (
+    ("22B", 48, 6144, 64, 1, 8, 4, 4, 1, 1.42, 1.10, 41.5, 43.7),
+    ("175B", 96, 12288, 96, 8, 64, 64, 1, 3, 18.13, 13.75, 51.4, 52.8),
+    ("530B", 105, 20480, 128, 35, 280, 280, 1, 3, 49.05, 37.83, 56.0, 57.0),
+    ("1T", 128, 25600, 160, 64, 512, 512, 1, 1, 94.42, 71.49, 56.3, 57.0),
+)
+#: Korthikanti et al.'s abstract: 530B on 2,240 A100s (DP 8), MFU with SP + selective recompute
+#: and with full recompute. The global batch there is ours (8 × 280 sequences).
+MEGATRON_530B_DP8 = (2240, 8, 54.2, 42.1)
+
+
+def _megatron_row_model(label: str, layers: int, hidden: int, heads: int, batch: int):
+    """A GPT of the SC '21 family (learned positions, tied embeddings, V 51,200, s 2048)."""
+    from dataclasses import replace
+
+    from schedlab.perf.llm.model import get_model
+
+    return replace(
+        get_model("gpt-sc21-530b"),
+        name=f"megatron-{label.lower()}",
+        layers=layers,
+        hidden=hidden,
+        heads=heads,
+        kv_heads=heads,
+        ffn=4 * hidden,
+        batch=batch,
+        source="Korthikanti et al. (arXiv 2205.05198), Table 3",
+    )
+
+
+def _megatron_run(model, p: int, d: int, gpus: int, batch: int, b: int, v: int, selective: bool):
+    from schedlab.perf.llm.hardware import NodeNet, get_gpu
+    from schedlab.perf.llm.planner import evaluate_plan
+    from schedlab.perf.llm.space import Plan, Shape
+
+    r, sp = ("selective", "megatron") if selective else ("full", "none")
+    plan = Plan(t=8, p=p, c=1, sp=sp, d=d, z=0, zg=d, b=b, m=batch // (d * b), r=r, v=v)
+    shape = Shape((8,) * (gpus // 8), 8)
+    profile = get_profile("megatron-sc21-a100")
+    return evaluate_plan(model, plan, get_gpu("A100"), shape, profile, NodeNet.from_gbps(1600))
+
+
+def megatron_mfu_table() -> pd.DataFrame:
+    """V6 (informative, no gate): Megatron's MFU / HFU table and Korthikanti et al.'s step times,
+    predicted with the ``megatron-sc21-a100`` profile (fitted on SC '21 full-recompute rows only)
+    forced to each published configuration (t = 8, DP 1; SP + selective recompute, and full
+    recompute without SP); and the 530B run on 2,240 GPUs. Columns: ``item``, ``published``,
+    ``ours``, ``diff`` (ours − published, relative for seconds, points for percentages)."""
+    rows = []
+
+    def add(item: str, published: float, ours: float, unit: str) -> None:
+        diff = ours / published - 1.0 if unit == "s" else ours - published
+        rows.append(
+            {
+                "target": "V6",
+                "item": item,
+                "unit": unit,
+                "published": published,
+                "ours": round(ours, 3),
+                "diff": round(diff, 4),
+            }
+        )
+
+    for (
+        label,
+        layers,
+        hidden,
+        heads,
+        p,
+        gpus,
+        batch,
+        b,
+        v,
+        full_s,
+        sel_s,
+        mfu,
+        hfu,
+    ) in MEGATRON_MFU_ROWS:
+        model = _megatron_row_model(label, layers, hidden, heads, batch)
+        sel = _megatron_run(model, p, 1, gpus, batch, b, v, selective=True)
+        full = _megatron_run(model, p, 1, gpus, batch, b, v, selective=False)
+        add(f"{label} step, full recompute", full_s, full.step_seconds, "s")
+        add(f"{label} step, SP + selective", sel_s, sel.step_seconds, "s")
+        add(f"{label} MFU, SP + selective", mfu, 100 * sel.mfu, "%")
+        add(f"{label} HFU, SP + selective", hfu, 100 * sel.hfu, "%")
+        add(f"{label} speed-up of SP + selective", 100 * (full_s / sel_s - 1),
+            100 * (full.step_seconds / sel.step_seconds - 1), "%")  # fmt: skip
+    gpus, d, mfu_sel, mfu_full = MEGATRON_530B_DP8
+    label, layers, hidden, heads, p, _, per_dp, b, v = MEGATRON_MFU_ROWS[2][:9]
+    model = _megatron_row_model(label, layers, hidden, heads, per_dp * d)
+    for selective, published in ((True, mfu_sel), (False, mfu_full)):
+        result = _megatron_run(model, p, d, gpus, per_dp * d, b, v, selective)
+        what = "SP + selective" if selective else "full recompute"
+        add(f"530B on {gpus:,} GPUs (DP {d}) MFU, {what}", published, 100 * result.mfu, "%")
+    return pd.DataFrame(rows)
+
+
 #: Every reproduction of this module, by name (what a ``reproduce`` command lists).
 REPRODUCTIONS = {
     "llm-parameter-counts": reproduce_parameter_counts,

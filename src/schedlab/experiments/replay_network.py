@@ -4,6 +4,7 @@ turn its record into jobs.csv columns, timeseries.csv columns and the summary's 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -13,11 +14,12 @@ from schedlab.engines.replay import ReplayRecord
 from schedlab.errors import InputError
 from schedlab.model.cluster import Cluster
 from schedlab.model.jobs import JobTable
+from schedlab.model.snapshot import Allocation
 from schedlab.network.generators import parse_topology
 from schedlab.network.jobcomm import job_comm
 from schedlab.network.metrics import utilisation_by_tier, window_mean
 from schedlab.network.options import check_routing, check_rule
-from schedlab.network.replay_state import BaseTime, NetworkModel
+from schedlab.network.replay_state import BaseTime, NetworkModel, PlannedComm
 from schedlab.network.routing import Routing
 from schedlab.network.topology import SPINE, Topology, cluster_for
 from schedlab.network.topology_limits import unreachable_leaves
@@ -118,8 +120,10 @@ def network_model(
     fmt: str | None,
     builtin: bool,
     control: str = "",
+    planned: Callable[[JobTable, int, Allocation], PlannedComm | None] | None = None,
 ) -> NetworkModel:
-    """The engine's network model for one run (``jobs`` in the engine's order)."""
+    """The engine's network model for one run (``jobs`` in the engine's order); ``planned``
+    gives LLM jobs' plan traffic (see :class:`~schedlab.network.replay_state.PlannedComm`)."""
     comm = job_comm(jobs, seed, trace if trace is not None and _is_generic(trace, fmt) else None)
 
     def compute(job: int, gpus: int) -> float:
@@ -132,6 +136,7 @@ def network_model(
         comm=comm,
         base_time=base_time(perf, jobs, compute, builtin),
         control=control,
+        planned=planned,
     )
 
 

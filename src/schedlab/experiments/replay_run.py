@@ -251,13 +251,13 @@ def run_replay(
     llm_perf: PerfModel | None = None
     check_table_coverage(jobs, perf, spec)
     if jobs.llm is not None:  # LLM jobs: tokens of work, speed from the planner
-        if spec.topology is not None:
-            raise InputError(
-                "LLM jobs (an 'llm' trace) do not run with --topology yet: the network model "
-                "does not carry their pipeline and data-parallel plan (schedlab plan --topology "
-                "shows one plan's traffic on the paths)"
-            )
-        perf = llm_perf = _llm_perf(spec, perf, cluster)
+        nic_gbps = None
+        if spec.topology is not None:  # the planner sees the topology's hosts and their NICs
+            from schedlab.experiments.replay_network import topology_cluster
+
+            topo, cluster = topology_cluster(spec.topology, cluster)
+            nic_gbps = float((topo.host_nics * topo.host_nic_gbps).min())
+        perf = llm_perf = _llm_perf(spec, perf, cluster, nic_gbps)
     elif spec.llm_profile is not None:
         raise InputError("'--llm-profile' needs a trace of LLM jobs (format llm)")
     check_runnable(jobs, perf, spec.trace)
@@ -277,6 +277,7 @@ def run_replay(
             fmt=spec.trace_format,
             builtin=spec.throughputs == BUILTIN_THROUGHPUTS,
             control=spec.net_control,
+            planned=getattr(llm_perf, "planned_comm", None),
         )
     assert cluster is not None
     if isinstance(perf, MatrixPerf):
@@ -368,13 +369,15 @@ def needs_gate(jobs: JobTable, time_limit: float | None) -> bool:
     )
 
 
-def _llm_perf(spec: ReplaySpec, base: PerfModel, cluster: Cluster | None) -> PerfModel:
+def _llm_perf(
+    spec: ReplaySpec, base: PerfModel, cluster: Cluster | None, nic_gbps: float | None = None
+) -> PerfModel:
     from schedlab.failures.options import check_failure_options
     from schedlab.perf.llm.perfmodel import DEFAULT_PROFILE, LLMPlanner
     from schedlab.perf.llm.profile import get_profile
 
-    if cluster is None:  # pragma: no cover - the topology case is refused above
-        raise InputError("LLM jobs need --cluster")
+    if cluster is None:
+        raise InputError("LLM jobs need --cluster or --topology")
     profile = spec.llm_profile or DEFAULT_PROFILE
     get_profile(profile)  # an unknown name fails before the run
     parsed = check_failure_options(spec.failures, spec.checkpoint, spec.failure_reaction)
@@ -382,6 +385,7 @@ def _llm_perf(spec: ReplaySpec, base: PerfModel, cluster: Cluster | None) -> Per
         base=base,
         cluster=cluster,
         profile=profile,
+        nic_gbps=nic_gbps,
         resize_fixed=spec.resize_overhead if spec.resize_overhead > 0 else None,
         checkpoint=parsed[1] if parsed is not None else None,
     )

@@ -8,7 +8,12 @@ runs per flow or per round. A job's rate is its performance model's rate times `
 ``T`` is its iteration time under sharing and ``base`` the iteration time the performance model
 already assumes (for trace durations the job's iteration time alone on a compact placement, see
 :mod:`schedlab.network.reference`; the builtin model's own iteration time for ``--throughputs
-builtin``).
+builtin``; for an LLM job the planner's step time on the allocation).
+
+An LLM job's traffic is not one collective over its GPUs but what its plan sends across nodes
+(:func:`schedlab.perf.llm.netcomm.step_transfers`): the model's ``planned`` hook gives, per
+allocation, those rank-level transfers with ``C``, ``o`` and the base step time, and the
+footprint routes them (:func:`~schedlab.network.footprint.transfers_footprint`).
 
 The state also keeps what the network metrics need, incrementally: per-link utilisation and its
 time integral, compute utilisation, machines used and fragmentation, and per job the time
@@ -25,9 +30,14 @@ import numpy as np
 
 from schedlab.model.jobs import JobTable
 from schedlab.model.snapshot import Allocation, allocation_size
-from schedlab.network.collectives import CommSpec
+from schedlab.network.collectives import CommSpec, Transfers
 from schedlab.network.crux_control import DEFAULT_LEVELS, CruxController, CruxJob, Path
-from schedlab.network.footprint import Footprint, cross_leaf_aggregates, footprint
+from schedlab.network.footprint import (
+    Footprint,
+    cross_leaf_aggregates,
+    footprint,
+    transfers_footprint,
+)
 from schedlab.network.jobcomm import JobComm
 from schedlab.network.metrics import machine_fragmentation_at
 from schedlab.network.plan import NetPlan
@@ -56,9 +66,27 @@ class NetworkModel:
     #: ``policy`` and ``rule`` ``priority``); empty: the routing alone decides paths.
     control: str = ""
     levels: int = DEFAULT_LEVELS
+    #: ``(jobs, job, allocation)`` → the job's :class:`PlannedComm` there, or None for a job
+    #: that communicates as :attr:`comm` says (LLM jobs: their plan's traffic).
+    planned: Callable[[JobTable, int, Allocation], PlannedComm | None] | None = None
 
     def new_state(self, jobs: JobTable) -> NetworkState:
         return NetworkState(self, jobs)
+
+
+@dataclass(frozen=True)
+class PlannedComm:
+    """One LLM job's traffic and times on one allocation (see the module docstring): rank-level
+    ``transfers`` (data-parallel rings, then the pipeline's pairs), ``compute`` C (the step less
+    the analytic data-parallel and pipeline terms the network replaces), ``overlap`` o
+    (``ω_dp·t_b/C``), ``base`` (the planner's step time, which its rate assumes) and the
+    gradient bytes each GPU reduces (for the record)."""
+
+    transfers: Transfers
+    compute: float
+    overlap: float
+    base: float
+    gradient_bytes: float
 
 
 @dataclass
@@ -78,6 +106,7 @@ class _Active:
     paths: dict[FlowKey, Path] | None = None  # set by the Crux controller
     flows: tuple[tuple[FlowKey, ...], tuple[float, ...]] | None = None  # cross-leaf aggregates
     plan: NetPlan | None = None
+    planned: PlannedComm | None = None  # an LLM job's plan traffic
 
 
 @dataclass
@@ -179,18 +208,27 @@ class NetworkState:
         with the links or circuits a network placement reserved for it (``plan``)."""
         m, j = self.m, self.jobs
         gpus = allocation_size(allocation)
-        compute = m.comm.compute(job, int(j.num_gpus[job]), gpus)
-        spec = CommSpec(
-            collective=str(m.comm.collective[job]),
-            gradient_bytes=float(m.comm.gradient_bytes[job]),
-            compute=compute,
-            overlap=float(m.comm.overlap[job]),
-            priority=int(m.comm.priority[job]),
-        )
-        if plan is None or plan.empty:
-            fp = footprint(spec, allocation, self.topo, self._routing(job, allocation), job)
+        planned = m.planned(j, job, allocation) if m.planned is not None else None
+        if planned is not None:
+            spec = CommSpec(  # its footprint comes from the plan (the collective is unused)
+                gradient_bytes=planned.gradient_bytes,
+                compute=planned.compute,
+                overlap=planned.overlap,
+                priority=int(m.comm.priority[job]),
+            )
         else:
-            fp = self._planned_footprint(spec, allocation, job, plan)
+            spec = CommSpec(
+                collective=str(m.comm.collective[job]),
+                gradient_bytes=float(m.comm.gradient_bytes[job]),
+                compute=m.comm.compute(job, int(j.num_gpus[job]), gpus),
+                overlap=float(m.comm.overlap[job]),
+                priority=int(m.comm.priority[job]),
+            )
+        if plan is None or plan.empty:
+            routing = self._routing(job, allocation)
+            fp = _footprint(spec, planned, allocation, self.topo, routing, job)
+        else:
+            fp = self._planned_footprint(spec, allocation, job, plan, planned)
         self.footprints += 1
         links, _, load = fp.link_totals()
         if plan is not None and plan.circuits:
@@ -205,7 +243,9 @@ class NetworkState:
             shared = False
         t_iso = iteration_time(spec, fp.comm_time(m.alpha))
         hosts = tuple((node, len(slots)) for node, slots in allocation)
-        if m.base_time is not None:
+        if planned is not None:
+            base = planned.base
+        elif m.base_time is not None:
             base = m.base_time(job, gpus)
         else:
             assert self.reference is not None
@@ -223,6 +263,7 @@ class NetworkState:
             last=now,
             allocation=allocation,
             plan=plan,
+            planned=planned,
         )
         self.active[job] = act
         if shared:
@@ -231,7 +272,7 @@ class NetworkState:
             self.changed[job] = None
         self.hosts[job], self.leaves[job] = fp.hosts, fp.leaves
         self.xhost_iter[job] = fp.cross_host_bytes
-        self.collective[job] = spec.collective
+        self.collective[job] = PLAN_COLLECTIVE if planned is not None else spec.collective
         for node, count in hosts:
             if count == 0:
                 continue
@@ -427,8 +468,13 @@ class NetworkState:
         self._advance(job, act, now)
         self._set_t(act, math.inf, now)
         explicit = {key: tuple((link, 1.0) for link in path) for key, path in paths.items()}
-        fp = footprint(
-            act.spec, act.allocation, self.topo, replace(self.m.routing, paths=explicit), job
+        fp = _footprint(
+            act.spec,
+            act.planned,
+            act.allocation,
+            self.topo,
+            replace(self.m.routing, paths=explicit),
+            job,
         )
         self.footprints += 1
         self.reroutes += 1
@@ -450,7 +496,12 @@ class NetworkState:
         return replace(self.m.routing, reserved=held, leaf_paths=paths)
 
     def _planned_footprint(
-        self, spec: CommSpec, allocation: Allocation, job: int, plan: NetPlan
+        self,
+        spec: CommSpec,
+        allocation: Allocation,
+        job: int,
+        plan: NetPlan,
+        planned: PlannedComm | None = None,
     ) -> Footprint:
         """The job's footprint over what its plan reserved.
 
@@ -461,9 +512,10 @@ class NetworkState:
         """
         if plan.circuits:
             own = self._circuit_fabric(plan.circuits)
-            return footprint(spec, allocation, own, Routing("spray", seed=self.m.routing.seed), job)
+            spray = Routing("spray", seed=self.m.routing.seed)
+            return _footprint(spec, planned, allocation, own, spray, job)
         routing = Routing("source", seed=self.m.routing.seed, reserved=plan.links)
-        return footprint(spec, allocation, self.topo, routing, job)
+        return _footprint(spec, planned, allocation, self.topo, routing, job)
 
     def _circuit_fabric(self, circuits: tuple[tuple[int, int], ...]) -> Topology:
         """The run's hosts and switches with exactly ``circuits`` as fabric (cached: the OCS
@@ -549,6 +601,24 @@ class NetworkState:
             change = act.load * delta
             self.util[links] += change
             self.tier_sum += np.bincount(self.tier[links], change, len(TIERS))
+
+
+#: The collective jobs.csv names for an LLM job's plan traffic.
+PLAN_COLLECTIVE = "plan"
+
+
+def _footprint(
+    spec: CommSpec,
+    planned: PlannedComm | None,
+    allocation: Allocation,
+    topo: Topology,
+    routing: Routing,
+    job: int,
+) -> Footprint:
+    """The job's footprint: its plan's transfers (an LLM job), else its collective's."""
+    if planned is None:
+        return footprint(spec, allocation, topo, routing, job)
+    return transfers_footprint(planned.transfers, allocation, topo, routing, job, PLAN_COLLECTIVE)
 
 
 def _pairs(topo: Topology) -> list[tuple[int, int]]:

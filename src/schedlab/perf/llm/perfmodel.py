@@ -7,6 +7,13 @@ elastic policies skip it and a placement there makes no progress. Other jobs of 
 the base model. A resize or move re-plans with the same global batch and costs one checkpoint
 and one restart (``--resize-overhead`` overrides). The planner is asked with the allocation's
 shape (GPUs per node); policies that only know a GPU count get whole nodes.
+
+With ``--topology`` the network model carries the inter-node traffic of the plan chosen on each
+allocation (:meth:`LLMPlanner.planned_comm`, spec §1.5.6): the plan is still chosen with the
+analytic α–β terms (independent of other jobs), and its speed becomes the planner's rate times
+``T_step / T``, where ``T = C + max(0, D − ω_dp·t_b)``, ``C`` is the step less its analytic
+data-parallel and pipeline terms and ``D`` the network model's time for the data-parallel rings and
+the pipeline's transfers under contention.
 """
 
 from __future__ import annotations
@@ -127,6 +134,32 @@ class LLMPlanner(PerfModel):
         if not math.isfinite(restart):
             restart = spec.detect + spec.launch + c.load
         return c.sync + restart
+
+    def planned_comm(self, jobs: JobTable, job: int, allocation: Any) -> Any:
+        """The network model's view of an LLM job on ``allocation`` (None: not an LLM job, or
+        no plan fits there — it makes no progress either way)."""
+        if not self._is_llm(jobs, job):
+            return None
+        from schedlab.network.replay_state import PlannedComm
+        from schedlab.perf.llm.netcomm import step_transfers
+
+        counts, g, models = self._shape_of(allocation)
+        results = [self._best(jobs, job, counts, g, m) for m in models]
+        if any(r is None for r in results):
+            return None
+        best = min(results, key=lambda r: r.tokens_per_s)  # type: ignore[union-attr]
+        assert best is not None
+        profile = self._profile(jobs, job)
+        parts = best.breakdown
+        compute = max(best.step_seconds - parts["dp"] - parts["pp"], 1e-12)
+        psi = best.memory_parts["params_per_gpu"]
+        return PlannedComm(
+            transfers=step_transfers(jobs.llm.model[job], best.plan, profile, psi),
+            compute=compute,
+            overlap=min(1.0, profile.omega_dp * parts["backward_seconds"] / compute),
+            base=best.step_seconds,
+            gradient_bytes=profile.grad_comm_bytes * psi,
+        )
 
     # -- for the failure model -----------------------------------------------------------------
     def ckpt_bytes(self, jobs: JobTable, job: int) -> float | None:

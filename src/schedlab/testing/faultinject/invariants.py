@@ -47,10 +47,13 @@ def nothing_doubled(
     executions: Iterable[Execution],
     restarts: Mapping[int, int],
     partitioned: Mapping[int, float] | None = None,
+    unlaunched: Mapping[int, int] | None = None,
 ) -> list[str]:
     """A job's executions never overlap — except a cut-off instance on a partitioned node beside
     its replacement, up to the kill after heal (``partitioned``: job → latest allowed stop of
-    its cut-off instance); executions = 1 + Slurm's restart count; exactly one wrote ``end``."""
+    its cut-off instance); executions = 1 + Slurm's restart count, less the runs Slurm recorded
+    that never reached the job's script (``unlaunched``: a launch that failed on an unreachable
+    node is a restart without an execution); exactly one wrote ``end``."""
     by_job: dict[int, list[Execution]] = defaultdict(list)
     for e in executions:
         by_job[e.job].append(e)
@@ -61,14 +64,39 @@ def nothing_doubled(
         for a, b in pairwise(runs):
             if b.start < a.stop and not (job in allowed and a.stop <= allowed[job]):
                 bad.append(f"job {job}: runs overlap ({a.start:g}–{a.stop:g} and {b.start:g}–)")
-        if len(runs) != 1 + restarts.get(job, 0):
+        lost = (unlaunched or {}).get(job, 0)
+        if len(runs) != 1 + restarts.get(job, 0) - lost:
             bad.append(
                 f"job {job}: {len(runs)} executions, Slurm counts {restarts.get(job, 0)} restarts"
+                + (f" ({lost} never launched)" if lost else "")
             )
         ends = sum(e.ended for e in runs)
         if ends != 1:
             bad.append(f"job {job}: {ends} executions wrote 'end'")
     return bad
+
+
+#: How long Slurm may take to give up a launch on an unreachable node: its MessageTimeout
+#: (5 s in the harness's configuration), doubled.
+LAUNCH_TIMEOUT = 10.0
+
+
+def unlaunched_runs(
+    records: Iterable[tuple[int, str, float, float]], executions: Iterable[Execution]
+) -> dict[int, int]:
+    """Per job, Slurm's runs ``(job, state, start, end)`` that did not complete, lasted at most
+    :data:`LAUNCH_TIMEOUT` and saw no execution start within a second of them: launches that
+    never reached the job's script (the node was unreachable when Slurm sent it)."""
+    starts: dict[int, list[float]] = defaultdict(list)
+    for e in executions:
+        starts[e.job].append(e.start)
+    out: dict[int, int] = defaultdict(int)
+    for job, state, start, end in records:
+        if state == "COMPLETED" or end - start > LAUNCH_TIMEOUT:
+            continue
+        if not any(start - 1.0 <= t <= end + 1.0 for t in starts.get(job, [])):
+            out[job] += 1
+    return dict(out)
 
 
 def capacity(executions: Iterable[Execution], node_gpus: Mapping[str, int]) -> list[str]:

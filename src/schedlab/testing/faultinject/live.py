@@ -14,7 +14,7 @@ cluster's own configuration; each job script appends ``start`` and ``end`` marke
 
 The oracle is :mod:`.invariants` over the markers, Slurm's completion records (``sacct -c``) and
 the journal. S1, S2, S6 and S7 (killing or cutting off a slurmd, restarting the controller,
-flapping a node) need per-node namespaces and a cluster the harness owns; they are not run live.
+flapping a node) need per-node namespaces and a cluster the harness owns: :mod:`.live_nodes`.
 """
 
 from __future__ import annotations
@@ -49,6 +49,7 @@ class LiveResult:
     journal: list[dict] = field(default_factory=list)
     seconds: float = 0.0
     kills: int = 0
+    details: dict = field(default_factory=dict)  # per scenario: what the oracle measured
 
 
 def scheduler_conf(conf: Path, port: int, out: Path) -> Path:
@@ -69,28 +70,51 @@ def controller_port(conf: Path) -> int:
     return int(re.search(r"^SlurmctldPort=(\d+)", conf.read_text(), re.M).group(1))  # type: ignore[union-attr]
 
 
-def submit(markers: Path, gpus: int, seconds: int, name: str) -> int:
+def submit(
+    markers: Path,
+    gpus: int,
+    seconds: int,
+    name: str,
+    env: dict[str, str] | None = None,
+    beat: bool = False,
+) -> int:
+    """Submit a held job of ``gpus`` GPUs that sleeps ``seconds`` and writes its markers: ``start``
+    and ``end``, and ``kill`` when Slurm signals it (SIGTERM: the sleep runs in the background so
+    that the trap fires at once; a SIGKILL writes nothing). ``beat``: it sleeps a second at a time
+    and writes a ``beat`` after each, so that a run killed without a word (SIGKILL) stopped within
+    a second of its last beat."""
+    fields = (
+        '"$SLURM_JOB_ID" "${SLURM_RESTART_COUNT:-0}" "$SLURMD_NODENAME" "${CUDA_VISIBLE_DEVICES:-}"'
+    )
     script = (
         f'M={markers}/"$SLURM_JOB_ID"; '
-        'echo start "$SLURM_JOB_ID" "${SLURM_RESTART_COUNT:-0}" "$SLURMD_NODENAME" '
-        f'"${{CUDA_VISIBLE_DEVICES:-}}" "$(date +%s.%N)" >> "$M"; sleep {seconds}; '
-        'echo end "$SLURM_JOB_ID" "${SLURM_RESTART_COUNT:-0}" "$SLURMD_NODENAME" '
-        '"${CUDA_VISIBLE_DEVICES:-}" "$(date +%s.%N)" >> "$M"'
+        f'echo start {fields} "$(date +%s.%N)" >> "$M"; '
+        f'trap \'echo kill {fields} "$(date +%s.%N)" >> "$M"; exit 143\' TERM; '
+        + (
+            f"i=0; while [ $i -lt {seconds} ]; do sleep 1 & wait $!; i=$((i+1)); "
+            f'echo beat {fields} "$(date +%s.%N)" >> "$M"; done; '
+            if beat
+            else f"sleep {seconds} & wait $!; "
+        )
+        + f'echo end {fields} "$(date +%s.%N)" >> "$M"'
     )
     out = subprocess.run(
         ["sbatch", "--hold", "--parsable", "-t", "5", "-J", name, "-o", "/dev/null",
          f"--gres=gpu:{gpus}", "--wrap", script],
-        capture_output=True, text=True, check=True, timeout=60,
+        capture_output=True, text=True, check=True, timeout=60, env=env,
     )  # fmt: skip
     return int(out.stdout.strip().split(";")[0])
 
 
 def read_markers(markers: Path) -> tuple[list[Execution], dict[int, int]]:
-    """Executions from the marker files, and each job's highest restart count seen."""
+    """Executions from the marker files, and each job's highest restart count seen. A run that
+    wrote neither ``end`` nor ``kill`` (SIGKILLed) stopped within a second of its last ``beat``:
+    it stops then; without beats, at infinity."""
     runs: list[Execution] = []
     restarts: dict[int, int] = {}
     for path in markers.iterdir():
         open_runs: dict[tuple[int, str], list[str]] = {}
+        last_beat: dict[tuple[int, str], float] = {}
         for line in path.read_text().splitlines():
             parts = line.split()
             if len(parts) < 5:
@@ -102,15 +126,16 @@ def read_markers(markers: Path) -> tuple[list[Execution], dict[int, int]]:
             key = (restart, node)
             if kind == "start":
                 open_runs[key] = [gpus, str(when)]
-            elif kind == "end" and key in open_runs:
+            elif kind == "beat":
+                last_beat[key] = when
+            elif kind in ("end", "kill") and key in open_runs:
                 g, start = open_runs.pop(key)
                 idx = tuple(int(x) for x in g.split(",") if x)
-                runs.append(Execution(job, restart, node, idx, float(start), when, True))
-        for (restart, node), (g, start) in open_runs.items():
+                runs.append(Execution(job, restart, node, idx, float(start), when, kind == "end"))
+        for key, (g, start) in open_runs.items():
             idx = tuple(int(x) for x in g.split(",") if x)
-            runs.append(
-                Execution(int(path.name), restart, node, idx, float(start), float("inf"), False)
-            )
+            stop = last_beat[key] + 1.0 if key in last_beat else float("inf")
+            runs.append(Execution(int(path.name), key[0], key[1], idx, float(start), stop, False))
     return runs, restarts
 
 
@@ -164,7 +189,7 @@ def run_live(name: str, work: Path, seed: int = 0) -> LiveResult:
                 proc.send_signal(signal.SIGTERM)
                 proc.wait(timeout=30)
             faults.join(timeout=60)
-            _wait_ended(jobs, deadline=started + DEADLINE + 60)
+            wait_ended(jobs, deadline=started + DEADLINE + 60)
         finally:
             if jobs:
                 subprocess.run(["scancel", *map(str, jobs)], capture_output=True, check=False)
@@ -217,7 +242,7 @@ def _faults(
             unknown.append((t0 + 1.0, time.time() - 1.0))
 
 
-def _wait_ended(jobs: list[int], deadline: float) -> None:
+def wait_ended(jobs: list[int], deadline: float) -> None:
     while time.monotonic() < deadline:
         out = subprocess.run(["squeue", "-h", "-j", ",".join(map(str, jobs)), "-o", "%i"],
                              capture_output=True, text=True)  # fmt: skip

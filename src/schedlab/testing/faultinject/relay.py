@@ -1,9 +1,13 @@
-"""A relay inside a network namespace: 127.0.0.1:PORT there → a Unix socket the host serves.
+"""Relays between a network namespace and the host, through Unix sockets (which cross namespaces).
 
-    python -m schedlab.testing.faultinject.relay PORT SOCKET
+    python -m schedlab.testing.faultinject.relay PORT SOCKET            # out of the namespace
+    python -m schedlab.testing.faultinject.relay --into PORT SOCKET     # into the namespace
 
-Namespaces have only their own loopback; Unix sockets cross them, so every connection a process
-in the namespace makes to 127.0.0.1:PORT reaches the host's fault proxy through SOCKET.
+Namespaces have only their own loopback. Run inside one, the first form listens on
+127.0.0.1:PORT there and forwards every connection to SOCKET, which the host's fault proxy
+serves (a slurmd reaching its controller). The second listens on SOCKET and forwards each
+connection to 127.0.0.1:PORT inside the namespace (the controller reaching a slurmd: the host's
+fault proxy listens on the node's port and forwards to SOCKET).
 """
 
 from __future__ import annotations
@@ -24,16 +28,22 @@ async def _pipe(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> N
         writer.close()
 
 
-async def main(port: int, path: str) -> None:
+async def main(port: int, path: str, into: bool = False) -> None:
     async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         try:
-            up_reader, up_writer = await asyncio.open_unix_connection(path)
+            if into:
+                up_reader, up_writer = await asyncio.open_connection("127.0.0.1", port)
+            else:
+                up_reader, up_writer = await asyncio.open_unix_connection(path)
         except OSError:
             writer.transport.abort()
             return
         await asyncio.gather(_pipe(reader, up_writer), _pipe(up_reader, writer))
 
-    server = await asyncio.start_server(handle, "127.0.0.1", port)
+    if into:
+        server = await asyncio.start_unix_server(handle, path=path)
+    else:
+        server = await asyncio.start_server(handle, "127.0.0.1", port)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
@@ -43,4 +53,8 @@ async def main(port: int, path: str) -> None:
 
 
 if __name__ == "__main__":
-    asyncio.run(main(int(sys.argv[1]), sys.argv[2]))
+    args = sys.argv[1:]
+    into = args[:1] == ["--into"]
+    if into:
+        args = args[1:]
+    asyncio.run(main(int(args[0]), args[1], into))
