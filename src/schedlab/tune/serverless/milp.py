@@ -208,50 +208,56 @@ def build(
     )
 
 
-def _solve(
+def _run(
     model: Model,
     objective: np.ndarray,
     extra: tuple[list, float] | None,
     upper: tuple[list, float] | None = None,
-) -> Plan | None:
-    """The program's optimum under ``objective``, with ``extra`` = (terms, value) an added
-    equality row and ``upper`` = (terms, bound) an added ≤ row (None: no such row)."""
+    relax: bool = False,
+):
+    """HiGHS on the program with ``objective``, ``extra`` = (terms, value) an added equality
+    row and ``upper`` = (terms, bound) an added ≤ row (None: no such row); ``relax`` drops the
+    integrality (the LP relaxation, a lower bound)."""
     from scipy.optimize import Bounds, LinearConstraint, milp
     from scipy.sparse import csr_array
 
     p = model.program
     rows, row_lb, row_ub = list(p.rows), list(p.row_lb), list(p.row_ub)
     cols, vals = list(p.cols), list(p.vals)
-    if extra is not None:
-        terms, value = extra
+    for added, lo_equal in ((extra, True), (upper, False)):
+        if added is None:
+            continue
+        terms, value = added
         r = len(row_lb)
         for col, val in terms:
             rows.append(r)
             cols.append(col)
             vals.append(val)
-        row_lb.append(value)
+        row_lb.append(value if lo_equal else -np.inf)
         row_ub.append(value)
-    if upper is not None:
-        terms, bound = upper
-        r = len(row_lb)
-        for col, val in terms:
-            rows.append(r)
-            cols.append(col)
-            vals.append(val)
-        row_lb.append(-np.inf)
-        row_ub.append(bound)
     matrix = csr_array((vals, (rows, cols)), shape=(len(row_lb), p.n))
+    integrality = np.zeros(p.n) if relax else np.asarray(p.integer)
     with _quiet_stdout():
-        result = milp(
+        return milp(
             objective,
             constraints=LinearConstraint(matrix, row_lb, row_ub),
-            integrality=np.asarray(p.integer),
+            integrality=integrality,
             bounds=Bounds(np.asarray(p.lb), np.asarray(p.ub)),
             options=HIGHS_OPTIONS,
         )
-    if result.x is None or not model.segments:
+
+
+def _solve(
+    model: Model,
+    objective: np.ndarray,
+    extra: tuple[list, float] | None,
+    upper: tuple[list, float] | None = None,
+) -> Plan | None:
+    """The program's optimal plan (None: infeasible); see :func:`_run` for the arguments."""
+    if not model.segments:
         return None
-    return _decode(model, result.x)
+    result = _run(model, objective, extra, upper)
+    return None if result.x is None else _decode(model, result.x)
 
 
 def _decode(model: Model, x: np.ndarray) -> Plan:
@@ -336,7 +342,8 @@ def cheapest(
     ``incumbent`` (score, time): its time is at least ``t_min`` (the time-optimal plan's) and at
     least ``m·W/σ(V)``, the compute of ``m`` micro-batches at the largest total speed ``σ(V)``
     the total buys; the loop stops at the first total whose score bound from ``t_min`` alone is
-    worse (it grows with the total)."""
+    worse (it grows with the total). The totals left are then ranked by their programs' LP
+    relaxations (a lower bound each) and solved best-first while their bound can still win."""
     model = build(profile, platform, training, d, m, max_stages, uniform)
     n = model.program.n
     mu = micro_batch(training, d, m)
@@ -349,6 +356,8 @@ def cheapest(
     per_stage = requests_cost(*request_usd(2, d, m, platform), platform) - cheapest_requests
     best = incumbent
     plans: list[Plan] = []
+    # Totals that survive the closed-form bounds, with their programs' objective vectors.
+    worth: list[tuple[float, float, np.ndarray, float, float]] = []
     for total, speed in speed_sums(platform, model.slots, uniform).items():
         a = per_gb * total
         if objective.value(t_min, a * t_min + cheapest_requests) > best[0] * (1 + 1e-12):
@@ -356,14 +365,28 @@ def cheapest(
         t_low = max(t_min, compute / speed)
         if not could_beat(objective.value(t_low, a * t_low + cheapest_requests), t_low, best):
             continue
-        scale = a if a > 0 else 1.0
+        # score = (c·x)·scale + const for every plan of this total
         if objective.kind == COST:
+            scale = a if a > 0 else 1.0
             c = _vector(n, model.time_terms, a / scale)
             c += _vector(n, model.stage_terms, per_stage / scale)
+            const = cheapest_requests - per_stage
         else:
             w, t0, c0 = objective.w, objective.t0, objective.c0
+            scale = 1.0
             c = _vector(n, model.time_terms, w / t0 + (1 - w) * a / c0)
             c += _vector(n, model.stage_terms, (1 - w) * per_stage / c0)
+            const = (1 - w) * (cheapest_requests - per_stage) / c0
+        # The LP relaxation bounds the total's best score in a fraction of the MILP's time.
+        relaxed = _run(model, c, (model.memory_terms, total), relax=True)
+        if relaxed.x is None:
+            continue  # no plan has this total
+        # (less a hair: the LP is solved to a tolerance, and a tie may still win on time)
+        worth.append(((relaxed.fun * scale + const) * (1 - 1e-9), total, c, t_low, a))
+    # Most promising totals first; each MILP only where its LP bound may still win.
+    for low, total, c, t_low, _ in sorted(worth, key=lambda w: (w[0], w[1])):
+        if not could_beat(low, t_low, best):
+            continue
         plan = _solve(model, c, (model.memory_terms, total))
         if plan is None:
             continue
