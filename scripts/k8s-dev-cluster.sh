@@ -88,7 +88,7 @@ build_binaries() {  # kube-apiserver and kube-scheduler from tools/k8s, once per
     say "building kube-apiserver and kube-scheduler $K8S_VERSION into $CACHE (a few minutes, once)"
     mkdir -p "$CACHE"
     local t0=$SECONDS
-    (cd "$REPO_ROOT/tools/k8s" && nice go build -trimpath -ldflags='-s -w' -o "$CACHE/" ./kube-apiserver ./kube-scheduler)
+    (cd "$REPO_ROOT/tools/k8s" && nice go build -trimpath -buildvcs=false -ldflags='-s -w' -o "$CACHE/" ./kube-apiserver ./kube-scheduler)
     say "built in $((SECONDS - t0)) s"
 }
 

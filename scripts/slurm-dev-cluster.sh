@@ -206,14 +206,14 @@ daemon() {  # daemon NAME CMD...: run CMD in the foreground of its own session, 
 
 wait_idle() {
     local i states
-    for i in $(seq 150); do
+    for i in $(seq 300); do
         states=$(sinfo -h -N -o '%t' 2>/dev/null | sort -u | tr '\n' ' ')
         if [[ "$states" == "idle " ]] && [[ $(sinfo -h -N -o '%N' | sort -u | wc -l) -eq $NODES ]]; then
             return 0
         fi
         sleep 0.2
     done
-    say "nodes did not become idle within 30 s (states: ${states:-none}); see $DIR/log"
+    say "nodes did not become idle within 60 s (states: ${states:-none}); see $DIR/log"
     return 1
 }
 
@@ -240,7 +240,7 @@ start() {
     start_munge
     daemon slurmctld slurmctld -D -i -f "$CONF"
     local i
-    for i in $(seq 100); do
+    for i in $(seq 300); do
         scontrol ping 2>/dev/null | grep -q UP && break
         if ! alive "$RUN/slurmctld.pid"; then
             say "slurmctld exited; see $DIR/log/slurmctld.log"

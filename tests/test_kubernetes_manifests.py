@@ -68,6 +68,7 @@ def test_cluster_role_is_exactly_the_calls_made(tmp_path: Path) -> None:
             if cache is not None:
                 cache.run_once()
         server.cycle()
+    server.binder.flush_events()
     ext = Extender(api, "bestfit", Journal(None))
     ext.start(watch=False)
     api.add_pod(pod("late", 1))  # not in the extender's cache yet: it reads the pod

@@ -171,3 +171,17 @@ def test_serve_refuses_journal_rotation_it_would_ignore(
     assert main([*argv, "--journal", journal, "--journal-keep", "3"]) == 2
     assert "'--journal-keep' needs '--journal-max-mib'" in capsys.readouterr().err
     assert not (tmp_path / "j.jsonl").exists()
+
+
+def test_ray_sweep_refuses_a_worker_count_it_would_ignore(
+    files: dict[str, Path],
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import schedlab.experiments.ray_engine as ray_engine
+
+    monkeypatch.setattr(ray_engine, "require_ray", lambda: None)  # as if Ray were installed
+    out = tmp_path / "grid"
+    argv = ["sweep", "--cluster", "1x2:T4", "--traces", str(files["jobs"]), "--out", str(out)]
+    _refused(capsys, [*argv, "--engine", "ray", "--workers", "3"], out, "'--workers' is for")

@@ -27,25 +27,41 @@ pytestmark = pytest.mark.slow  # two Ray nodes take most of a minute to start an
 RAY = Path(sys.executable).with_name("ray")
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+def _free_ports(count: int) -> list[int]:
+    """``count`` distinct free ports: every socket stays bound until all are chosen, so the
+    kernel cannot hand the same ephemeral port out twice (two Ray flags on one port stop the
+    node)."""
+    with contextlib.ExitStack() as stack:
+        sockets = [stack.enter_context(socket.socket()) for _ in range(count)]
+        for s in sockets:
+            s.bind(("127.0.0.1", 0))
+        return [s.getsockname()[1] for s in sockets]
 
 
-def _ports() -> list[str]:
-    """Every port a Ray node opens, chosen free, so the cluster cannot collide with another."""
-    args = []
-    for flag in (
-        "--node-manager-port",
-        "--object-manager-port",
-        "--dashboard-agent-listen-port",
-        "--dashboard-agent-grpc-port",
-        "--runtime-env-agent-port",
-        "--metrics-export-port",
-    ):
-        args += [flag, str(_free_port())]
-    return args
+_PORT_FLAGS = (
+    "--node-manager-port",
+    "--object-manager-port",
+    "--dashboard-agent-listen-port",
+    "--dashboard-agent-grpc-port",
+    "--runtime-env-agent-port",
+    "--metrics-export-port",
+)
+
+
+def _ports(taken: set[int]) -> list[str]:
+    """Every port a Ray node opens, chosen free and apart from ``taken`` (the ports of the
+    other node), so the cluster cannot collide with itself or another."""
+    ports = [p for p in _free_ports(len(_PORT_FLAGS) + len(taken)) if p not in taken]
+    taken.update(ports[: len(_PORT_FLAGS)])
+    return [arg for flag, p in zip(_PORT_FLAGS, ports, strict=False) for arg in (flag, str(p))]
+
+
+def _ray_start(args: list[str], env: dict[str, str]) -> None:
+    """``ray start`` with its own output in the failure, which is what says why."""
+    done = subprocess.run(args, capture_output=True, env=env, timeout=120, text=True)
+    if done.returncode != 0:
+        command = " ".join(args)
+        raise RuntimeError(f"{command} exited {done.returncode}:\n{done.stdout}\n{done.stderr}")
 
 
 def _tree(marker: str) -> list[int]:
@@ -85,19 +101,21 @@ def _kill(marker: str) -> None:
 def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, object]]:
     root = tmp_path_factory.mktemp("ray")
     head, worker = root / "head", root / "worker"
-    port = _free_port()
+    taken: set[int] = set()
+    (port,) = _free_ports(1)
+    taken.add(port)
     env = {**os.environ, "RAY_USAGE_STATS_ENABLED": "0"}
     common = ["--num-cpus", "1", "--disable-usage-stats"]
     try:
-        subprocess.run(
+        _ray_start(
             [str(RAY), "start", "--head", "--port", str(port), "--temp-dir", str(head),
-             "--include-dashboard", "false", *common, *_ports()],
-            check=True, capture_output=True, env=env, timeout=120,
+             "--include-dashboard", "false", *common, *_ports(taken)],
+            env,
         )  # fmt: skip
-        subprocess.run(
+        _ray_start(
             [str(RAY), "start", "--address", f"127.0.0.1:{port}", "--temp-dir", str(worker),
-             *common, *_ports()],
-            check=True, capture_output=True, env=env, timeout=120,
+             *common, *_ports(taken)],
+            env,
         )  # fmt: skip
         yield {"address": f"127.0.0.1:{port}", "worker": str(worker)}
     finally:

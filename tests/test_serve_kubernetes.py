@@ -41,7 +41,9 @@ def cycle(server: KubeServer):  # type: ignore[no-untyped-def]
     for cache in (server.pods, server.nodes, server.groups):
         if cache is not None:
             cache.run_once()
-    return server.cycle()
+    report = server.cycle()
+    server.binder.flush_events()  # Events go out from a thread of their own
+    return report
 
 
 def records(server: KubeServer, action: str | None = None) -> list[dict]:
@@ -418,6 +420,7 @@ def test_pdb_blocks_eviction(tmp_path: Path) -> None:
     api.add_pod(pod("short", 8, created="2026-01-01T00:00:05Z", deadline=60))
     server = make(api, tmp_path, policy="srtf")
     cycle(server)
+    cycle(server)  # still forbidden: journaled once
     assert "default/low" in api.pods
     (protect,) = records(server, "protect")
     assert "PodDisruptionBudget" in protect["reason"]
@@ -652,3 +655,84 @@ def test_a_checkpointing_job_keeps_its_credit_through_an_eviction(tmp_path: Path
     view = again.view()
     i = [j.key for j in view.jobs].index("default/low")
     assert view.snapshot.runtime.attained[i] == 240.0
+
+
+def test_status_reports_the_lease_pods_reasons_and_queue(tmp_path: Path) -> None:
+    from schedlab.serve.kubernetes.status import gather, render, running
+
+    api = cluster(1)
+    clock = Clock()
+    api.add_pod(pod("big", 8))
+    api.add_pod(pod("long", 4, created="2027-01-15T08:00:01Z"))
+    api.add_pod(pod("short", 4, created="2027-01-15T08:00:02Z", deadline=60))
+    server = make(api, tmp_path, clock, policy="sjf")
+    server._write(None, "serve", **server.serve_record())
+    cycle(server)
+    server.journal.sync()
+    status = gather(
+        api, "schedlab", ("default", "schedlab"), server.journal.path, None, clock.t + 1
+    )
+    assert running(status)
+    assert status["lease"]["holder"] == "a"
+    assert status["pods"] == {"bound, Pending": 1, "waiting": 2}
+    # sjf bound the 60 s pod; of the two without an estimate, the older first (big blocks).
+    assert bound(api) == {"default/short": "node1"}
+    assert [row["job"] for row in status["queue"]] == ["default/big", "default/long"]
+    text = "\n".join(render(status))
+    assert "lease default/schedlab: held by a" in text
+    assert "1  0/1 nodes are available: 1 Insufficient nvidia.com/gpu.  [default/big]" in text
+    assert "waiting for policy sjf to place it" in text
+    later = gather(api, "schedlab", ("default", "schedlab"), None, None, clock.t + 60)
+    assert not running(later)  # nobody renewed it for more than its 15 s
+
+
+def test_unreachable_api_server_is_one_line_and_exit_2(tmp_path: Path, capsys) -> None:
+    from schedlab.cli import main
+
+    config = tmp_path / "kubeconfig"
+    config.write_text(
+        "apiVersion: v1\nkind: Config\ncurrent-context: c\n"
+        "clusters: [{name: k, cluster: {server: 'https://127.0.0.1:9', "
+        "insecure-skip-tls-verify: true}}]\n"
+        "users: [{name: u, user: {token: t}}]\n"
+        "contexts: [{name: c, context: {cluster: k, user: u}}]\n"
+    )
+    journal = tmp_path / "j.jsonl"
+    argv = ["serve", "kubernetes", "--kubeconfig", str(config), "--policy", "fifo"]
+    assert main([*argv, "--journal", str(journal), "--quiet"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "cannot reach https://127.0.0.1:9" in err[0]
+
+
+def test_kubeconfig_with_an_exec_plugin_is_refused_by_name(tmp_path: Path, capsys) -> None:
+    from schedlab.cli import main
+
+    config = tmp_path / "kubeconfig"
+    config.write_text(
+        "current-context: c\nclusters: [{name: k, cluster: {server: 'https://x:6443'}}]\n"
+        "users: [{name: u, user: {exec: {command: aws}}}]\n"
+        "contexts: [{name: c, context: {cluster: k, user: u}}]\n"
+    )
+    assert main(["serve", "kubernetes", "--kubeconfig", str(config), "--policy", "fifo"]) == 2
+    assert "authenticates with 'exec'" in capsys.readouterr().err
+
+
+def test_a_start_that_would_over_commit_is_never_bound(tmp_path: Path) -> None:
+    """Whatever the policy says: the binder takes every start on a ledger of the cluster as
+    the API objects show it, and skips one that does not fit, calling nothing."""
+    from schedlab.serve.kubernetes.binder import Binder
+    from schedlab.serve.kubernetes.objects import parse_pod
+
+    api = cluster(1)
+    api.add_pod(pod("theirs", 6, scheduler="other", node="node1", phase="Running"))
+    api.add_pod(pod("p", 4))
+    server = make(api, tmp_path)
+    view = server.view()
+    written: list[dict] = []
+    binder = Binder(api, lambda: {"time": 0, "cycle": 1}, written.append)
+    ledger = view.snapshot.state.copy()
+    p = parse_pod(api.pods["default/p"])
+    records_ = binder.bind_jobs([("default/p", [p], ((0, (0, 1, 2, 3)),), {})], ["node1"], ledger)
+    assert [r["action"] for r in records_] == ["skip"]
+    assert "would over-commit" in records_[0]["reason"]
+    assert not [c for c in api.calls if c[1].endswith("/binding")]

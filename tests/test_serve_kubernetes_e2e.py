@@ -255,3 +255,58 @@ def test_200_pods_with_a_kill_and_a_standby_taking_over(tmp_path: Path) -> None:
         result = check(path)
         assert result.agree, result.mismatches
     assert check(second_j).starts > 50
+
+
+def test_preemption_waits_for_a_disruption_budget_then_evicts(tmp_path: Path) -> None:
+    """Every GPU is taken by long pods a PodDisruptionBudget covers: srtf wants one gone for a
+    short pod, the Eviction API refuses (429; no disruption controller here ever allows one),
+    nothing is evicted and the short pod waits. Once the budget is deleted, a long pod is
+    evicted and the short pod is bound on its node."""
+    api, kubeconfig = live_cluster()
+    ns = fresh_namespace(api, "e2e-evict")
+    name = ns
+    budget = {
+        "apiVersion": "policy/v1",
+        "kind": "PodDisruptionBudget",
+        "metadata": {"name": "keep", "namespace": ns},
+        "spec": {"minAvailable": 1, "selector": {"matchLabels": {"keep": "yes"}}},
+    }
+    api.post(f"/apis/policy/v1/namespaces/{ns}/poddisruptionbudgets", budget)
+    nodes = [parse_node(n) for n in api.list("/api/v1/nodes")[0]]
+    gpus = [n.gpus for n in nodes if n.available and n.gpus]
+    for k, g in enumerate(gpus):
+        obj = pod(f"long{k}", g, ns=ns, scheduler=name, labels={"keep": "yes"})
+        obj["metadata"]["annotations"][RUN] = "600"
+        create_pod(api, obj)
+    journal = tmp_path / "serve.jsonl"
+    proc = serve(kubeconfig, journal, name, "--policy", "srtf", "--grace", "0", until_idle=False)
+    try:
+        deadline = time.time() + 60
+        # Running, not only bound: the Eviction API lets a Pending pod go whatever the budget.
+        while {p["status"].get("phase") for p in phases(api, ns).values()} != {"Running"}:
+            assert time.time() < deadline, "the long pods were not all running"
+            time.sleep(0.2)
+        create_pod(api, pod("short", 1, ns=ns, scheduler=name, deadline=30, annotations={RUN: "1"}))
+        deadline = time.time() + 60
+        while not any(r["action"] == "protect" for r in read_journal(journal)):
+            assert time.time() < deadline, "the budget was never reported"
+            time.sleep(0.2)
+        assert len(phases(api, ns)) == len(gpus) + 1  # nothing evicted
+        assert not phases(api, ns)["short"]["spec"].get("nodeName")
+        api.delete(f"/apis/policy/v1/namespaces/{ns}/poddisruptionbudgets/keep")
+        deadline = time.time() + 60
+        while not phases(api, ns)["short"]["spec"].get("nodeName"):
+            assert time.time() < deadline, "the short pod was never bound"
+            time.sleep(0.2)
+        pods = phases(api, ns)
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+        for k in phases(api, ns):  # the long pods would hold the GPUs for ten minutes
+            api.delete(f"/api/v1/namespaces/{ns}/pods/{k}", {"gracePeriodSeconds": 0})
+    records = list(read_journal(journal))
+    (protect, *_) = [r for r in records if r["action"] == "protect"]
+    assert "PodDisruptionBudget" in protect["reason"]
+    (pre,) = [r for r in records if r["action"] == "preempt"]
+    assert pre["job"].split("/")[1] not in pods  # evicted: gone
+    assert pods["short"]["spec"]["nodeName"] == pre["nodes"][0]

@@ -74,3 +74,14 @@ def test_http_protocol(tmp_path: Path) -> None:
             assert json.load(reply)["NodeNames"] == ["node2"]
     finally:
         server.shutdown()
+
+
+def test_serve_check_refuses_an_extender_journal(tmp_path: Path, capsys) -> None:
+    from schedlab.cli import main
+
+    api, ext = setup(tmp_path)
+    api.add_pod(pod("p", 1))
+    ext.pods.run_once()
+    ext.bind({"PodName": "p", "PodNamespace": "default", "Node": "node2"})
+    assert main(["serve", "check", "--journal", str(tmp_path / "ext.jsonl")]) == 2
+    assert "kube-scheduler chose the nodes" in capsys.readouterr().err

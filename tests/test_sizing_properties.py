@@ -63,7 +63,7 @@ def test_sizing_policies_keep_the_invariants(case) -> None:
         # Jobs without a deadline are never rejected — unless the policy runs every job at
         # the count it asked for and that count is more than the cluster has.
         best_effort = np.isnan(rec.jobs.deadline)
-        if name in FIXED_SIZE:
+        if name in FIXED_SIZE or name.startswith("gavel-"):  # Gavel runs jobs at their scale
             best_effort &= rec.jobs.num_gpus <= cluster.total_gpus
         assert not (best_effort & (rec.status == REJECTED)).any(), label
         # Same inputs, same outputs.

@@ -19,7 +19,7 @@ from schedlab.policies.placement.base import PlacementPolicy
 from schedlab.policies.registry import ORDERINGS, PLACEMENT_POLICIES, SIZING_POLICIES
 from schedlab.policies.scheduler import SchedulingPolicy
 
-HEAVY = ("numpy", "pandas", "matplotlib", "scipy")
+HEAVY = ("numpy", "pandas", "matplotlib", "scipy", "httpx", "yaml")
 CLASSES = {"placement": PLACEMENT_POLICIES, "ordering": ORDERINGS, "sizing": SIZING_POLICIES}
 BASES = {"placement": PlacementPolicy, "ordering": Ordering, "sizing": SchedulingPolicy}
 
@@ -95,6 +95,9 @@ def _unwanted(modules: set[str], prefixes: tuple[str, ...], allowed: set[str]) -
 #: energy.spec) and the plans a start may carry (network.plan, plain data) are allowed.
 NOT_FOR_A_PLAIN_REPLAY = (
     "matplotlib",
+    "httpx",  # serve kubernetes only
+    "yaml",
+    "schedlab.serve.kubernetes",
     "scipy",
     "schedlab.network",
     "schedlab.energy",

@@ -15,7 +15,7 @@ JOBS = "job_id,submit_time,num_gpus,duration\n" + "".join(
 )
 TOPOLOGIES = (
     "leafspine:leaves=2,spines=2,hosts_per_leaf=2,g=4,m=1,nic_gbps=100,model=V100",
-    "leafspine:leaves=2,spines=1,hosts_per_leaf=2,g=4,m=1,nic_gbps=10,model=V100",
+    "leafspine:leaves=2,spines=1,hosts_per_leaf=1,g=4,m=1,nic_gbps=10,model=V100",
 )
 NODES = "sn,cpu_milli,memory_mib,gpu,model\nn0,16000,65536,2,T4\nn1,16000,65536,2,T4\n"
 PODS = (

@@ -147,7 +147,7 @@ def test_a_carbon_aware_policy_runs_on_a_series_at_the_shortest_step(
     energy_data: Path, tmp_path: Path
 ) -> None:
     """One-second steps are the finest accepted; lcs plans over them."""
-    rows = "".join(f"{t},{100 + (t % 7) * 10}\n" for t in range(0, 600))
+    rows = "".join(f"{t},{100 + (t % 7) * 10}\n" for t in range(0, 120))
     ci = write(tmp_path, "ci.csv", "time,ci_g_per_kwh\n" + rows)
     argv = energy_argv(tmp_path, energy_data, "--ci", str(ci), "--policy", "lcs")
     assert main(argv) == 0

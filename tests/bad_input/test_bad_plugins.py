@@ -176,10 +176,17 @@ def pack_files(tmp_path: Path) -> tuple[Path, Path]:
     return write(tmp_path, "nodes.csv", NODES), write(tmp_path, "pods.csv", PODS)
 
 
-@pytest.mark.parametrize(
-    ("method", "needle"), [c[1:] for c in PLACEMENT_CASES], ids=[c[0] for c in PLACEMENT_CASES]
-)
-@pytest.mark.parametrize("engine", ["pack", "sharing", "replay", "sweep"])
+#: Every case in pack and replay; the sharing engine and a sweep's workers (slower to start)
+#: take the same placement framework through a few of them.
+ENGINE_CASES = [
+    pytest.param(engine, method, needle, id=f"{engine}-{case}")
+    for engine in ("pack", "replay", "sharing", "sweep")
+    for case, method, needle in PLACEMENT_CASES
+    if engine in ("pack", "replay") or case in ("score NaN", "GPU 99", "pick raises")
+]
+
+
+@pytest.mark.parametrize(("engine", "method", "needle"), ENGINE_CASES)
 def test_a_broken_placement_plugin_stops_every_engine_in_one_line(
     engine: str,
     method: str,
@@ -283,12 +290,16 @@ POLICY_CASES = [
 def test_a_whole_cluster_plugin_giving_wrong_allocations_is_one_line(
     decide: str, needle: str, plugin, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    module = plugin(policy(decide))
+    refused_policy(plugin(policy(decide)), needle, tmp_path, capsys)
+
+
+def refused_policy(
+    module: str, needle: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Replay :data:`WIDE` under plugin ``module``'s ``bad-policy``: one line naming it."""
     argv = replay_argv(tmp_path, "--cluster", "2x4:V100", "--plugin", f"{module}:Bad", trace=WIDE)
-    refused(
-        [*argv, "--policy", "bad-policy"], capsys, f"'bad-policy' (plugin {module}:Bad)", needle
-    )
-    assert not (tmp_path / "out").exists()
+    argv += ["--policy", "bad-policy"]
+    refused(argv, capsys, f"'bad-policy' (plugin {module}:Bad)", needle, out=tmp_path / "out")
 
 
 #: Starts job 0 whole at time 0, asks to be woken at 20 and then does ``later``.
@@ -316,12 +327,8 @@ def next_wakeup(self, snap):
 def test_a_later_decision_out_of_range_is_one_line(
     later: str, needle: str, plugin, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    body = "from schedlab.model.snapshot import Overhead, Reject\n"
-    body += LATER.format(later=later)
-    module = plugin(policy(body, WAKE_AT_20))
-    argv = replay_argv(tmp_path, "--cluster", "2x4:V100", "--plugin", f"{module}:Bad", trace=WIDE)
-    refused([*argv, "--policy", "bad-policy"], capsys, f"(plugin {module}:Bad)", needle)
-    assert not (tmp_path / "out").exists()
+    body = "from schedlab.model.snapshot import Overhead, Reject\n" + LATER.format(later=later)
+    refused_policy(plugin(policy(body, WAKE_AT_20)), needle, tmp_path, capsys)
 
 
 NAN_WAKEUP = """\
@@ -349,3 +356,50 @@ def test_serve_stops_on_a_wrong_allocation_and_journals_why(plugin, tmp_path: Pa
     errors = [r for r in read_journal(journal) if r["action"] == "error"]
     assert len(errors) == 1 and "it asked for 4 GPU(s)" in errors[0]["reason"]
     assert not any(r["action"] == "start" for r in read_journal(journal))
+
+
+def test_serve_kubernetes_stops_on_a_wrong_allocation_and_journals_why(
+    plugin, tmp_path: Path
+) -> None:
+    from kube_objects import node, pod
+    from schedlab.serve.kubernetes.fake import FakeKube
+    from schedlab.serve.kubernetes.server import KubeConfig, KubeServer
+
+    module = plugin(policy(FIRST + "return [Start(j, ((0, (0,)),))]"))
+    api = FakeKube()
+    api.add_node(node("node1", 8))
+    api.add_pod(pod("a", 4))
+    config = KubeConfig(policy="bad-policy", plugins=(f"{module}:Bad",), identity="a")
+    journal = tmp_path / "k.jsonl"
+    server = KubeServer(api, config, Journal(journal), clock=lambda: 1_800_000_000.0, watch=False)
+    server.start_watches()
+    for cache in (server.pods, server.nodes, server.groups):
+        if cache is not None:
+            cache.run_once()
+    with pytest.raises(PolicyError, match=r"started job 0 on 1 GPU\(s\).*asked for 4 GPU\(s\)"):
+        server.cycle()
+    errors = [r for r in read_journal(journal) if r["action"] == "error"]
+    assert len(errors) == 1 and "it asked for 4 GPU(s)" in errors[0]["reason"]
+    assert not [c for c in api.calls if c[1].endswith("/binding")]  # nothing bound
+
+
+@pytest.mark.parametrize(
+    ("state", "needle"),
+    [
+        ("{'seen': {1, 2}}", "export_state() returned {'seen': {1, 2}}, which is not JSON"),
+        ("1 / 0", "export_state() raised ZeroDivisionError"),
+    ],
+)
+def test_serve_stops_on_a_state_it_cannot_journal(
+    state: str, needle: str, plugin, tmp_path: Path
+) -> None:
+    extra = f"stateful = True\ndef export_state(self):\n    return {state}\n"
+    module = plugin(policy("return []", extra))
+    fake = FakeSlurm([fake_node("node1", gpus=8)], [fake_job(1, 4, 100.0)])
+    config = ServeConfig("bad-policy", plugins=(f"{module}:Bad",))
+    journal = tmp_path / "j.jsonl"
+    server = Server(fake, config, Journal(journal), clock=lambda: 200.0)
+    with pytest.raises(PolicyError, match=f"policy 'bad-policy' \\(plugin {module}:Bad\\)"):
+        server.cycle()
+    errors = [r for r in read_journal(journal) if r["action"] == "error"]
+    assert len(errors) == 1 and needle in errors[0]["reason"]

@@ -81,7 +81,8 @@ def server() -> Iterator[tuple[int, list[bytes]]]:
                 conn.recv(64)
                 if replies and replies[0]:
                     conn.sendall(replies[0])
-                stop.wait(2.0)
+                else:  # silent: hold the connection open until the client gives up
+                    stop.wait(2.0)
 
     thread = threading.Thread(target=serve, daemon=True)
     thread.start()

@@ -249,3 +249,26 @@ def test_sweep_and_serve_refuse_a_bad_topology_before_any_output(
     argv = ["serve", "slurm", "--policy", "fifo", "--placement", "consolidate"]
     argv += ["--topology", str(topology), "--journal", str(journal)]
     refused(argv, capsys, str(topology), "cannot reach", out=journal)
+
+
+TREE = "SwitchName=l1 Nodes=n[1-2]\nSwitchName=l2 Nodes=n[3-4]\nSwitchName=s Switches=l[1-2]\n"
+
+
+@pytest.mark.parametrize(
+    ("text", "needles"),
+    [
+        (TREE.replace("l1 ", "l1 LinkSpeed=nan "), [":1", "LinkSpeed must be a number > 0"]),
+        (TREE.replace("l1 ", "l1 LinkSpeed=0 "), [":1", "LinkSpeed", "'0'"]),
+        (TREE.replace("l2 ", "l2 Bogus=3 "), [":2", "unknown key 'Bogus'"]),
+        ("SwitchName=l1 Nodes=n[1-100000000]\n", [":1", "names more than 1000000 nodes"]),
+    ],
+    ids=["speed nan", "speed 0", "unknown key", "1e8 nodes"],
+)
+def test_a_bad_slurm_switch_tree_is_refused_before_slurm_is_asked(
+    text: str, needles: list[str], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    conf = write(tmp_path, "topology.conf", text)
+    journal = tmp_path / "serve.jsonl"
+    argv = ["serve", "slurm", "--policy", "fifo", "--placement", "locality"]
+    argv += ["--topology", str(conf), "--journal", str(journal)]
+    refused(argv, capsys, str(conf), *needles, out=journal)

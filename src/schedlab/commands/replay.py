@@ -21,6 +21,11 @@ from schedlab.commands.tenancy_options import TENANCY_HELP, add_tenancy_options
 from schedlab.energy.options import ENERGY_CONFIG_KEYS, add_energy_options, energy_spec
 from schedlab.errors import InputError
 from schedlab.experiments.replay_run import FALLBACKS, ReplaySpec, run_replay, write_run
+from schedlab.failures.options import (
+    FAILURE_CONFIG_KEYS,
+    add_failure_options,
+    check_failure_options,
+)
 from schedlab.network.options import NET_CONTROLS, REPLAY_ROUTING, RULES, resolve_net_control
 from schedlab.output_dir import staged_dir
 from schedlab.perf.models import parse_speed_factors
@@ -141,6 +146,21 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         "preempted only if the policy still wants it then, as 'serve slurm --grace' (default 0)",
     )
     p.add_argument(
+        "--models",
+        help="TOML file of extra [models.NAME] tables for an llm trace (see docs/llm.md)",
+    )
+    p.add_argument(
+        "--llm-profile",
+        help="calibration profile of the planner for LLM jobs that name none (default generic)",
+    )
+    p.add_argument(
+        "--until",
+        type=float,
+        metavar="SECONDS",
+        help="stop simulating at this time; jobs still queued or running are recorded as "
+        "unfinished (default: run until every job is done)",
+    )
+    p.add_argument(
         "--time-limit",
         type=float,
         metavar="SECONDS",
@@ -180,6 +200,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         "and sets priority levels that --net-sharing priority enforces (default: --net-routing)",
     )
     add_energy_options(p)
+    add_failure_options(p)
     add_tenancy_options(p)
     add_plugin_option(p)
     p.add_argument(
@@ -211,6 +232,9 @@ CONFIG_KEYS: dict[str, type] = {
     "grace": float,
     "time_limit": float,
     "slot": float,
+    "until": float,
+    "models": str,
+    "llm_profile": str,
     "plugin": list,
     "throughputs_fallback": str,
     "topology": str,
@@ -218,6 +242,7 @@ CONFIG_KEYS: dict[str, type] = {
     "net_routing": str,
     "net_control": str,
     **ENERGY_CONFIG_KEYS,
+    **FAILURE_CONFIG_KEYS,
     **TENANCY_CONFIG_KEYS,
 }
 
@@ -250,6 +275,9 @@ def spec_from_args(args: argparse.Namespace) -> ReplaySpec:
         )
     for name in ("restart_overhead", "resize_overhead", "min_runtime", "grace"):
         check_seconds(f"--{name.replace('_', '-')}", pick(name, 0.0))
+    until = pick("until")
+    if until is not None:
+        check_seconds("--until", until)
     time_limit = pick("time_limit")
     if time_limit is not None and not (time_limit > 0 and math.isfinite(time_limit)):
         raise InputError(f"'--time-limit' must be > 0 seconds (got {time_limit})")
@@ -266,6 +294,8 @@ def spec_from_args(args: argparse.Namespace) -> ReplaySpec:
     control, routing, sharing = resolve_net_control(
         pick("net_control"), pick("net_routing"), pick("net_sharing")
     )
+    failures = pick("failures") or None
+    check_failure_options(failures, pick("checkpoint"), pick("failure_reaction"))
     fallback = pick("throughputs_fallback") or None  # config.toml writes "" for none
     if fallback is not None and not pick("throughputs"):
         raise InputError("'--throughputs-fallback' needs '--throughputs'")
@@ -293,6 +323,12 @@ def spec_from_args(args: argparse.Namespace) -> ReplaySpec:
         net_routing=routing,
         net_control=control,
         energy=energy_spec(args, cfg),
+        until=until,
+        models=pick("models") or None,
+        llm_profile=pick("llm_profile") or None,
+        failures=failures,
+        checkpoint=pick("checkpoint") or None,
+        failure_reaction=pick("failure_reaction") or None,
         tenancy=tenancy_spec(pick),
     )
     # every refusal before any work

@@ -243,6 +243,16 @@ def add_status_parser(targets: argparse._SubParsersAction) -> None:
         "--metrics-port", type=int, default=None, metavar="PORT", help="its /metrics port"
     )
     status.add_argument("--json", action="store_true", help="one JSON object on stdout")
+    status.add_argument(
+        "--kubernetes",
+        action="store_true",
+        help="the scheduler of 'serve kubernetes': its Lease, pods and queue from the API server",
+    )
+    status.add_argument("--kubeconfig", type=Path, default=None, help="(--kubernetes)")
+    status.add_argument("--context", default=None, help="(--kubernetes) kubeconfig context")
+    status.add_argument("--scheduler-name", default=None, help="(--kubernetes) default schedlab")
+    status.add_argument("--lease-namespace", default=None, help="(--kubernetes) default default")
+    status.add_argument("--lease-name", default=None, help="(--kubernetes) default schedlab")
     status.set_defaults(run=run_status)
 
 
@@ -392,6 +402,10 @@ def _serve(
 
 
 def run_status(args: argparse.Namespace) -> int:
+    if args.kubernetes:
+        from schedlab.commands.serve_kubernetes import run_kube_status
+
+        return run_kube_status(args)
     settings = read_config(args.config) if args.config is not None else {}
     partition = args.partition or settings.get("partition")
     state_dir = args.state_dir or (

@@ -288,3 +288,42 @@ def run_import_kubernetes(args: argparse.Namespace) -> int:
     command = replay_command(result, Path(shlex.quote(str(args.out))), tree)
     console.print(f"replay it: {command}", soft_wrap=True)
     return 0
+
+
+def run_kube_status(args: argparse.Namespace) -> int:
+    """``serve status --kubernetes``: 0 when a scheduler holds the Lease, 3 when none does."""
+    import json
+    import time
+
+    from schedlab.serve.config_file import KUBE_KEYS, read_config
+    from schedlab.serve.kubernetes.api import KubeAPI, KubeError
+    from schedlab.serve.kubernetes.kubeconfig import load_credentials
+    from schedlab.serve.kubernetes.status import gather, render, running
+
+    settings = read_config(args.config, KUBE_KEYS) if args.config is not None else {}
+
+    def pick(name: str, default: object) -> object:
+        value = getattr(args, name)
+        return value if value is not None else settings.get(name, default)
+
+    journal = pick("journal", None)
+    kubeconfig = pick("kubeconfig", None)
+    api = KubeAPI(load_credentials(Path(str(kubeconfig)) if kubeconfig else None, args.context))
+    try:
+        status = gather(
+            api,
+            str(pick("scheduler_name", "schedlab")),
+            (str(pick("lease_namespace", "default")), str(pick("lease_name", "schedlab"))),
+            Path(str(journal)) if journal else None,
+            pick("metrics_port", None),  # type: ignore[arg-type]
+            time.time(),
+        )
+    except KubeError as exc:
+        raise InputError(f"Kubernetes API: {exc}") from None
+    finally:
+        api.close()
+    if args.json:
+        print(json.dumps(status, indent=2, default=str))
+    else:
+        print("\n".join(render(status)))
+    return 0 if running(status) else 3

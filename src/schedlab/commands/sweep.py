@@ -26,7 +26,7 @@ from schedlab.commands.common import (
     run_resumable,
     stdout,
 )
-from schedlab.commands.option_scope import refuse_given
+from schedlab.commands.option_scope import given, refuse_given
 from schedlab.commands.pack_grid import print_aggregate, run_pack_grid, write_grid_outputs
 from schedlab.commands.replay_grid import done_line, print_replay_table, write_replay_grid
 from schedlab.commands.sharing_grid import (
@@ -110,8 +110,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         "--synthetic",
         type=int,
         metavar="JOBS",
-        help="also replay a generated Philly-like trace of JOBS jobs; each seed generates its "
-        f"own (offered load: --load, default {DEFAULT_SYNTHETIC_LOAD})",
+        help="also replay a generated trace of JOBS jobs (Philly's GPU mix, daily arrival "
+        "cycle, run times up to 12 h); each seed generates its own, offered exactly --load "
+        f"(default {DEFAULT_SYNTHETIC_LOAD}) over its arrival window",
     )
     replay.add_argument(
         "--param",
@@ -199,6 +200,11 @@ def run(args: argparse.Namespace) -> int:
         from schedlab.experiments.ray_engine import check_address, require_ray
 
         require_ray()  # before any output: a missing extra is a one-line error, nothing written
+        if given(args, getattr(args, "sweep_parser", None), "workers"):
+            raise InputError(
+                "'--workers' is for the local pool; with '--engine ray' the cluster's CPUs run "
+                "the grid"
+            )
         check_address(args.address)  # and an address no head node answers at, in seconds
     pack_mode = args.nodes is not None or args.pods is not None
     replay_mode = args.cluster is not None or args.traces is not None

@@ -49,6 +49,10 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     stats.add_argument(
         "--json", action="store_true", help="print the summary as JSON on stdout, for scripts"
     )
+    stats.add_argument(
+        "--gpu",
+        help="LLM traces: the GPU model the planner prices GPU-hours on (default H100, 8 per node)",
+    )
     stats.set_defaults(run=run_stats)
 
     validate = actions.add_parser(
@@ -61,6 +65,19 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
     add_import_slurm_parser(actions)
     add_import_kubernetes_parser(actions)
+
+    gen = actions.add_parser(
+        "synthetic-llm",
+        help="write a generated trace of LLM jobs (pretrain / sft / eval, AcmeTrace's mix)",
+        description="Write a generated llm-format trace (see docs/llm.md) for demos and tests.",
+    )
+    gen.add_argument("--jobs", type=int, default=200, help="number of jobs (default 200)")
+    gen.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
+    gen.add_argument(
+        "--mean-gap", type=float, default=120.0, help="mean seconds between arrivals (default 120)"
+    )
+    gen.add_argument("--out", type=Path, required=True, help="the CSV file to write")
+    gen.set_defaults(run=run_synthetic_llm)
 
 
 def _common_args(p: argparse.ArgumentParser) -> None:
@@ -106,18 +123,29 @@ def _read(args: argparse.Namespace) -> ReadResult:
     )
 
 
-def summary(result: ReadResult) -> dict[str, object]:
+def summary(result: ReadResult, args: argparse.Namespace | None = None) -> dict[str, object]:
     """Everything ``trace stats`` shows, as plain JSON-ready values."""
-    return {
+    out: dict[str, object] = {
         "file": result.jobs.source,
         "format": result.format,
         "rows": result.rows,
         "stats": result.jobs.stats(),
         "dropped": dict(result.dropped),
     }
+    if result.format == "acme":  # the trace's published statistics, from every row
+        from schedlab.traces.acme import acme_stats
+
+        out["acme"] = acme_stats(result.jobs.source)
+    if result.jobs.llm is not None:
+        from schedlab.traces.llm_stats import llm_stats
+
+        out["llm"] = llm_stats(result.jobs, getattr(args, "gpu", None) or "H100")
+    return out
 
 
 def _fmt(value: object) -> str:
+    if isinstance(value, float) and math.isnan(value):
+        return "n/a"
     if isinstance(value, float):
         return f"{value:,.1f}" if abs(value) >= 100 or value == int(value) else f"{value:,.3g}"
     if isinstance(value, int):
@@ -129,7 +157,7 @@ def run_stats(args: argparse.Namespace) -> int:
     if trace_instances.wanted(args):
         return trace_instances.run_stats(args)
     result = _read(args)
-    data = summary(result)
+    data = summary(result, args)
     if args.json:
         sys.stdout.write(json.dumps(data, indent=2) + "\n")
         return 0
@@ -155,7 +183,49 @@ def run_stats(args: argparse.Namespace) -> int:
     else:
         table.add_row("dropped", "nothing (no filter applied)")
     stdout.print(table)
+    if "acme" in data:
+        _print_acme(data["acme"], result.jobs.source)  # type: ignore[arg-type]
+    if "llm" in data:
+        _print_llm(data["llm"])  # type: ignore[arg-type]
     return 0
+
+
+def _print_acme(stats: dict, source: str) -> None:
+    """The AcmeTrace statistics, beside the published ones when the file is Seren's or Kalos's."""
+    cluster = next((c for c in ("Seren", "Kalos") if c.lower() in Path(source).name.lower()), None)
+    if cluster is not None:
+        from schedlab.experiments.acme_study import compare
+
+        frame = compare(cluster, stats)
+        table = Table(title=f"AcmeTrace {cluster}: published (cluster_summary.csv) and this file")
+        for col in ("item", "published", "ours", "tolerance", "verdict"):
+            table.add_column(col, justify="left" if col == "item" else "right")
+        for _, r in frame.iterrows():
+            table.add_row(str(r["item"]), _fmt(r["published"]), _fmt(r["ours"]),
+                          _fmt(r["tolerance"]), str(r["verdict"]))  # fmt: skip
+        stdout.print(table)
+        return
+    table = Table(title="AcmeTrace statistics (GPU jobs unless stated)")
+    table.add_column("what", style="bold")
+    table.add_column("value", justify="right")
+    for key, value in stats.items():
+        if key == "job_types":
+            for name, pct in value.items():
+                table.add_row(f"{name}: % jobs / % GPU time",
+                              f"{pct['job_pct']:.1f} / {pct['gpu_time_pct']:.1f}")  # fmt: skip
+        else:
+            table.add_row(key.replace("_", " "), _fmt(value))
+    stdout.print(table)
+
+
+def _print_llm(stats: dict) -> None:
+    table = Table(title=f"LLM jobs by model (GPU-hours at the planned rates on {stats['gpu']})")
+    for col in ("model", "jobs", "tokens", "GPU-hours", "unplannable jobs"):
+        table.add_column(col, justify="left" if col == "model" else "right")
+    for name, m in stats["models"].items():
+        table.add_row(name, _fmt(m["jobs"]), f"{m['tokens']:.3g}", _fmt(m["gpu_hours"]),
+                      _fmt(m["unplannable"]))  # fmt: skip
+    stdout.print(table)
 
 
 def run_validate(args: argparse.Namespace) -> int:
@@ -172,4 +242,22 @@ def run_validate(args: argparse.Namespace) -> int:
     stdout.print(line, soft_wrap=True, markup=False)
     if n == 0:
         console.print("warning: every job was dropped by the filters")
+    return 0
+
+
+def run_synthetic_llm(args: argparse.Namespace) -> int:
+    from schedlab.output_dir import check_out_file
+    from schedlab.results import write_csv
+    from schedlab.traces.synthetic_llm import generate_llm_jobs
+
+    if args.jobs < 1:
+        raise InputError(f"'--jobs' must be ≥ 1 (got {args.jobs})")
+    if not (math.isfinite(args.mean_gap) and args.mean_gap > 0):
+        raise InputError(f"'--mean-gap' must be > 0 seconds (got {args.mean_gap})")
+    if args.seed < 0:
+        raise InputError(f"'--seed' must be ≥ 0 (got {args.seed})")
+    check_out_file(args.out)
+    frame = generate_llm_jobs(args.jobs, args.seed, args.mean_gap)
+    write_csv(args.out, frame)
+    console.print(f"wrote {args.out}: {len(frame)} LLM jobs")
     return 0

@@ -20,6 +20,7 @@ The checks cost a few comparisons per decision (the engine checks node capacity 
 
 from __future__ import annotations
 
+import contextlib
 import math
 from collections.abc import Callable
 from typing import Any, TypeVar
@@ -47,6 +48,9 @@ __all__ = [
     "checked_keys",
     "checked_scores",
     "guarded",
+    "nan_score",
+    "raised",
+    "shown",
     "who",
 ]
 
@@ -66,8 +70,9 @@ def who(policy: object) -> str:
         kind = "ordering"
     else:
         kind = "policy"
-    describe = getattr(policy, "describe", None)
-    name = describe() if callable(describe) else getattr(policy, "name", cls.__name__)
+    name = getattr(policy, "name", cls.__name__)
+    with contextlib.suppress(Exception):  # its own description ("fifo / bestfit") if it has one
+        name = policy.describe()  # type: ignore[attr-defined]
     plugin = not cls.__module__.startswith("schedlab.")
     return f"{kind} {name!r}" + (f" (plugin {cls.__module__}:{cls.__qualname__})" if plugin else "")
 
@@ -135,7 +140,7 @@ def checked_gpus(
     try:  # anything else: numpy integers are fine, the rest is named
         picked = tuple(int(g) for g in gpus)  # type: ignore[attr-defined]
         exact = all(isinstance(g, int | np.integer) for g in gpus)  # type: ignore[attr-defined]
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):
         picked, exact = (), False
     width = state.gpu_free.shape[1]
     free, exists = state.gpu_free[node], state.gpu_exists[node]
@@ -162,6 +167,15 @@ def checked_keys(policy: object, keys: object, count: int) -> np.ndarray:
         f"{who(policy)}: keys() returned {shown(keys)}, not one number (no NaN) per job "
         f"({count} jobs)"
     )
+
+
+def _each_gpu_once(allocation: Any) -> bool:
+    """No GPU given twice where a node comes in several entries (a node may: rank order)."""
+    nodes = [node for node, _ in allocation]
+    if len(set(nodes)) == len(nodes):
+        return True
+    pairs = [(node, g) for node, gpus in allocation for g in gpus]
+    return len(set(pairs)) == len(pairs)
 
 
 def _has_nan(values: np.ndarray) -> bool:
@@ -257,6 +271,8 @@ class DecisionCheck:
                         )
                 given += n
                 entries += 1
+            if entries > 1 and not _each_gpu_once(allocation):
+                raise ValueError
         except (TypeError, ValueError, IndexError):
             raise self._wrong(
                 f"{verb} job {job} on {shown(allocation)}, not nodes of the cluster each with "

@@ -108,6 +108,8 @@ class ReplayRecord:
     wall_seconds: float
     network: NetworkRecord | None = None  # only with a network model
     observer: Any = None  # the engine's observer, with what it measured
+    failures: Any = None  # what failures did (a FailureRecord), only with a failure model
+    llm: Any = None  # the LLM planner perf model of a run with LLM jobs (its plan history)
     tenancy: Any = None  # what a tenancy layer recorded (set by the caller, not the engine)
     gate: Any = None  # the JobGate of time limits and dependencies, with what it recorded
     #: What the policy reports of its own run (:meth:`SchedulingPolicy.report`; empty: nothing).
@@ -128,11 +130,14 @@ class ReplayEngine:
         network: NetworkModel | None = None,
         observer: Any = None,
         topology: Topology | None = None,
+        failures: Any = None,
         gate: Any = None,
     ) -> None:
         # ``observer`` (e.g. the energy meter) hears placed(now, job, allocation),
         # released(now, job, allocation), tick(now) at each decision point and finish(end).
         self.observer = observer
+        #: Component failures and checkpointing (a schedlab.failures.runtime.FailureModel).
+        self.failures = failures
         #: Slurm's habits around the policy (:class:`schedlab.engines.job_gate.JobGate`): jobs
         #: held until their dependency holds, runs killed at their time limit; None: none.
         self.gate = gate
@@ -199,6 +204,12 @@ class _Run:
 
             self.state.net = NetLedger(ocs_port_limits(self.net.topo))
         self.obs, self.now = engine.observer, 0.0
+        self.work = engine.work
+        self.held_gpus = 0  # GPUs out of the pool (failed, under repair, or idle spares)
+        self.held: dict[tuple[int, tuple[int, ...]], tuple[int, int]] = {}
+        self.ckpt_factor: dict[int, float] = {}  # mean progress share under checkpointing
+        self.requeued: list[int] = []  # jobs a failure put back in the queue, for the snapshot
+        self.fail = engine.failures.new_run(self) if engine.failures is not None else None
         self.gate = engine.gate
         # Jobs the run waits for when it is told to stop after some (``stop_after``).
         watched = engine.config.stop_after
@@ -235,6 +246,9 @@ class _Run:
         heapq.heappush(self.heap, (finish, self.seq, job, int(self.version[job])))
 
     def rate_on(self, job: int, allocation: Allocation) -> float:
+        shaped = self.e.perf.rate_for_allocation(self.jobs, job, allocation, self.now)
+        if shaped is not None:  # the model needs the allocation's shape (LLM jobs)
+            return shaped
         models = (int(self.cluster.model[node]) for node, _ in allocation)
         return allocation_rate(self.e.perf, self.jobs, job, allocation_size(allocation), models)
 
@@ -308,6 +322,8 @@ class _Run:
 
     def end_run(self, job: int, now: float) -> None:
         """The job's run ends for good: progress banked, its GPUs (and links) given back."""
+        if self.fail is not None:
+            self.fail.stopped(job, now)
         self.stop_progress(job, now)
         self.vacate(job)
         if self.net is not None:
@@ -362,6 +378,8 @@ class _Run:
                 self.watching.discard(d.job)
             elif isinstance(d, Preempt):
                 expect(d.job, RUNNING, "preempted")
+                if self.fail is not None:
+                    self.fail.stopped(d.job, now)
                 self.stop_progress(d.job, now)
                 if not self.jobs.checkpoint[d.job]:
                     # No checkpoint: the run's work is lost, and so is the service it attained.
@@ -395,8 +413,13 @@ class _Run:
             self.set_rate(d.job, d.allocation)
             if self.net is not None:
                 self.net.start(d.job, d.allocation, now)
-            rt.progress_from[d.job] = now + self.cfg.resize_overhead
+            overhead = self.e.perf.resize_seconds(
+                self.jobs, d.job, d.allocation, self.cfg.resize_overhead
+            )
+            rt.progress_from[d.job] = now + overhead
             rt.resizes[d.job] += 1
+            if self.fail is not None:
+                self.fail.resized(d.job, now)
             self.schedule_completion(d.job)
         for d in decisions:
             if isinstance(d, Start):
@@ -412,6 +435,8 @@ class _Run:
                 restart = self.cfg.restart_overhead if self.ever_ran[d.job] else 0.0
                 # Circuits set up for the job: it waits for the OCS to re-wire its ports.
                 restart += self.circuit_delay(d.net)
+                if self.fail is not None:
+                    restart = self.fail.started(d.job, now, restart)
                 rt.progress_from[d.job] = now + restart
                 rt.status[d.job] = RUNNING
                 if not self.ever_ran[d.job]:
@@ -499,7 +524,7 @@ class _Run:
             if rt.status[job] != RUNNING:
                 continue
             self.stop_progress(job, now)
-            rt.rate[job] = self.alloc_rate[job] * factor
+            rt.rate[job] = self.alloc_rate[job] * factor * self.ckpt_factor.get(job, 1.0)
             self.schedule_completion(job)
 
     def snapshot(self, now: float, new_pending: list[int]) -> Snapshot:
@@ -517,6 +542,96 @@ class _Run:
             new_pending=new_pending,
             free_gpus=self.free_gpus,
         )
+
+    # -- failures (schedlab.failures.runtime calls these; nothing else does) ---------------------
+    def fail_free_nodes(self, exclude: set[int], whole: bool = True) -> list[int]:
+        """Nodes whose GPUs are all free (none held), ascending, less ``exclude``."""
+        st, c = self.state, self.cluster
+        free = np.flatnonzero((c.num_gpus > 0) & (st.gpu_full_count == c.num_gpus))
+        return [int(n) for n in free if int(n) not in exclude]
+
+    def fail_hold(self, node: int, gpus: tuple[int, ...]) -> None:
+        """Take ``node`` (or its GPUs ``gpus``) out of the pool: it must be free there."""
+        whole = not gpus
+        slots = tuple(range(int(self.cluster.num_gpus[node]))) if whole else gpus
+        cpu = int(self.state.cpu_free[node]) if whole else 0
+        mem = int(self.state.mem_free[node]) if whole else 0
+        self.state.allocate(node, slots, cpu, mem, GPU_MILLI, len(slots))
+        self.held[(node, gpus)] = (cpu, mem)
+        self.free_gpus -= len(slots)
+        self.held_gpus += len(slots)
+
+    def fail_unhold(self, node: int, gpus: tuple[int, ...]) -> None:
+        cpu, mem = self.held.pop((node, gpus))
+        slots = gpus or tuple(range(int(self.cluster.num_gpus[node])))
+        self.state.release(node, slots, cpu, mem, GPU_MILLI, len(slots))
+        self.free_gpus += len(slots)
+        self.held_gpus -= len(slots)
+
+    def fail_requeue(self, job: int, now: float, remaining: float) -> None:
+        """``job`` stops at ``now`` (a failure), keeps ``remaining`` work and waits in the queue."""
+        rt = self.rt
+        self.stop_progress(job, now)
+        self.vacate(job)
+        if self.net is not None:
+            self.net.stop(job, now)
+        rt.remaining[job] = remaining
+        rt.rate[job] = 0.0
+        rt.status[job] = PENDING
+        rt.queued_since[job] = now
+        del self.running[job]
+        self.pending[job] = None
+        self.requeued.append(job)
+        self.schedule_completion(job)
+
+    def fail_move(
+        self,
+        job: int,
+        now: float,
+        allocation: Allocation,
+        delay: float,
+        remaining: float,
+        released: Allocation = (),
+        taken: Allocation = (),
+    ) -> None:
+        """``job`` restarts at once on ``allocation`` — its own, less the ``released`` nodes,
+        plus the ``taken`` ones — with ``remaining`` work, making progress again after
+        ``delay``. Only the nodes that change are released and taken."""
+        rt = self.rt
+        self.stop_progress(job, now)
+        c, m = int(self.jobs.cpu_milli[job]), int(self.jobs.memory_mib[job])
+        if self.obs is not None:
+            self.obs.released(now, job, rt.allocation[job])
+        for node, gpus in released:
+            self.state.release(node, gpus, c, m, GPU_MILLI if gpus else 0, len(gpus))
+        for node, gpus in taken:
+            self.state.allocate(node, gpus, c, m, GPU_MILLI if gpus else 0, len(gpus))
+        if self.obs is not None:
+            self.obs.placed(now, job, allocation)
+        change = allocation_size(taken) - allocation_size(released)
+        self.free_gpus -= change
+        rt.allocation[job] = allocation
+        rt.alloc_n[job] += change
+        if self.net is not None:
+            self.net.stop(job, now)
+            self.net.start(job, allocation, now)
+        model = self.cluster.model
+        if len(released) == len(taken) and all(
+            len(a[1]) == len(b[1]) and model[a[0]] == model[b[0]]
+            for a, b in zip(released, taken, strict=True)
+        ):
+            rt.rate[job] = self.alloc_rate[job]  # same size, same GPUs: the same speed
+        else:
+            self.set_rate(job, allocation)
+        rt.remaining[job] = remaining
+        rt.progress_from[job] = now + delay
+        self.schedule_completion(job)
+
+    def fail_scale_rate(self, job: int, factor: float) -> None:
+        """The job's mean progress under its checkpoint cycle: ``factor`` of its full rate."""
+        self.ckpt_factor[job] = factor
+        self.rt.rate[job] = self.alloc_rate[job] * factor
+        self.schedule_completion(job)
 
     # -- the event loop --------------------------------------------------------------------
     def loop(self, progress: Callable[[int, int], None] | None) -> ReplayRecord:
@@ -554,6 +669,8 @@ class _Run:
             t_arr = submit[next_arrival] if next_arrival < n else INF
             gate_time = self.gate.next_time() if self.gate is not None else INF
             now = min(t_arr, heap[0][0] if heap else INF, wakeup, gate_time)
+            if self.fail is not None and (self.pending or self.running or next_arrival < n):
+                now = min(now, self.fail.next_time())  # failures alone do not keep a run going
             if now == INF or now > cfg.until:
                 break
             self.now = now
@@ -574,6 +691,10 @@ class _Run:
                 if ver == self.version[job] and rt.status[job] == RUNNING:
                     self.complete(job, now)
                     events += 1
+            if self.fail is not None:
+                events += self.fail.fire(now)
+                new_pending += self.requeued  # back in the queue: the policy sees them anew
+                self.requeued.clear()
             if self.gate is not None:
                 events += self.gate_pass(now, new_pending)
             decisions = check.decide(self.snapshot(now, new_pending))
@@ -601,7 +722,7 @@ class _Run:
             ts_time.append(now)
             ts_queue.append(len(self.pending))
             ts_running.append(len(self.running))
-            ts_busy.append(total_gpus - self.free_gpus)
+            ts_busy.append(total_gpus - self.free_gpus - self.held_gpus)
             ts_efficiency.append(max(0.0, self.speedup_sum) / total_gpus if total_gpus else 0.0)
             if self.net is not None:
                 self.net.record(now)
@@ -616,6 +737,7 @@ class _Run:
                 self.stop_progress(job, end)
             if self.obs is not None:
                 self.obs.finish(end)
+        failures = self.fail.finish(end if math.isfinite(end) else last) if self.fail else None
         if progress is not None:
             progress(n, n)
         with np.errstate(divide="ignore", invalid="ignore"):
@@ -641,6 +763,7 @@ class _Run:
             wall_seconds=time.perf_counter() - started,
             network=self.net.finish(end if math.isfinite(end) else last) if self.net else None,
             observer=e.observer,
+            failures=failures,
             gate=self.gate,
             policy_report=self.policy.report(),
         )

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import pandas as pd
 
+from schedlab.experiments.verdict_rows import row as _row
 from schedlab.perf.llm.calibrate import read_points
 from schedlab.perf.llm.memory import zero_states_gb
 from schedlab.perf.llm.profile import POINTS_DIR, get_profile
@@ -38,24 +39,6 @@ INTERNEVO_CKPT_TGS = (3314, 3268, 3323, 3217, 3260, 3215, 3199, 3163)
 INTERNEVO_CKPT_TFLOPS = (193, 191, 188, 188, 187, 187, 186, 184)
 INTERNEVO_NOCKPT_TGS = (4103, 3939, 3919, 3944, 3928, 3920, 3900, 3625)
 INTERNEVO_NOCKPT_TFLOPS = (183, 177, 176, 174, 173, 173, 173, 160)
-
-
-def _verdict(ours: float, published: float, tolerance: float, absolute: bool = False) -> str:
-    gap = abs(ours - published) if absolute else abs(ours / published - 1.0)
-    return "pass" if gap <= tolerance + 1e-12 else "fail"
-
-
-def _row(target: str, item: str, published: float, ours: float, tol: float, unit: str) -> dict:
-    absolute = unit != "relative"
-    return {
-        "target": target,
-        "item": item,
-        "published": published,
-        "ours": ours,
-        "tolerance": tol,
-        "unit": unit,
-        "verdict": _verdict(ours, published, tol, absolute),
-    }
 
 
 def reproduce_parameter_counts() -> pd.DataFrame:

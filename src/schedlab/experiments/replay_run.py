@@ -3,6 +3,7 @@ per-job table, the time series and the summary that metrics and reports read."""
 
 from __future__ import annotations
 
+import dataclasses
 import sys
 from collections import Counter
 from collections.abc import Callable
@@ -91,6 +92,16 @@ class ReplaySpec:
     energy: EnergySpec = field(default_factory=EnergySpec)
     #: Queues, quotas and a share policy (off unless ``--tenancy`` or ``--queues`` is given).
     tenancy: tenancy.TenancySpec = field(default_factory=tenancy.TenancySpec)
+    #: ``--failures``, ``--checkpoint``, ``--failure-reaction`` (None: no failures, as before).
+    failures: str | None = None
+    checkpoint: str | None = None
+    failure_reaction: str | None = None
+    #: ``--until``: stop simulating at this time (jobs still active are unfinished); None: never.
+    until: float | None = None
+    #: ``--models``: a TOML file of extra models for an ``llm`` trace.
+    models: str | None = None
+    #: ``--llm-profile``: the planner's calibration profile for LLM jobs that name none.
+    llm_profile: str | None = None
 
     @property
     def label(self) -> str:
@@ -202,7 +213,8 @@ def run_replay(
         cluster = parse_cluster_spec(spec.cluster)
     fmt = spec.trace_format
     if jobs is None:
-        read = read_jobs(spec.trace, spec.trace_format)
+        options = {"models": spec.models} if spec.models else {}
+        read = read_jobs(spec.trace, spec.trace_format, **options)
         jobs, fmt = read.jobs, read.format
         note = dropped_note(jobs, "; summary.json counts them under 'dropped_jobs'")
         if note is not None:
@@ -212,7 +224,18 @@ def run_replay(
 
         raise InputError(MEASURED_TABLES_WITH_TOPOLOGY)  # before the tables are judged
     perf = load_perf(spec)
+    llm_perf: PerfModel | None = None
     check_table_coverage(jobs, perf, spec)
+    if jobs.llm is not None:  # LLM jobs: tokens of work, speed from the planner
+        if spec.topology is not None:
+            raise InputError(
+                "LLM jobs (an 'llm' trace) do not run with --topology yet: the network model "
+                "does not carry their pipeline and data-parallel plan (schedlab plan --topology "
+                "shows one plan's traffic on the paths)"
+            )
+        perf = llm_perf = _llm_perf(spec, perf, cluster)
+    elif spec.llm_profile is not None:
+        raise InputError("'--llm-profile' needs a trace of LLM jobs (format llm)")
     check_runnable(jobs, perf, spec.trace)
     network = None
     if spec.topology is not None:  # the network model, imported only for a run with one
@@ -248,6 +271,7 @@ def run_replay(
         resize_overhead=spec.resize_overhead,
         min_runtime=spec.min_runtime,
         grace=spec.grace,
+        **({"until": spec.until} if spec.until is not None else {}),
     )
     meter = None
     if spec.energy.enabled:  # energy accounting, imported only for a run with it
@@ -257,6 +281,18 @@ def run_replay(
         run = energy.prepare(spec.energy, cluster, jobs, perf)
         perf, meter = run.perf, run.meter
         energy.attach_policy(policies.scheduler, run)
+    failures = None
+    if spec.failures is not None:
+        from schedlab.failures.options import failure_model
+
+        failures = failure_model(
+            spec.failures,
+            spec.checkpoint,
+            spec.failure_reaction,
+            spec.restart_overhead,
+            spec.seed,
+            **(_llm_failure_hooks(llm_perf) if llm_perf is not None else {}),
+        )
     gate = None
     if needs_gate(jobs, spec.time_limit):  # Slurm's habits, imported only when used
         from schedlab.engines.job_gate import JobGate
@@ -277,12 +313,12 @@ def run_replay(
         run = tenancy.TenancyRun(scheduler, recorder)
     engine = ReplayEngine(
         cluster, jobs, scheduler, policies.placement, perf, config, network, meter,
-        gate=gate,
+        gate=gate, failures=failures,
     )  # fmt: skip
     record = engine.run(progress)
     if run is not None:
         record.tenancy = run
-    return record
+    return record if llm_perf is None else dataclasses.replace(record, llm=llm_perf)
 
 
 def _format_of(trace: str) -> str | None:
@@ -303,6 +339,52 @@ def needs_gate(jobs: JobTable, time_limit: float | None) -> bool:
         or (jobs.dependency != "").any()
         or (jobs.array_throttle > 0).any()
     )
+
+
+def _llm_perf(spec: ReplaySpec, base: PerfModel, cluster: Cluster | None) -> PerfModel:
+    from schedlab.failures.options import check_failure_options
+    from schedlab.perf.llm.perfmodel import DEFAULT_PROFILE, LLMPlanner
+    from schedlab.perf.llm.profile import get_profile
+
+    if cluster is None:  # pragma: no cover - the topology case is refused above
+        raise InputError("LLM jobs need --cluster")
+    profile = spec.llm_profile or DEFAULT_PROFILE
+    get_profile(profile)  # an unknown name fails before the run
+    parsed = check_failure_options(spec.failures, spec.checkpoint, spec.failure_reaction)
+    return LLMPlanner(
+        base=base,
+        cluster=cluster,
+        profile=profile,
+        resize_fixed=spec.resize_overhead if spec.resize_overhead > 0 else None,
+        checkpoint=parsed[1] if parsed is not None else None,
+    )
+
+
+def _llm_failure_hooks(perf: PerfModel) -> dict[str, object]:
+    """What the failure model asks the planner: checkpoint size, step time, the job's own
+    checkpoint policy and restart, and on how many surviving nodes a shrunk job still runs."""
+    from schedlab.perf.llm.perfmodel import LLMPlanner
+
+    planner = perf
+    assert isinstance(planner, LLMPlanner)
+    from schedlab.failures.runtime import JobFailureInfo
+
+    def job_info(jobs: JobTable, job: int, allocation: object) -> JobFailureInfo:
+        if jobs.llm is None or jobs.llm.model[job] is None:
+            return JobFailureInfo()
+        return JobFailureInfo(
+            ckpt_bytes=planner.ckpt_bytes(jobs, job),
+            step_seconds=planner.step_seconds(jobs, job, allocation),
+            policy=str(jobs.llm.ckpt_policy[job]),
+            restart=float(jobs.llm.restart_s[job]),
+        )
+
+    def shrink_to(jobs: JobTable, job: int, counts: list[int]) -> int:
+        if jobs.llm is None or jobs.llm.model[job] is None:
+            return len(counts)
+        return planner.largest_feasible_prefix(jobs, job, counts)
+
+    return {"job_info": job_info, "shrink_to": shrink_to}
 
 
 def jobs_frame(record: ReplayRecord) -> pd.DataFrame:
@@ -349,6 +431,14 @@ def jobs_frame(record: ReplayRecord) -> pd.DataFrame:
         from schedlab.energy.replay import add_job_columns as add_energy_columns
 
         frame = add_energy_columns(frame, meter)
+    if record.llm is not None:
+        frame = _llm_columns(frame, record)
+    if record.failures is not None:
+        from schedlab.failures.report import add_job_columns as add_failure_columns
+
+        frame = add_failure_columns(frame, record.failures)
+        if record.llm is not None:
+            frame["tokens_lost"] = record.failures.lost_units
     return frame
 
 
@@ -428,8 +518,44 @@ def replay_summary(
             if record.wall_seconds > 0
             else None,
             **_network_block(record, jobs, series),
+            **({"llm": _llm_block(jobs, record)} if record.llm is not None else {}),
+            **({"failures": _failure_block(record, jobs)} if record.failures is not None else {}),
         }
     )
+
+
+def _llm_columns(frame: pd.DataFrame, record: ReplayRecord) -> pd.DataFrame:
+    """The model, tokens and job type of every LLM job, its first plan, the plans it ran with
+    and its MFU (weighted by GPU-seconds over the plans)."""
+    horizon = float(record.ts_time[-1]) if len(record.ts_time) else 0.0
+    cols = record.llm.job_columns(record.jobs, record.end_time, horizon)
+    out = frame.copy()
+    for name, values in cols.items():
+        out[name] = values
+    return out
+
+
+def _llm_block(jobs: pd.DataFrame, record: ReplayRecord) -> dict[str, object]:
+    """Tokens trained per second of the whole run, and MFU weighted by GPU-seconds."""
+    tokens = record.jobs.llm.tokens
+    done = jobs["status"].to_numpy() == "completed"
+    span = float(record.ts_time[-1] - record.ts_time[0]) if len(record.ts_time) > 1 else 0.0
+    mfu = jobs["mfu_mean"].to_numpy(dtype=np.float64)
+    weight = record.gpu_seconds * np.isfinite(mfu)
+    return {
+        "llm_jobs": int(sum(m is not None for m in record.jobs.llm.model)),
+        "tokens_completed": float(tokens[done].sum()),
+        "tokens_per_second": float(tokens[done].sum()) / span if span > 0 else None,
+        "mfu_gpu_weighted": float(np.nansum(mfu * weight) / weight.sum())
+        if weight.sum() > 0
+        else None,
+    }
+
+
+def _failure_block(record: ReplayRecord, jobs: pd.DataFrame) -> dict[str, object]:
+    from schedlab.failures.report import summary_block
+
+    return summary_block(record.failures, jobs, float(record.gpu_seconds.sum()))
 
 
 def _energy_block(record: ReplayRecord) -> dict[str, object]:
@@ -478,6 +604,7 @@ def write_run(out: Path, spec: ReplaySpec, record: ReplayRecord) -> dict[str, ob
         "resize_overhead": spec.resize_overhead,
         **({"min_runtime": spec.min_runtime} if spec.min_runtime else {}),
         **({"grace": spec.grace} if spec.grace else {}),
+        **({"until": spec.until} if spec.until is not None else {}),
         **({"time_limit": spec.time_limit} if spec.time_limit is not None else {}),
         "slot": spec.slot if spec.slot is not None else 0.0,
         "throughputs_fallback": spec.throughputs_fallback or "",
@@ -495,6 +622,17 @@ def write_run(out: Path, spec: ReplaySpec, record: ReplayRecord) -> dict[str, ob
         ),
         **config_entries(spec.energy),
         **tenancy.config_entries(spec.tenancy),
+        **{
+            key: value
+            for key, value in (
+                ("failures", spec.failures),
+                ("checkpoint", spec.checkpoint),
+                ("failure_reaction", spec.failure_reaction),
+                ("models", str(Path(spec.models).resolve()) if spec.models else None),
+                ("llm_profile", spec.llm_profile),
+            )
+            if value
+        },
     }
     write_config(
         out / "config.toml",

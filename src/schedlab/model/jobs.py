@@ -12,6 +12,7 @@ absolute time in seconds (NaN: none); ``gpu_model_mask`` is a bitmask of allowed
 from __future__ import annotations
 
 from dataclasses import dataclass, field, fields, replace
+from typing import Any
 
 import numpy as np
 
@@ -83,6 +84,12 @@ class JobTable:
     priority_weight: np.ndarray
     source: str = field(default="<memory>")
     schema_version: int = JOB_SCHEMA_VERSION
+    #: LLM training jobs' own columns (a :class:`schedlab.model.llm_jobs.LLMJobs` aligned with
+    #: the rows; None: a trace without LLM jobs, and every job is as described above).
+    llm: Any = None
+    #: A reader's extra per-job columns for reports (name → array aligned with the rows; None:
+    #: none), e.g. AcmeTrace's job type and final state. Engines never read them.
+    extra: Any = None
     #: Jobs of the file its reader's filters left out, by filter (``zero_gpus`` …; only those
     #: that removed any), so every result made from this table can say so.
     dropped: dict[str, int] = field(default_factory=dict)
@@ -114,7 +121,12 @@ class JobTable:
         return cls(source=source, **data)
 
     def take(self, index: np.ndarray) -> JobTable:
-        return replace(self, **{name: getattr(self, name)[index] for name in JOB_COLUMNS})
+        cols = {name: getattr(self, name)[index] for name in JOB_COLUMNS}
+        if self.llm is not None:
+            cols["llm"] = self.llm.take(index)
+        if self.extra is not None:
+            cols["extra"] = {k: np.asarray(v)[index] for k, v in self.extra.items()}
+        return replace(self, **cols)
 
     def sorted_by_submit(self) -> JobTable:
         """Submit order, ties kept in input order (a trace's own order is its tie-break)."""

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import functools
 import inspect
-import math
+import sys
 import tomllib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -389,7 +389,7 @@ def _convert(field: str, value: object, where: str) -> object:
         return value
     if field in _INT_FIELDS:
         return whole(value, field, where, 1, _INT_FIELDS[field])
-    low, high, zero_ok = _NUMBER_FIELDS.get(field, (0.0, math.inf, False))
+    low, high, zero_ok = _NUMBER_FIELDS.get(field, (0.0, sys.float_info.max, False))  # finite
     return number_in(value, field, where, low, high, zero_ok=zero_ok)
 
 

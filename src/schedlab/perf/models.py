@@ -41,6 +41,19 @@ class PerfModel(ABC):
         """Rate at the requested size on the reference GPU, for oracle run-time estimates."""
         return self.rate(jobs, job, int(jobs.num_gpus[job]), -1)
 
+    def rate_for_allocation(
+        self, jobs: JobTable, job: int, allocation: object, now: float = math.nan
+    ) -> float | None:
+        """Rate on this exact allocation when the model needs its shape (GPUs per node), as the
+        LLM planner does; None (the default): the rate of its GPU count, as :func:`allocation_rate`
+        computes it."""
+        return None
+
+    def resize_seconds(self, jobs: JobTable, job: int, allocation: object, default: float) -> float:
+        """Seconds a job resized onto ``allocation`` makes no progress (``default``: the run's
+        ``--resize-overhead``; the LLM planner charges a checkpoint and a restart instead)."""
+        return default
+
     def max_useful_gpus(self, jobs: JobTable, job: int, limit: int) -> int:
         """Largest GPU count worth giving (where the rate stops growing); elastic policies cap
         jobs here."""

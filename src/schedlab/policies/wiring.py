@@ -8,14 +8,15 @@ so that one seed means the same draws in every engine.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
 
-from schedlab.engines.decision_check import guarded
-from schedlab.errors import InputError
+from schedlab.engines.decision_check import guarded, shown, who
+from schedlab.errors import InputError, PolicyError
 from schedlab.metrics.fragmentation import TargetWorkload
 from schedlab.model.cluster import GPU_MILLI, Cluster
 from schedlab.model.jobs import JobTable
@@ -97,16 +98,45 @@ class Policies:
 
     def export_state(self) -> dict[str, Any]:
         """The state both policies carry to their next start (empty: nothing to carry)."""
-        state = {"placement": self.placement.export_state()}
+        placement = self.placement
+        state = {"placement": guarded(placement, "export_state", placement.export_state)}
         if self.scheduler is not None:
-            state["scheduler"] = self.scheduler.export_state()
+            scheduler = self.scheduler
+            state["scheduler"] = guarded(scheduler, "export_state", scheduler.export_state)
         return {k: v for k, v in state.items() if v}
+
+    def export_json(self) -> dict[str, Any]:
+        """:meth:`export_state` as it reads back from a journal; a policy whose state is not
+        JSON is a PolicyError naming it (serve journals the state every cycle)."""
+        state = self.export_state()
+        try:
+            return json.loads(json.dumps(state))  # type: ignore[no-any-return]
+        except (TypeError, ValueError):
+            culprit = next(
+                p
+                for p in (self.placement, self.scheduler)
+                if p is not None and not _is_json(p.export_state())
+            )
+            raise PolicyError(
+                f"{who(culprit)}: export_state() returned {shown(culprit.export_state())}, "
+                "which is not JSON (serve journals it)"
+            ) from None
 
     def import_state(self, state: Mapping[str, Any]) -> None:
         """Give both policies, just started, what :meth:`export_state` took."""
-        self.placement.import_state(state.get("placement") or {})
-        if self.scheduler is not None:
-            self.scheduler.import_state(state.get("scheduler") or {})
+        placement, scheduler = self.placement, self.scheduler
+        guarded(placement, "import_state", placement.import_state, state.get("placement") or {})
+        if scheduler is not None:
+            mine = state.get("scheduler") or {}
+            guarded(scheduler, "import_state", scheduler.import_state, mine)
+
+
+def _is_json(value: object) -> bool:
+    try:
+        json.dumps(value)
+    except (TypeError, ValueError):
+        return False
+    return True
 
 
 def build(engine: str, choice: PolicyChoice) -> Policies:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 
 from schedlab.errors import InputError
+from schedlab.model.cluster import MAX_NODES
 
 _IDX = re.compile(r"IDX:([0-9,\-]*)")
 
@@ -39,12 +40,12 @@ def expand_ranges(text: str) -> list[int]:
             continue
         lo, sep, hi = part.partition("-")
         try:
-            if sep:
-                out.extend(range(int(lo), int(hi) + 1))
-            else:
-                out.append(int(lo))
+            first, last = int(lo), int(hi if sep else lo)
         except ValueError:
             raise InputError(f"bad range {part!r} in {text!r}") from None
+        if len(out) + last - first + 1 > MAX_NODES:
+            raise InputError(f"range {part!r} in {text!r} names more than {MAX_NODES} items")
+        out.extend(range(first, last + 1))
     return out
 
 
@@ -65,7 +66,12 @@ def expand_hostlist(text: str | None) -> list[str]:
             if not (lo.isdigit() and (not sep or hi.isdigit())):
                 raise InputError(f"bad node range {part!r} in node list {text!r}")
             width = len(lo) if lo.startswith("0") else 0
-            for k in range(int(lo), int(hi if sep else lo) + 1):
+            first, last = int(lo), int(hi if sep else lo)
+            if len(names) + (last - first + 1) * len(tail) > MAX_NODES:
+                raise InputError(
+                    f"node list {text!r} names more than {MAX_NODES} nodes (at {part!r})"
+                )
+            for k in range(first, last + 1):
                 names.extend(f"{prefix}{k:0{width}d}{t}" for t in tail)
     return names
 

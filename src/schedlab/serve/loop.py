@@ -489,11 +489,12 @@ class Server(ServeLoop):
                 # Every answer checked as in replay: a wrong one stops serve, journaled.
                 check = DecisionCheck(policy, view.cluster, view.snapshot.jobs)
                 decisions = check.decide(view.snapshot)
+                state = self.policies.export_json()
             except PolicyError as exc:
                 self._write(None, "error", reason=str(exc))
                 self.journal.sync()
                 raise
-            self.keep_policy_state(self.policies.export_state())
+            self.keep_policy_state(state)
         decisions = self._not_again(view, self.guard.filter(view, decisions, self.now))
         outcome = self.applier.apply(view, decisions)
         self._preempting.update(

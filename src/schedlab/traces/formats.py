@@ -17,11 +17,13 @@ from pathlib import Path
 
 from schedlab.errors import InputError
 from schedlab.input_files import check_input_file
+from schedlab.traces.acme import read_acme
 from schedlab.traces.alibaba_jobs import read_alibaba_jobs
 from schedlab.traces.elasticflow import read_elasticflow, read_elasticflow_itp
 from schedlab.traces.generic import read_generic
 from schedlab.traces.helios import read_helios
 from schedlab.traces.job_common import ReadResult
+from schedlab.traces.llm import read_llm
 from schedlab.traces.philly import read_philly
 
 
@@ -45,6 +47,18 @@ class TraceFormat:
 TRACE_FORMATS: dict[str, TraceFormat] = {
     f.name: f
     for f in (
+        TraceFormat(
+            "acme",
+            read_acme,
+            "AcmeTrace trace_seren.csv / trace_kalos.csv (Shanghai AI Lab: gpu_num, type, state)",
+            frozenset({"job_id", "gpu_num", "node_num", "type", "state"}),
+        ),
+        TraceFormat(
+            "llm",
+            read_llm,
+            "LLM training jobs: model, batch_tokens and tokens (or steps); speed from the planner",
+            frozenset({"job_id", "model", "batch_tokens"}),
+        ),
         TraceFormat(
             "alibaba",
             read_alibaba_jobs,

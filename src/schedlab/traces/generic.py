@@ -179,6 +179,20 @@ def _checkpoint(frame: pd.DataFrame, path: Path) -> np.ndarray | None:
     return int_column(filled, "checkpoint", path, low=0) > 0
 
 
+def deadline_column(frame: pd.DataFrame, submit: np.ndarray, path: Path) -> np.ndarray:
+    """The optional ``deadline`` column (blank: none), never before the job's submit time."""
+    deadline = _blank_float(frame, "deadline", path)
+    check_not_before(
+        frame,
+        deadline,
+        submit,
+        path,
+        column="deadline",
+        message="'deadline' is before 'submit_time'",
+    )
+    return deadline
+
+
 def _weights(frame: pd.DataFrame, path: Path) -> np.ndarray | None:
     """The optional ``priority_weight`` column: blank is 1, anything else a number > 0."""
     if "priority_weight" not in frame.columns:
@@ -231,15 +245,7 @@ def read_generic(
             row=line,
             column="model_name",
         )
-    deadline = _blank_float(frame, "deadline", path)
-    check_not_before(
-        frame,
-        deadline,
-        submit,
-        path,
-        column="deadline",
-        message="'deadline' is before 'submit_time'",
-    )
+    deadline = deadline_column(frame, submit, path)
     cols: dict[str, object] = {
         "job_id": job_id,
         "submit_time": submit,

@@ -19,6 +19,8 @@ why a pod waits on its ``PodScheduled`` condition and in an Event.
 from __future__ import annotations
 
 import contextlib
+import queue
+import threading
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -109,6 +111,8 @@ class Binder:
     bound: list[str] = field(default_factory=list)  # pod keys bound this cycle
     executor: ThreadPoolExecutor | None = None
     pending: list[Future[Any]] = field(default_factory=list)
+    events: queue.Queue[tuple[str, dict[str, Any]]] | None = None
+    last_protect: dict[str, str] = field(default_factory=dict)  # job → budget reason journaled
 
     def record(self, job: str | None, action: str, **fields: Any) -> Record:
         rec = {**self.stamp(), "job": job, "action": action, **fields}
@@ -121,7 +125,7 @@ class Binder:
         return self.executor
 
     def _later(self, call: Callable[[], Any]) -> None:
-        """A call whose answer the cycle does not wait for (Events); :meth:`flush` waits."""
+        """A call sent with the cycle's others; :meth:`flush` waits for its answer."""
         self.pending.append(self._pool().submit(call))
 
     def flush(self) -> None:
@@ -191,7 +195,7 @@ class Binder:
                 ledger.allocate(node, gpus, pod.cpu_milli, pod.memory_mib, milli, len(gpus))
                 if not self.shadow:
                     text = f"Successfully assigned {pod.key} to {names[node]}"
-                    self._later(lambda p=pod, t=text: self._event(p, "Normal", "Scheduled", t))
+                    self._event(pod, "Normal", "Scheduled", text)
             self.bound += placed
             if failed and placed:
                 out[k] = self.record(
@@ -232,12 +236,12 @@ class Binder:
                 f"Preempted by schedlab to run other work (grace {grace:g} s)",
             )
         if blocked:
-            return self.record(
-                key,
-                "protect",
-                reason=f"a PodDisruptionBudget forbids evicting {', '.join(blocked)} now",
-                **extra,
-            )
+            why = f"a PodDisruptionBudget forbids evicting {', '.join(blocked)} now"
+            rec = {**self.stamp(), "job": key, "action": "protect", "reason": why, **extra}
+            if self.last_protect.get(key) != why:  # journaled once while it lasts
+                self.last_protect[key] = why
+                self.sink(rec)
+            return rec
         return self.record(key, "preempt", **extra)
 
     def show_reason(self, pod: PodInfo, reason: str, message: str, now: float) -> None:
@@ -296,5 +300,26 @@ class Binder:
             "lastTimestamp": stamp.strftime("%Y-%m-%dT%H:%M:%SZ"),
             "count": 1,
         }
-        with contextlib.suppress(KubeError):
-            self.api.post(f"/api/v1/namespaces/{pod.namespace}/events", body)
+        self._event_queue().put((f"/api/v1/namespaces/{pod.namespace}/events", body))
+
+    def _event_queue(self) -> queue.Queue[tuple[str, dict[str, Any]]]:
+        """Events go out from a thread of their own, as kube-scheduler's broadcaster sends
+        them: a cycle never waits for them."""
+        if self.events is None:
+            self.events = queue.Queue()
+            events = self.events
+
+            def send() -> None:
+                while True:
+                    path, body = events.get()
+                    with contextlib.suppress(KubeError):
+                        self.api.post(path, body)
+                    events.task_done()
+
+            threading.Thread(target=send, daemon=True, name="kube-events").start()
+        return self.events
+
+    def flush_events(self) -> None:
+        """Wait until every Event queued so far is sent (or refused)."""
+        if self.events is not None:
+            self.events.join()

@@ -266,9 +266,16 @@ class _Walk:
 
 
 def is_kubernetes_journal(path: Path) -> bool:
-    """Whether the journal's first ``serve`` record is one of ``serve kubernetes``."""
+    """Whether the journal's first ``serve`` record is one of ``serve kubernetes``; an
+    extender's journal is refused (kube-scheduler made its decisions: none to re-derive)."""
     for r in read_journal(path):
         if r["action"] == "serve":
+            if r.get("engine") == "kubernetes-extender":
+                raise InputError(
+                    "a journal of 'serve kubernetes --extender': kube-scheduler chose the nodes, "
+                    "so there is no decision of schedlab's to re-derive",
+                    path=str(path),
+                )
             return r.get("engine") == "kubernetes"
     return False
 

@@ -19,6 +19,7 @@ from typing import Any
 
 import numpy as np
 
+from schedlab.engines.decision_check import DecisionCheck
 from schedlab.model.cluster import GPU_MILLI, ClusterState
 from schedlab.model.gpu_models import ANY_MODEL_MASK
 from schedlab.model.snapshot import Decision, Preempt, Start
@@ -111,7 +112,9 @@ def decide(
         policies.import_state(state)
         started_any = True
         assert policies.scheduler is not None
-        for d in policies.scheduler.decide(sub):
+        # Every answer checked as in replay and serve slurm (PolicyError: one line, journaled).
+        check = DecisionCheck(policies.scheduler, view.cluster, snap.jobs)
+        for d in check.decide(sub):
             if isinstance(d, Start):
                 why = take_start(work, view, d.job, d)
                 if why is not None:

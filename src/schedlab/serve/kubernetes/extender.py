@@ -93,6 +93,9 @@ class Extender:
     def start(self, watch: bool = True) -> None:
         self.pods.relist()
         self.nodes.relist()
+        self._write(
+            None, "serve", engine="kubernetes-extender", placement=self.placement, seed=self.seed
+        )
         if watch:
             self.pods.start()
             self.nodes.start()
@@ -253,7 +256,7 @@ class Extender:
             )
         return {"Error": ""}
 
-    def _write(self, job: str, action: str, **fields: Any) -> None:
+    def _write(self, job: str | None, action: str, **fields: Any) -> None:
         self.journal.write(
             {"time": round(self.clock(), 3), "cycle": 0, "job": job, "action": action, **fields}
         )

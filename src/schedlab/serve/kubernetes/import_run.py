@@ -68,9 +68,9 @@ def import_kubernetes(journal: Path) -> KubeImport:
         action, job = r["action"], r.get("job")
         if action == "serve":
             if r.get("engine") != "kubernetes":
-                raise InputError(
-                    "not a 'serve kubernetes' journal (use trace import-slurm)", path=str(journal)
-                )
+                what = {"kubernetes-extender": "an extender's journal (kube-scheduler decided)"}
+                why = what.get(str(r.get("engine")), "a 'serve slurm' journal: use import-slurm")
+                raise InputError(f"not a 'serve kubernetes' journal: {why}", path=str(journal))
             serve = serve or r
         elif not isinstance(job, str):
             continue

@@ -223,7 +223,6 @@ class PodInfo:
     devices: tuple[int, ...]  # GPU indices written on bind (empty when unknown)
     scheduled_reason: str  # the PodScheduled condition's reason and message as the pod shows
     scheduled_message: str
-    run_seconds: float = 0.0
     problem: str = ""  # why the pod's request cannot be read: it is reported, never bound
 
     @property

@@ -27,7 +27,7 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
-from schedlab.errors import InputError
+from schedlab.errors import InputError, PolicyError
 from schedlab.model.snapshot import Preempt, Reject, Start
 from schedlab.policies.placement.job_placement import JobPlacementPolicy
 from schedlab.policies.protection import drop_blocked_starts, gpus_of, protected_until
@@ -175,7 +175,6 @@ class KubeServer(ServeLoop):
         self._network_key: Any = None
         self._node_memo: dict[Any, Any] = {}
         self._leading: bool | None = None  # None: not known yet (journaled at the first cycle)
-        self._signalled: dict[str, float] = {}
 
     # -- reading -------------------------------------------------------------------------------
     def start_watches(self) -> None:
@@ -430,7 +429,12 @@ class KubeServer(ServeLoop):
             self._write(None, "error", reason=f"topology: {exc}")
             self.journal.sync()
             return CycleReport(self.cycle_no, ok=False, time=self.now)
-        decided = decide(self.policies, view, self.config.seed, topology, self._policy_state)
+        try:
+            decided = decide(self.policies, view, self.config.seed, topology, self._policy_state)
+        except PolicyError as exc:  # a wrong answer stops serve, journaled, as serve slurm does
+            self._write(None, "error", reason=str(exc))
+            self.journal.sync()
+            raise
         self.keep_policy_state(decided.state)
         for job, why in decided.dropped:
             self._write(view.jobs[job].key, "skip", reason=f"start does not fit: {why}")
@@ -624,6 +628,7 @@ class KubeServer(ServeLoop):
                 if cache is not None:
                     cache.stop()
             self.lease.release()
+            self.binder.flush_events()
             self._write(None, "stop", reason=self.stop_reason or "error")
             self.journal.close()
         return 0
