@@ -148,3 +148,28 @@ def test_unplaceable_jobs_are_counted(tmp_path) -> None:
     g = json.loads((out / "summary.json").read_text())["federation"]["global"]
     assert g["unplaceable"] == 1 and g["completed"] == 1
     assert pd.read_csv(out / "jobs.csv").set_index("job_id").loc["huge", "status"] == "unplaceable"
+
+
+def test_a_federation_sweep_compares_dispatchers_over_seeds(tmp_path, capsys) -> None:
+    two = (
+        GOOD_SITE
+        + 'ci = "const:400"\n'
+        + GOOD_SITE.replace('"a"', '"b"').replace("= 1 }", "= 0.5 }")
+        + 'ci = "const:100"\n'
+    )
+    fed = fed_file(tmp_path, two, "pair.toml")
+    jobs = trace(tmp_path / "jobs.csv", n=20)
+    out = tmp_path / "grid"
+    argv = ["sweep", "--federation", str(fed), "--traces", str(jobs), "--seeds", "0-1"]
+    argv += ["--dispatchers", "round-robin", "cheapest", "--workers", "1", "--out", str(out)]
+    assert main(argv) == 0
+    results = pd.read_csv(out / "results.csv")
+    assert len(results) == 4 and set(results.dispatcher) == {"round-robin", "cheapest"}
+    agg = pd.read_csv(out / "aggregate.csv").set_index("dispatcher")
+    assert agg.loc["cheapest", "share_b"] == 1.0  # b is half the price, no data to move
+    assert 0 < agg.loc["round-robin", "share_b"] < 1
+    assert agg.loc["cheapest", "compute_usd"] < agg.loc["round-robin", "compute_usd"]
+    assert (out / "runs" / "pair" / "jobs" / "cheapest" / "seed1" / "sites.csv").exists()
+    bad = ["sweep", "--federation", str(fed), "--traces", str(jobs), "--dispatchers", "fastest"]
+    assert main([*bad, "--out", str(tmp_path / "bad")]) == 2
+    assert "'--dispatchers': unknown 'fastest'" in capsys.readouterr().err

@@ -87,6 +87,8 @@ class Federation:
     round_s: float = 300.0
     ci_offset_s: float = 0.0
     wan_kwh_per_gb: float = 0.0
+    #: ``stage_in`` as the file gives it (MultiKueue forces on-admit whatever it says).
+    declared_stage_in: str = "before-queue"
 
     @property
     def places(self) -> dict[str, Place]:
@@ -101,6 +103,18 @@ class Federation:
     @property
     def data_site_default(self) -> str:
         return self.origin if self.default_data_site == "origin" else self.default_data_site
+
+
+def with_dispatcher(fed: Federation, name: str) -> Federation:
+    """``fed`` under another dispatcher (a sweep's axis); MultiKueue stages data on admission."""
+    from dataclasses import replace
+
+    if name not in DISPATCHERS:
+        raise InputError(f"unknown dispatcher {name!r} (known: {', '.join(DISPATCHERS)})")
+    stage_in = "on-admit" if name in MULTIKUEUE else fed.stage_in
+    if fed.dispatcher in MULTIKUEUE and name not in MULTIKUEUE:
+        stage_in = fed.declared_stage_in
+    return replace(fed, dispatcher=name, stage_in=stage_in)
 
 
 def _number(value: object, where: str, key: str, low: float = 0.0, strict: bool = False) -> float:
@@ -252,6 +266,7 @@ def read_federation(path: str | Path) -> Federation:
                 f"(got {estimate!r})"
             )
     stage_in = _choice(settings.get("stage_in", "before-queue"), where, "stage_in", STAGE_IN)
+    declared = stage_in
     if dispatcher in MULTIKUEUE:
         stage_in = "on-admit"  # a copy's data moves only once a site admits it
     reconsider = settings.get("reconsider", "none")
@@ -294,6 +309,7 @@ def read_federation(path: str | Path) -> Federation:
         runtime_factor=factor,
         runtime_estimate=estimate,
         stage_in=stage_in,
+        declared_stage_in=declared,
         wan_sharing=_choice(settings.get("wan_sharing", "fair"), where, "wan_sharing", WAN_SHARING),
         default_data_site=str(data_site),
         default_data_gb=_number(gb, where, "default_data_gb"),
