@@ -30,7 +30,12 @@ class FederationTask:
 
 def run_task(task: FederationTask) -> dict[str, Any]:
     from schedlab.federation.config import read_federation, with_dispatcher
-    from schedlab.federation.run import FederationOptions, run_federation, write_federation
+    from schedlab.federation.run import (
+        FederationOptions,
+        headline,
+        run_federation,
+        write_federation,
+    )
 
     fed = with_dispatcher(read_federation(task.federation), task.dispatcher)
     options = FederationOptions(trace=task.trace, seed=task.seed, power_model=task.power_model)
@@ -40,26 +45,12 @@ def run_task(task: FederationTask) -> dict[str, Any]:
     config = {"federation": task.federation, "trace": task.trace, "dispatcher": task.dispatcher,
               "seed": task.seed, "power_model": task.power_model}  # fmt: skip
     data = write_federation(out, result, config)["federation"]
-    g = data["global"]
-    gpu_h = {name: b["gpu_hours"] for name, b in data["sites"].items()}
-    total = sum(gpu_h.values()) or 1.0
     return {
         "federation": Path(task.federation).stem,
         "trace": Path(task.trace).stem,
         "dispatcher": task.dispatcher,
         "seed": task.seed,
-        "jobs": g["jobs"],
-        "completed": g["completed"],
-        "unplaceable": g["unplaceable"],
-        "mean_jct_s": g["jct"]["mean"],
-        "p99_jct_s": g["jct"]["p99"],
-        "mean_queue_s": g["queue_s"]["mean"],
-        "transfer_s": g["transfer_s"],
-        "compute_usd": g["compute_usd"],
-        "egress_usd": g["egress_usd"],
-        "carbon_kg": g["carbon_kg"],
-        "carbon_g_per_kwh": g["carbon_g_per_kwh"],
-        **{f"share_{k}": v / total for k, v in gpu_h.items()},
+        **headline(data),
     }
 
 

@@ -117,6 +117,7 @@ def run_case(case: Case) -> dict[str, Any]:
         FederationOptions,
         federation_jobs,
         federation_summary,
+        headline,
         run_federation,
     )
 
@@ -129,28 +130,14 @@ def run_case(case: Case) -> dict[str, Any]:
     result = run_federation(fed, FederationOptions(trace=case.trace), jobs=jobs)
     frame = federation_jobs(result)
     s = federation_summary(result, frame)
-    g = s["global"]
-    gpu_h = {k: b["gpu_hours"] for k, b in s["sites"].items()}
-    total = sum(gpu_h.values()) or 1.0
     return {
         "dispatcher": case.dispatcher,
         "start": case.start,
         "load": case.load,
         "data": case.data,
         "ordering": case.ordering,
-        "jobs": g["jobs"],
-        "completed": g["completed"],
-        "unplaceable": g["unplaceable"],
-        "mean_jct_s": g["jct"]["mean"],
-        "p99_jct_s": g["jct"]["p99"],
-        "mean_queue_s": g["queue_s"]["mean"],
+        **headline(s),
         "mean_transfer_s": float(frame["transfer_s"].mean()),
-        "utilisation": g["utilisation"],
-        "carbon_g_per_kwh": g["carbon_g_per_kwh"],
-        "carbon_kg": g["carbon_kg"],
-        "compute_usd": g["compute_usd"],
-        "egress_usd": g["egress_usd"],
-        **{f"share_{k}": v / total for k, v in gpu_h.items()},
         "wall_s": s["wall_seconds"],
     }
 

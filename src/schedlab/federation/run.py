@@ -220,6 +220,29 @@ def federation_summary(result: FederationResult, frame: pd.DataFrame) -> dict[st
     }
 
 
+def headline(summary: dict[str, Any]) -> dict[str, Any]:
+    """One row of a run's global figures and each site's share of the GPU-hours (sweeps and
+    the study tabulate runs by it)."""
+    g = summary["global"]
+    gpu_h = {name: b["gpu_hours"] for name, b in summary["sites"].items()}
+    total = sum(gpu_h.values()) or 1.0
+    return {
+        "jobs": g["jobs"],
+        "completed": g["completed"],
+        "unplaceable": g["unplaceable"],
+        "mean_jct_s": g["jct"]["mean"],
+        "p99_jct_s": g["jct"]["p99"],
+        "mean_queue_s": g["queue_s"]["mean"],
+        "transfer_s": g["transfer_s"],
+        "utilisation": g["utilisation"],
+        "compute_usd": g["compute_usd"],
+        "egress_usd": g["egress_usd"],
+        "carbon_kg": g["carbon_kg"],
+        "carbon_g_per_kwh": g["carbon_g_per_kwh"],
+        **{f"share_{k}": v / total for k, v in gpu_h.items()},
+    }
+
+
 def sites_frame(summary: dict[str, Any]) -> pd.DataFrame:
     rows = []
     for name, b in summary["sites"].items():
