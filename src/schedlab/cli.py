@@ -37,6 +37,7 @@ COMMANDS: dict[str, str] = {
     "serve": "drive a live cluster (Slurm) with a schedlab policy",
     "reproduce": "list and run the reproductions of published results",
     "plan": "split a large model over GPUs: fastest plan that fits, and why others do not",
+    "tune": "choose a job's configuration: serverless pipeline plans",
 }
 
 EXIT_USAGE = 2

@@ -26,12 +26,14 @@ if TYPE_CHECKING:
     from schedlab.engines.pack import PackResult
 
 
-def atomic_write(path: Path, write: Callable[[IO[str]], None]) -> None:
-    """Run ``write`` on a temporary file next to ``path`` and move it into place."""
+def atomic_write(path: Path, write: Callable[[IO], None], binary: bool = False) -> None:
+    """Run ``write`` on a temporary file next to ``path`` and move it into place (a text file,
+    or with ``binary`` a bytes one)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="") as fh:
+        fh_args = {"mode": "wb"} if binary else {"mode": "w", "encoding": "utf-8", "newline": ""}
+        with os.fdopen(fd, **fh_args) as fh:
             write(fh)
         # mkstemp makes the file private (0600); results are meant to be shared, so give them the
         # permissions a plain open() would.

@@ -85,6 +85,12 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("--cluster", help="node-list CSV, TOML file, or NODESxGPUS[:MODEL]")
+    p.add_argument(
+        "--federation",
+        metavar="FILE",
+        help="dispatch the trace across the sites of a federation TOML file (each with its own "
+        "cluster, ordering, placement, carbon series and prices; see docs/federation.md)",
+    )
     p.add_argument("--trace", help="job trace file")
     p.add_argument(
         "--trace-format",
@@ -351,6 +357,10 @@ def spec_from_args(args: argparse.Namespace) -> ReplaySpec:
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.federation:  # several sites, imported only for them
+        from schedlab.commands.replay_federation import run_federation_command
+
+        return run_federation_command(args)
     if args.sharing:  # the sharing engine, imported only for it
         from schedlab.commands.replay_sharing import run_sharing_command
 

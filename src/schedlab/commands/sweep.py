@@ -157,6 +157,14 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         "--force", action="store_true", help="start --out over when it holds a different grid"
     )
     add_sharing_grid_options(p)
+    fed = p.add_argument_group(
+        "federation grid (--federation: federation files × --traces × --dispatchers × --seeds "
+        "of 'replay --federation' runs; see docs/federation.md)"
+    )
+    fed.add_argument("--federation", nargs="+", metavar="FILE", help="federation TOML files")
+    fed.add_argument(
+        "--dispatchers", nargs="+", help="dispatchers to compare (default: all of them)"
+    )
     add_plugin_option(p)
     p.add_argument(
         "--engine",
@@ -218,6 +226,19 @@ def run(args: argparse.Namespace) -> int:
                 "the grid"
             )
         check_address(args.address)  # and an address no head node answers at, in seconds
+    parser = getattr(args, "sweep_parser", None)
+    if args.federation:
+        from schedlab.commands.federation_grid import run_federation_grid
+
+        if args.engine != "local":
+            raise InputError("a federation grid runs on the local pool ('--engine local')")
+        allowed = ("traces", "seeds", "out", "workers", "power_model", "federation",
+                   "dispatchers", "force", "engine", "help")  # fmt: skip
+        options = [a.dest for a in parser._actions] if parser is not None else []
+        refuse_given(args, [d for d in options if d not in allowed],
+                     "does not apply to a federation grid (--federation)", parser)  # fmt: skip
+        return run_federation_grid(args)
+    refuse_given(args, ("dispatchers",), "applies to federation grids (--federation) only", parser)
     pack_mode = args.nodes is not None or args.pods is not None
     replay_mode = args.cluster is not None or args.traces is not None
     if pack_mode == replay_mode:

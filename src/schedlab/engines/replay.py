@@ -29,6 +29,7 @@ from schedlab.model.cluster import GPU_MILLI, Cluster
 from schedlab.model.jobs import JobTable
 from schedlab.model.snapshot import (
     DONE,
+    FUTURE,
     PENDING,
     REJECTED,
     RUNNING,
@@ -213,6 +214,7 @@ class _Run:
 
             self.state.net = NetLedger(ocs_port_limits(self.net.topo))
         self.obs, self.now = engine.observer, 0.0
+        self.withdrawn: list[int] = []  # jobs withdrawn since the policy last decided
         self.work = engine.work
         self.held_gpus = 0  # GPUs out of the pool (failed, under repair, or idle spares)
         self.held: dict[tuple[int, tuple[int, ...]], tuple[int, int]] = {}
@@ -581,6 +583,7 @@ class _Run:
             self.running,
             new_pending,
             self.free_gpus,
+            self.withdrawn,
         )
 
     # -- failures (schedlab.failures.runtime calls these; nothing else does) ---------------------
@@ -674,109 +677,167 @@ class _Run:
         self.schedule_completion(job)
 
     # -- the event loop --------------------------------------------------------------------
-    def loop(self, progress: Callable[[int, int], None] | None) -> ReplayRecord:
-        started = time.perf_counter()
-        j, cfg, rt, heap = self.jobs, self.cfg, self.rt, self.heap
-        n = len(j)
-        submit = j.submit_time.tolist()
-        total_gpus = self.cluster.total_gpus
-        e = self.e
-        # Every run starts from the seed: the same seed gives the same run, however often.
-        rng = np.random.default_rng(self.cfg.seed)
+    # One replay is ``begin``, then per event time ``next_time`` → ``advance`` → ``decide``, then
+    # ``end``; :meth:`loop` strings them together. A federation of clusters
+    # (:mod:`schedlab.federation`) runs one engine per site through the same steps in lock-step,
+    # with arrivals given from outside (``external``) through :meth:`inject`.
+    def begin(self, external: bool = False) -> None:
+        """Start the run: the policies meet the cluster; with ``external`` the trace's submit
+        times bring no arrivals (the caller injects them)."""
+        self.started = time.perf_counter()
+        j, e = self.jobs, self.e
+        self.submit = j.submit_time.tolist()
+        self.external = external
         net = self.net
+        # Every run starts from the seed: the same seed gives the same run, however often.
         e.policies.start(
             self.cluster,
-            rng,
+            np.random.default_rng(self.cfg.seed),
             jobs=j,
             perf=e.perf,
             topology=net.topo if net is not None else e.topology,
             network=net,
         )
-        ts_time, ts_queue, ts_running, ts_busy = array("d"), array("q"), array("q"), array("q")
-        ts_efficiency = array("d")
-        check = DecisionCheck(self.policy, self.cluster, j)  # every answer of the policy
-        next_arrival, wakeup, decision_points, events = 0, INF, 0, 0
+        self.ts_time, self.ts_queue = array("d"), array("q")
+        self.ts_running, self.ts_busy, self.ts_efficiency = array("q"), array("q"), array("d")
+        self.check = DecisionCheck(self.policy, self.cluster, j)  # every answer of the policy
+        self.next_arrival = len(j) if external else 0
+        self.wakeup, self.decision_points, self.events = INF, 0, 0
+        self.withdrawn = []
+
+    def next_time(self) -> float:
+        """When the next event of this run is due (INF: none)."""
+        heap, version, rt, n = self.heap, self.version, self.rt, len(self.jobs)
+        # Completions voided by a preemption or resize are dropped here, so that they never
+        # become decision points of their own.
+        while heap and (heap[0][3] != version[heap[0][2]] or rt.status[heap[0][2]] != RUNNING):
+            heapq.heappop(heap)
+        t_arr = self.submit[self.next_arrival] if self.next_arrival < n else INF
+        gate_time = self.gate.next_time() if self.gate is not None else INF
+        now = min(t_arr, heap[0][0] if heap else INF, self.wakeup, gate_time)
+        if self.fail is not None and (self.pending or self.running or self.next_arrival < n):
+            now = min(now, self.fail.next_time())  # failures alone do not keep a run going
+        return now
+
+    def advance(self, now: float) -> list[int]:
+        """Apply every event due at ``now`` (arrivals, completions, failures, the gate); returns
+        the jobs that joined the queue."""
+        self.now = now
+        rt, heap, submit, n = self.rt, self.heap, self.submit, len(self.jobs)
+        new_pending: list[int] = []
+        while self.next_arrival < n and submit[self.next_arrival] <= now:
+            job = self.next_arrival
+            self.next_arrival += 1
+            if self.gate is not None and not self.gate.arrive(job, now):
+                self.events += 1  # held: it joins the queue when the gate lets it go
+                continue
+            rt.status[job] = PENDING
+            rt.queued_since[job] = submit[job]
+            self.pending[job] = None
+            new_pending.append(job)
+            self.events += 1
+        while heap and heap[0][0] <= now:
+            _, _, job, ver = heapq.heappop(heap)
+            if ver == self.version[job] and rt.status[job] == RUNNING:
+                self.complete(job, now)
+                self.events += 1
+        if self.fail is not None:
+            self.events += self.fail.fire(now)
+            new_pending += self.requeued  # back in the queue: the policy sees them anew
+            self.requeued.clear()
+        if self.gate is not None:
+            self.events += self.gate_pass(now, new_pending)
+        return new_pending
+
+    def inject(self, job: int, now: float) -> None:
+        """``job`` arrives in this run's queue at ``now`` (external arrivals only); pass it in
+        the ``new_pending`` of the next :meth:`decide`."""
+        self.rt.status[job] = PENDING
+        self.rt.queued_since[job] = now
+        self.pending[job] = None
+        self.events += 1
+
+    def withdraw(self, job: int) -> None:
+        """A queued ``job`` leaves this run without running here (another copy of it won
+        elsewhere): it is as if it had never arrived; the policy hears of it at its next call."""
+        if self.rt.status[job] != PENDING:
+            raise PolicyError(f"job {job} was withdrawn while not pending")
+        del self.pending[job]
+        self.rt.status[job] = FUTURE
+        self.withdrawn.append(job)
+
+    def pause_progress(self, job: int) -> None:
+        """A running ``job`` holds its GPUs but makes no progress until :meth:`resume_progress`
+        (a federation stages its input data after admission)."""
+        self.stop_progress(job, self.now)
+        self.rt.progress_from[job] = INF
+        self.schedule_completion(job)
+
+    def resume_progress(self, job: int, now: float) -> None:
+        self.rt.progress_from[job] = now
+        self.schedule_completion(job)
+
+    def decide(self, now: float, new_pending: list[int]) -> None:
+        """Ask the policy once at ``now`` and apply its decisions; record the series."""
+        cfg, rt = self.cfg, self.rt
+        self.now = now
+        decisions = self.check.decide(self.snapshot(now, new_pending))
+        self.withdrawn = []
+        self.decision_points += 1
+        protected_until = INF
+        if cfg.min_runtime > 0 or cfg.grace > 0:
+            decisions, held = hold_back_preemptions(
+                decisions,
+                now,
+                cfg.min_runtime,
+                lambda job: float(self.run_began[job]),
+                lambda job: rt.allocation[job],
+                cfg.grace,
+                self.signalled,
+            )
+            # Ask the policy again when the first protection ends.
+            protected_until = min(held.values(), default=INF)
+        if decisions:
+            self.apply(decisions, now)
+        if self.net is not None:
+            self.settle_network(now)
+        wakeup = min(self.check.next_wakeup(self.snapshot(now, [])), protected_until)
+        self.wakeup = INF if wakeup <= now else wakeup  # a past wake-up would never let time go
+        total_gpus = self.cluster.total_gpus
+        self.ts_time.append(now)
+        self.ts_queue.append(len(self.pending))
+        self.ts_running.append(len(self.running))
+        self.ts_busy.append(total_gpus - self.free_gpus - self.held_gpus)
+        self.ts_efficiency.append(max(0.0, self.speedup_sum) / total_gpus if total_gpus else 0.0)
+        if self.net is not None:
+            self.net.record(now)
+        if self.obs is not None:
+            self.obs.tick(now)
+
+    def loop(self, progress: Callable[[int, int], None] | None) -> ReplayRecord:
+        self.begin()
+        n, cfg = len(self.jobs), self.cfg
         now = 0.0
-        version, status = self.version, rt.status.item
         watch = bool(cfg.stop_after)
-        # Loop-invariant look-ups, read once: the loop runs once per decision point.
-        gate, fail, pending, running = self.gate, self.fail, self.pending, self.running
-        set_status, queued_since = rt.status.__setitem__, rt.queued_since.__setitem__
-        until, protect = cfg.until, cfg.min_runtime > 0 or cfg.grace > 0
-        heappop, complete, snapshot = heapq.heappop, self.complete, self.snapshot
-        net, obs = self.net, self.obs
+        next_time, advance, decide, until = self.next_time, self.advance, self.decide, cfg.until
         while True:
             if watch and not self.watching:
                 break  # every job the run was told to wait for is done
-            # Completions voided by a preemption or resize are dropped here, so that they never
-            # become decision points of their own.
-            while heap and (heap[0][3] != version[heap[0][2]] or status(heap[0][2]) != RUNNING):
-                heappop(heap)
-            t_arr = submit[next_arrival] if next_arrival < n else INF
-            gate_time = gate.next_time() if gate is not None else INF
-            now = min(t_arr, heap[0][0] if heap else INF, wakeup, gate_time)
-            if fail is not None and (pending or running or next_arrival < n):
-                now = min(now, fail.next_time())  # failures alone do not keep a run going
+            now = next_time()
             if now == INF or now > until:
                 break
-            self.now = now
-            new_pending: list[int] = []
-            while next_arrival < n and submit[next_arrival] <= now:
-                job = next_arrival
-                next_arrival += 1
-                if gate is not None and not gate.arrive(job, now):
-                    events += 1  # held: it joins the queue when the gate lets it go
-                    continue
-                set_status(job, PENDING)
-                queued_since(job, submit[job])
-                pending[job] = None
-                new_pending.append(job)
-                events += 1
-            while heap and heap[0][0] <= now:
-                _, _, job, ver = heappop(heap)
-                if ver == version[job] and status(job) == RUNNING:
-                    complete(job, now)
-                    events += 1
-            if fail is not None:
-                events += fail.fire(now)
-                new_pending += self.requeued  # back in the queue: the policy sees them anew
-                self.requeued.clear()
-            if gate is not None:
-                events += self.gate_pass(now, new_pending)
-            decisions = check.decide(snapshot(now, new_pending))
-            decision_points += 1
-            protected_until = INF
-            if protect:
-                decisions, held = hold_back_preemptions(
-                    decisions,
-                    now,
-                    cfg.min_runtime,
-                    lambda job: float(self.run_began[job]),
-                    lambda job: rt.allocation[job],
-                    cfg.grace,
-                    self.signalled,
-                )
-                # Ask the policy again when the first protection ends.
-                protected_until = min(held.values(), default=INF)
-            if decisions:
-                self.apply(decisions, now)
-            if net is not None:
-                self.settle_network(now)
-            wakeup = min(check.next_wakeup(snapshot(now, [])), protected_until)
-            if wakeup <= now:
-                wakeup = INF  # a wake-up in the past would never let time advance
-            ts_time.append(now)
-            ts_queue.append(len(pending))
-            ts_running.append(len(running))
-            ts_busy.append(total_gpus - self.free_gpus - self.held_gpus)
-            ts_efficiency.append(max(0.0, self.speedup_sum) / total_gpus if total_gpus else 0.0)
-            if net is not None:
-                net.record(now)
-            if obs is not None:
-                obs.tick(now)
-            if progress is not None and (decision_points & 4095) == 0:
-                progress(next_arrival, n)
+            decide(now, advance(now))
+            if progress is not None and (self.decision_points & 4095) == 0:
+                progress(self.next_arrival, n)
+        if progress is not None:
+            progress(n, n)
+        return self.end(now)
+
+    def end(self, now: float) -> ReplayRecord:
+        """Close the run at ``now`` (the time the loop stopped at) and return its record."""
+        cfg, rt, e, j = self.cfg, self.rt, self.e, self.jobs
         end = cfg.until if now > cfg.until else now
+        ts_time = self.ts_time
         last = ts_time[-1] if ts_time else 0.0
         if math.isfinite(end):
             for job in list(self.running):
@@ -784,8 +845,6 @@ class _Run:
             if self.obs is not None:
                 self.obs.finish(end)
         failures = self.fail.finish(end if math.isfinite(end) else last) if self.fail else None
-        if progress is not None:
-            progress(n, n)
         with np.errstate(divide="ignore", invalid="ignore"):
             reference_seconds = np.where(e.reference_rate > 0, e.work / e.reference_rate, np.nan)
         return ReplayRecord(
@@ -800,13 +859,13 @@ class _Run:
             reference_seconds=reference_seconds,
             reject_reason=self.reject_reason,
             ts_time=np.asarray(ts_time, dtype=np.float64),
-            ts_queue=np.asarray(ts_queue, dtype=np.int64),
-            ts_running=np.asarray(ts_running, dtype=np.int64),
-            ts_busy=np.asarray(ts_busy, dtype=np.int64),
-            ts_efficiency=np.asarray(ts_efficiency, dtype=np.float64),
-            decision_points=decision_points,
-            events=events,
-            wall_seconds=time.perf_counter() - started,
+            ts_queue=np.asarray(self.ts_queue, dtype=np.int64),
+            ts_running=np.asarray(self.ts_running, dtype=np.int64),
+            ts_busy=np.asarray(self.ts_busy, dtype=np.int64),
+            ts_efficiency=np.asarray(self.ts_efficiency, dtype=np.float64),
+            decision_points=self.decision_points,
+            events=self.events,
+            wall_seconds=time.perf_counter() - self.started,
             network=self.net.finish(end if math.isfinite(end) else last) if self.net else None,
             observer=e.observer,
             failures=failures,

@@ -155,6 +155,10 @@ class Snapshot:
     running_set: dict[int, None]
     new_pending: list[int] = field(default_factory=list)
     free_gpus: int = 0
+    #: Jobs that left the queue since the last call without running here (a federation's copy
+    #: of a job that started at another site); schedulers that keep a queue of their own drop
+    #: them.
+    withdrawn: list[int] = field(default_factory=list)
     _pending: np.ndarray | None = None
     _running: np.ndarray | None = None
 

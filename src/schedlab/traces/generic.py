@@ -107,6 +107,9 @@ from schedlab.traces.job_common import (
 from schedlab.traces.slurm_habits import SLURM_COLUMNS, expand, read_columns
 
 FORMAT = "generic"
+#: Where a job's input is, for ``replay --federation``: a site or data store, GB staged in, GB
+#: written back, and a site it is pinned to (blank: the federation's defaults).
+FEDERATION_COLUMNS = ["data_site", "data_gb", "output_gb", "site"]
 COLUMNS = ["job_id", "submit_time", "num_gpus"]
 OPTIONAL = [
     "duration",
@@ -124,6 +127,7 @@ OPTIONAL = [
     "checkpoint",
     *SLURM_COLUMNS,
     "priority_weight",
+    *FEDERATION_COLUMNS,
 ]
 
 
@@ -266,7 +270,8 @@ def read_generic(
     array = slurm.pop("array", None)
     cols.update(slurm)
     if array is None and "dependency" not in slurm:
-        return finish(path, FORMAT, frame, cols, drop_zero=drop_zero, min_duration=min_duration)
+        result = finish(path, FORMAT, frame, cols, drop_zero=drop_zero, min_duration=min_duration)
+        return _with_federation(result, frame, job_id, path)
     # Arrays become one job per task and dependencies name the jobs they wait for: both after
     # the filters, with each job's file line kept for errors.
     cols["array_job"] = array if array is not None else None
@@ -275,4 +280,29 @@ def read_generic(
     jobs = result.jobs
     specs = jobs.array_job if array is not None else None
     jobs = expand(replace(jobs, array_job=np.full(len(jobs), "", dtype=object)), specs, lines, path)
-    return replace(result, jobs=jobs)
+    return _with_federation(replace(result, jobs=jobs), frame, job_id, path)
+
+
+def _with_federation(
+    result: ReadResult, frame: TextTable, job_id: np.ndarray, path: Path
+) -> ReadResult:
+    """The federation columns the file has, as the table's ``extra`` columns (aligned with the
+    jobs kept; an array's tasks take their job's values)."""
+    present = [c for c in FEDERATION_COLUMNS if c in frame.columns]
+    if not present:
+        return result
+    values: dict[str, np.ndarray] = {}
+    for column in present:
+        if column in ("data_gb", "output_gb"):
+            values[column] = float_column(frame, column, path, allow_blank=True, low=0.0)
+        else:
+            values[column] = frame.stripped(column)
+    row = {str(j): i for i, j in enumerate(job_id.tolist())}
+    jobs = result.jobs
+    index = np.array(
+        [row.get(str(j), row.get(str(j).split("_")[0], 0)) for j in jobs.job_id.tolist()],
+        dtype=np.int64,
+    )
+    extra = dict(jobs.extra or {})
+    extra.update({k: v[index] for k, v in values.items()})
+    return replace(result, jobs=replace(jobs, extra=extra))

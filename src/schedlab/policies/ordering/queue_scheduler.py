@@ -209,6 +209,8 @@ class QueueScheduler(SchedulingPolicy):
 
     # -- decisions -------------------------------------------------------------------------
     def decide(self, snap: Snapshot) -> list[Decision]:
+        for job in snap.withdrawn:
+            self._dequeue(job)
         rejected = self._reject_impossible(snap) if snap.new_pending else []
         if rejected:
             snap = replace(

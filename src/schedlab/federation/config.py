@@ -1,0 +1,339 @@
+"""The federation file (TOML): ``[federation]`` settings, ``[[site]]`` tables and
+``[[data_store]]`` tables. Every refusal names the file, the table and the key, before any work.
+"""
+
+from __future__ import annotations
+
+import math
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from schedlab.errors import InputError
+from schedlab.federation.egress import Egress, parse_egress
+
+DISPATCHERS = (
+    "round-robin",
+    "least-loaded",
+    "multikueue-allatonce",
+    "multikueue-incremental",
+    "cheapest",
+    "greenest",
+    "earliest-finish",
+    "joint",
+)
+MULTIKUEUE = ("multikueue-allatonce", "multikueue-incremental")
+STAGE_IN = ("before-queue", "on-admit")
+WAN_SHARING = ("fair", "none")
+FEDERATION_KEYS = {
+    "dispatcher", "weights", "runtime_estimate", "stage_in", "reconsider", "move_running",
+    "wan_sharing", "default_data_site", "default_data_gb", "origin", "incremental",
+    "ci_offset_s", "wan_kwh_per_gb",
+}  # fmt: skip
+SITE_KEYS = {
+    "name", "cluster", "topology", "ordering", "backfill", "placement", "params", "ci", "pue",
+    "price_gpu_hour", "egress", "wan",
+}  # fmt: skip
+STORE_KEYS = {"name", "egress", "wan"}
+
+
+@dataclass(frozen=True)
+class Link:
+    """One direction of a WAN link."""
+
+    gbps: float
+    rtt_ms: float
+
+    def seconds(self, gb: float) -> float:
+        """Transfer time of ``gb`` on an otherwise idle link."""
+        return self.rtt_ms / 1000.0 + 8.0 * gb / self.gbps
+
+
+@dataclass(frozen=True)
+class Place:
+    """A site (runs jobs) or a data store (holds data only)."""
+
+    name: str
+    egress: Egress
+    wan: dict[str, Link]
+    runs_jobs: bool
+    cluster: str = ""
+    topology: str | None = None
+    ordering: str = "fifo"
+    backfill: bool = False
+    placement: str = "bestfit"
+    params: dict[str, str] = field(default_factory=dict)
+    ci: str | None = None
+    pue: float = 1.0
+    price_gpu_hour: dict[str, float] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Federation:
+    path: str
+    sites: tuple[Place, ...]
+    stores: tuple[Place, ...]
+    dispatcher: str = "least-loaded"
+    weights: tuple[float, float, float] = (1.0, 1.0, 1.0)  # time, cost, carbon
+    runtime_factor: float = 1.0  # oracle: 1
+    runtime_estimate: str = "oracle"
+    stage_in: str = "before-queue"
+    wan_sharing: str = "fair"
+    default_data_site: str = "origin"
+    default_data_gb: float = 0.0
+    data_gb_per_gpu: bool = False
+    origin: str = ""
+    step: int = 3
+    round_s: float = 300.0
+    ci_offset_s: float = 0.0
+    wan_kwh_per_gb: float = 0.0
+    #: ``stage_in`` as the file gives it (MultiKueue forces on-admit whatever it says).
+    declared_stage_in: str = "before-queue"
+
+    @property
+    def places(self) -> dict[str, Place]:
+        return {p.name: p for p in (*self.sites, *self.stores)}
+
+    def link(self, src: str, dst: str) -> Link | None:
+        """The directed link ``src → dst``: its own entry, else the reverse one (symmetric)."""
+        places = self.places
+        own = places[src].wan.get(dst)
+        return own if own is not None else places[dst].wan.get(src)
+
+    @property
+    def data_site_default(self) -> str:
+        return self.origin if self.default_data_site == "origin" else self.default_data_site
+
+
+def with_dispatcher(fed: Federation, name: str) -> Federation:
+    """``fed`` under another dispatcher (a sweep's axis); MultiKueue stages data on admission."""
+    from dataclasses import replace
+
+    if name not in DISPATCHERS:
+        raise InputError(f"unknown dispatcher {name!r} (known: {', '.join(DISPATCHERS)})")
+    stage_in = "on-admit" if name in MULTIKUEUE else fed.stage_in
+    if fed.dispatcher in MULTIKUEUE and name not in MULTIKUEUE:
+        stage_in = fed.declared_stage_in
+    return replace(fed, dispatcher=name, stage_in=stage_in)
+
+
+def _number(value: object, where: str, key: str, low: float = 0.0, strict: bool = False) -> float:
+    ok = isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+    if not ok or (value <= low if strict else value < low):  # type: ignore[operator]
+        bound = f"> {low:g}" if strict else f"≥ {low:g}"
+        raise InputError(f"{where}, key '{key}': must be a number {bound} (got {value!r})")
+    return float(value)  # type: ignore[arg-type]
+
+
+def _choice(value: object, where: str, key: str, choices: tuple[str, ...]) -> str:
+    if value not in choices:
+        raise InputError(
+            f"{where}, key '{key}': must be one of {', '.join(choices)} (got {value!r})"
+        )
+    return str(value)
+
+
+def _unknown(table: dict, allowed: set[str], where: str) -> None:
+    extra = sorted(set(table) - allowed)
+    if extra:
+        raise InputError(
+            f"{where}, key '{extra[0]}': unknown (known: {', '.join(sorted(allowed))})"
+        )
+
+
+def _wan(value: object, where: str) -> dict[str, Link]:
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise InputError(f"{where}, key 'wan': a table of {{PLACE = {{gbps, rtt_ms}}}}")
+    out: dict[str, Link] = {}
+    for other, link in value.items():
+        key = f"wan.{other}"
+        if not isinstance(link, dict) or set(link) - {"gbps", "rtt_ms"} or "gbps" not in link:
+            raise InputError(f"{where}, key '{key}': give {{gbps = G, rtt_ms = R}}")
+        out[other] = Link(
+            _number(link["gbps"], where, f"{key}.gbps", strict=True),
+            _number(link.get("rtt_ms", 0.0), where, f"{key}.rtt_ms"),
+        )
+    return out
+
+
+def _place(table: object, index: int, kind: str, file: str) -> Place:
+    if not isinstance(table, dict):
+        raise InputError(f"{file}: [[{kind}]] #{index + 1} must be a table")
+    name = table.get("name")
+    where = f"{file}: [[{kind}]] #{index + 1}" + (f" ({name!r})" if name else "")
+    if not isinstance(name, str) or not name.strip():
+        raise InputError(f"{where}, key 'name': missing (a non-empty string)")
+    egress = parse_egress(table.get("egress"), where)
+    wan = _wan(table.get("wan"), where)
+    if kind == "data_store":
+        _unknown(table, STORE_KEYS, where)
+        return Place(name, egress, wan, runs_jobs=False)
+    _unknown(table, SITE_KEYS, where)
+    cluster, topology = table.get("cluster"), table.get("topology")
+    if not isinstance(cluster, str) or not cluster.strip():
+        if not isinstance(topology, str) or not topology.strip():
+            raise InputError(f"{where}, key 'cluster': missing (a site needs a cluster)")
+        cluster = ""
+    prices = table.get("price_gpu_hour", {})
+    if not isinstance(prices, dict):
+        raise InputError(f"{where}, key 'price_gpu_hour': a table {{MODEL = $ per GPU-hour}}")
+    for key in ("ordering", "placement", "ci"):
+        if key in table and not isinstance(table[key], str):
+            raise InputError(f"{where}, key '{key}': must be a string (got {table[key]!r})")
+    params = table.get("params", {})
+    if not isinstance(params, dict):
+        raise InputError(f"{where}, key 'params': a table of ordering parameters")
+    backfill = table.get("backfill", False)
+    if not isinstance(backfill, bool):
+        raise InputError(f"{where}, key 'backfill': must be true or false (got {backfill!r})")
+    return Place(
+        name,
+        egress,
+        wan,
+        runs_jobs=True,
+        cluster=cluster,
+        topology=topology if isinstance(topology, str) else None,
+        ordering=table.get("ordering", "fifo"),
+        backfill=backfill,
+        placement=table.get("placement", "bestfit"),
+        params={str(k): str(v) for k, v in params.items()},
+        ci=table.get("ci"),
+        pue=_number(table.get("pue", 1.0), where, "pue", low=1.0),
+        price_gpu_hour={
+            str(m).upper(): _number(p, where, f"price_gpu_hour.{m}") for m, p in prices.items()
+        },
+    )
+
+
+def read_federation(path: str | Path) -> Federation:
+    """Parse and check a federation file (paths in it are relative to the file)."""
+    file = str(path)
+    try:
+        with open(path, "rb") as fh:
+            data = tomllib.load(fh)
+    except OSError as exc:
+        raise InputError(f"cannot read the federation file: {exc.strerror}", path=file) from None
+    except tomllib.TOMLDecodeError as exc:
+        raise InputError(f"not a TOML file ({exc})", path=file) from None
+    _unknown(data, {"federation", "site", "data_store"}, f"{file}: top level")
+    settings = data.get("federation", {})
+    where = f"{file}: [federation]"
+    if not isinstance(settings, dict):
+        raise InputError(f"{where} must be a table")
+    _unknown(settings, FEDERATION_KEYS, where)
+    sites = tuple(_place(t, i, "site", file) for i, t in enumerate(data.get("site", [])))
+    stores = tuple(
+        _place(t, i, "data_store", file) for i, t in enumerate(data.get("data_store", []))
+    )
+    if not sites:
+        raise InputError(f"{file}: [[site]]: none (a federation needs at least one site)")
+    names = [p.name for p in (*sites, *stores)]
+    dup = next((n for n in names if names.count(n) > 1), None)
+    if dup is not None:
+        raise InputError(f"{file}: [[site]]/[[data_store]], key 'name': {dup!r} is given twice")
+    sites = tuple(_resolve_paths(s, Path(path).parent) for s in sites)
+    for p in (*sites, *stores):
+        for other in p.wan:
+            if other not in names or other == p.name:
+                raise InputError(
+                    f"{file}: [[{'site' if p.runs_jobs else 'data_store'}]] {p.name!r}, key "
+                    f"'wan.{other}': no other site or data store is named so"
+                )
+    dispatcher = _choice(
+        settings.get("dispatcher", "least-loaded"), where, "dispatcher", DISPATCHERS
+    )
+    weights = settings.get("weights", {})
+    if not isinstance(weights, dict) or set(weights) - {"time", "cost", "carbon"}:
+        raise InputError(f"{where}, key 'weights': a table {{time, cost, carbon}}")
+    w = tuple(
+        _number(weights.get(k, 1.0), where, f"weights.{k}") for k in ("time", "cost", "carbon")
+    )
+    if sum(w) <= 0:
+        raise InputError(f"{where}, key 'weights': at least one weight must be > 0")
+    estimate = str(settings.get("runtime_estimate", "oracle"))
+    factor = 1.0
+    if estimate != "oracle":
+        kind, _, value = estimate.partition(":")
+        try:
+            factor = float(value)
+        except ValueError:
+            factor = math.nan
+        if kind != "user-factor" or not (factor > 0 and math.isfinite(factor)):
+            raise InputError(
+                f"{where}, key 'runtime_estimate': oracle or user-factor:F with F > 0 "
+                f"(got {estimate!r})"
+            )
+    stage_in = _choice(settings.get("stage_in", "before-queue"), where, "stage_in", STAGE_IN)
+    declared = stage_in
+    if dispatcher in MULTIKUEUE:
+        stage_in = "on-admit"  # a copy's data moves only once a site admits it
+    reconsider = settings.get("reconsider", "none")
+    if reconsider != "none":
+        raise InputError(
+            f"{where}, key 'reconsider': only 'none' is supported (moving queued jobs between "
+            f"sites is not built; got {reconsider!r})"
+        )
+    if settings.get("move_running", False) is not False:
+        raise InputError(f"{where}, key 'move_running': only false is supported (not built)")
+    origin = settings.get("origin", sites[0].name)
+    if origin not in {s.name for s in sites}:
+        raise InputError(f"{where}, key 'origin': no site is named {origin!r}")
+    data_site = settings.get("default_data_site", "origin")
+    if data_site != "origin" and data_site not in names:
+        raise InputError(f"{where}, key 'default_data_site': no site or data store {data_site!r}")
+    gb = settings.get("default_data_gb", 0.0)
+    per_gpu = isinstance(gb, str)
+    if per_gpu:
+        kind, _, value = gb.partition(":")
+        try:
+            amount = float(value)
+        except ValueError:
+            amount = math.nan
+        if kind != "per_gpu" or not (amount >= 0 and math.isfinite(amount)):
+            raise InputError(f"{where}, key 'default_data_gb': GB ≥ 0 or 'per_gpu:X' (got {gb!r})")
+        gb = amount
+    incremental = settings.get("incremental", {})
+    if not isinstance(incremental, dict) or set(incremental) - {"step", "round_s"}:
+        raise InputError(f"{where}, key 'incremental': a table {{step, round_s}}")
+    step = incremental.get("step", 3)
+    if isinstance(step, bool) or not isinstance(step, int) or step < 1:
+        raise InputError(f"{where}, key 'incremental.step': an integer ≥ 1 (got {step!r})")
+    return Federation(
+        path=file,
+        sites=sites,
+        stores=stores,
+        dispatcher=dispatcher,
+        weights=w,  # type: ignore[arg-type]
+        runtime_factor=factor,
+        runtime_estimate=estimate,
+        stage_in=stage_in,
+        declared_stage_in=declared,
+        wan_sharing=_choice(settings.get("wan_sharing", "fair"), where, "wan_sharing", WAN_SHARING),
+        default_data_site=str(data_site),
+        default_data_gb=_number(gb, where, "default_data_gb"),
+        data_gb_per_gpu=per_gpu,
+        origin=str(origin),
+        step=step,
+        round_s=_number(
+            incremental.get("round_s", 300.0), where, "incremental.round_s", strict=True
+        ),
+        ci_offset_s=_number(settings.get("ci_offset_s", 0.0), where, "ci_offset_s"),
+        wan_kwh_per_gb=_number(settings.get("wan_kwh_per_gb", 0.0), where, "wan_kwh_per_gb"),
+    )
+
+
+def _resolve_paths(site: Place, base: Path) -> Place:
+    """Cluster, topology and carbon files named relative to the federation file."""
+    from dataclasses import replace
+
+    def rel(spec: str | None) -> str | None:
+        if not spec or (":" in spec.split("/")[0] and not Path(spec).exists()):
+            return spec  # NxG:MODEL, const:G, leafspine:… are specs, not files
+        candidate = base / spec
+        return str(candidate) if not Path(spec).is_absolute() and candidate.exists() else spec
+
+    return replace(
+        site, cluster=rel(site.cluster) or "", topology=rel(site.topology), ci=rel(site.ci)
+    )
