@@ -59,10 +59,11 @@ done
 ((NODES <= 1000)) || { echo "k8s-dev-cluster: --nodes must be ≤ 1000 (got '$NODES')" >&2; exit 2; }
 
 DIR=$(realpath -m "$DIR")
-# One block of 4 ports per folder, in 40000-47999 (the Slurm dev cluster uses 20000-52499 in
-# blocks of 65 from 20000; these stay clear of its first 300 blocks' controller ports).
-PORT_BLOCK=$(($(printf '%s' "$DIR" | cksum | cut -d' ' -f1) % 2000))
-ETCD_PORT=$((40000 + PORT_BLOCK * 4))
+# One block of 4 ports per folder, in 61000-64999: above Linux's ephemeral range (32768-60999),
+# where a busy machine's outgoing connections would take a listening port first, and clear of
+# the Slurm dev cluster's 20000-52499.
+PORT_BLOCK=$(($(printf '%s' "$DIR" | cksum | cut -d' ' -f1) % 1000))
+ETCD_PORT=$((61000 + PORT_BLOCK * 4))
 ETCD_PEER_PORT=$((ETCD_PORT + 1))
 API_PORT=$((ETCD_PORT + 2))
 RUN="$DIR/run"
