@@ -5,8 +5,9 @@ wall and CPU seconds of ``--repeat`` runs, their ratio, and both deadline satisf
 The artifact (``pkusys/ElasticFlow``) is not part of schedlab and is never installed by it: point
 ``SCHEDLAB_ELASTICFLOW`` at its ``ElasticFlow/scheduler`` folder and ``SCHEDLAB_ELASTICFLOW_PYTHON``
 at an interpreter with what it imports (numpy, cvxpy with ecos, grpcio, protobuf < 4). Without
-them the script says so and times schedlab alone. (The network peers of docs/network.md are not
-timed here: none of them is set up to run beside schedlab.)
+them the script says so and times schedlab alone. The network peers named in the network spec
+are not timed here: RapidNetSim carries no licence (the spec reads it, never copies it) and
+LumosCore is research code with no package on PyPI, so neither installs beside schedlab.
 
     SCHEDLAB_ELASTICFLOW=/path/ElasticFlow/scheduler SCHEDLAB_ELASTICFLOW_PYTHON=/path/bin/python \\
         python benchmarks/side_by_side.py [--policies edf-greedy gandiva tiresias] [--repeat 5]
