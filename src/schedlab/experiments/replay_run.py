@@ -417,6 +417,9 @@ def jobs_frame(record: ReplayRecord) -> pd.DataFrame:
         }
     )
     frame = job_metrics(frame)
+    if record.isolated_jct is not None:  # after the metrics, before the columns options add
+        frame["isolated_jct"] = record.isolated_jct
+        frame["ftf_rho"] = ftf_rho_values(frame["jct"].to_numpy(), record.isolated_jct)
     if record.network is not None:
         from schedlab.experiments.replay_network import add_job_columns
 
@@ -441,9 +444,6 @@ def jobs_frame(record: ReplayRecord) -> pd.DataFrame:
         frame = add_failure_columns(frame, record.failures)
         if record.llm is not None:
             frame["tokens_lost"] = record.failures.lost_units
-    if record.isolated_jct is not None:  # last, so that every other column keeps its place
-        frame["isolated_jct"] = record.isolated_jct
-        frame["ftf_rho"] = ftf_rho_values(frame["jct"].to_numpy(), record.isolated_jct)
     return frame
 
 
