@@ -85,7 +85,8 @@ def test_every_replay_run_reports_rho_per_job_and_summarised(tmp_path: Path) -> 
     argv = ["replay", "--cluster", "1x2:V100", "--trace", str(trace), "--policy", "fifo"]
     assert main([*argv, "--out", str(out)]) == 0
     columns, rows = read_rows(out / "jobs.csv")
-    assert columns[-2:] == ["isolated_jct", "ftf_rho"]  # new columns last
+    # right after the metrics (met_deadline only with deadlines), before any option's columns
+    assert columns[-3:] == ["bounded_slowdown", "isolated_jct", "ftf_rho"]
     rho = {}
     for job, row in rows.items():
         assert float(row["jct"]) == pytest.approx(FIFO_JCT[job])

@@ -445,6 +445,9 @@ def jobs_table(record: ReplayRecord) -> Table:
         "status": status,
     }
     table = dict(job_metrics(table))
+    if record.isolated_jct is not None:  # after the metrics, before the columns options add
+        table["isolated_jct"] = record.isolated_jct
+        table["ftf_rho"] = ftf_rho_values(as_numbers(table, "jct"), record.isolated_jct)
     if record.network is not None:
         from schedlab.experiments.replay_network import add_job_columns
 
@@ -476,9 +479,6 @@ def jobs_table(record: ReplayRecord) -> Table:
         frame = add_failure_columns(frame, record.failures)
         if record.llm is not None:
             frame["tokens_lost"] = record.failures.lost_units
-    if record.isolated_jct is not None:  # last, so that every other column keeps its place
-        frame["isolated_jct"] = record.isolated_jct
-        frame["ftf_rho"] = ftf_rho_values(as_numbers(frame, "jct"), record.isolated_jct)
     return frame
 
 
