@@ -20,7 +20,11 @@ from schedlab.testing import assert_conforms, check_policy
 
 EVERY_POLICY = {**placement_classes(), **ordering_classes(), **sizing_classes()}
 #: Parameters that make a policy use its state on the small workloads (tiresias promotes).
-PARAMS = {"tiresias": {"starvation": "1", "thresholds": "600"}}
+PARAMS = {
+    "tiresias": {"starvation": "1", "thresholds": "600"},
+    # the contract, not the search: a small genetic search keeps the check to seconds
+    "pollux": {"generations": "3", "population": "8"},
+}
 
 
 #: Serve cannot be given a topology yet, so placements that need one run there nowhere.

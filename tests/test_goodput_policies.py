@@ -12,6 +12,7 @@ import pytest
 
 from schedlab.cli import main
 from schedlab.engines.replay import ReplayConfig, ReplayEngine
+from schedlab.model.snapshot import DONE, REJECTED
 from schedlab.perf.goodput.applications import read_applications
 from schedlab.perf.goodput.perf import GoodputPerf
 from schedlab.policies.registry import DEFAULT_PLACEMENT, make_scheduler
@@ -178,3 +179,22 @@ def test_bad_application_table_names_file_row_and_column(
     assert main([*argv, "--policy", "pollux", "--out", str(tmp_path / "o")]) == 2
     err = capsys.readouterr().err
     assert "placements.csv" in err and "step_time" in err and "fast" in err
+
+
+@pytest.mark.parametrize("policy", ["pollux-sim-tiresias", "optimus-oracle", "pollux"])
+def test_a_job_larger_than_the_cluster_is_rejected_not_left_waiting(
+    policy: str, tmp_path: Path
+) -> None:
+    """b asks for 8 GPUs on a 4-GPU cluster and arrives between two boundaries (at 30 s): it is
+    judged at the next one and rejected; a finishes as if b did not exist."""
+    apps = read_applications(toy_apps(tmp_path / "apps"))
+    jobs = read_pollux_workload(
+        toy_workload(tmp_path / "w.csv", [("a", 0, 1, 10), ("b", 30, 8, 20)])
+    ).jobs
+    scheduler, placement = make_scheduler(policy, DEFAULT_PLACEMENT, params={})
+    record = ReplayEngine(
+        parse_compact("1x4:V100"), jobs, scheduler, placement, GoodputPerf(apps), ReplayConfig()
+    ).run()
+    status = dict(zip(record.jobs.job_id, record.status, strict=True))
+    assert status["b"] == REJECTED
+    assert status["a"] == DONE

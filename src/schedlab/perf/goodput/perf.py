@@ -2,7 +2,7 @@
 
 A job of a measured application (its ``model_name``) must make its application's whole
 training progress (:attr:`Application.total_progress`, in iterations of the initial batch
-size). Policies that model goodput themselves (Pollux, Sia, and the Tiresias and Optimus
+size). Policies that model goodput themselves (Pollux, and the Tiresias and Optimus
 baselines of Pollux's simulator) advance jobs epoch by epoch with
 :class:`~schedlab.perf.goodput.job.GoodputJob` and tell the engine each job's pace. Every other
 policy sees a constant rate: the one that trains the job in the time epoch-by-epoch progress

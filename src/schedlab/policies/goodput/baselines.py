@@ -76,16 +76,6 @@ class PolluxTiresias(IntervalPolicy):
             raise ValueError(f"'threshold' must be > 0 GPU-seconds (got {threshold})")
         self.threshold = threshold
 
-    def never_runs(self, job: int) -> str | None:
-        why = super().never_runs(job)
-        if why is not None:
-            return why
-        gpus, room = (
-            int(self.jobs.num_gpus[job]),
-            sum(self.node_gpus[n] for n in self.allowed_nodes(job)),
-        )
-        return f"needs {gpus} GPUs; the cluster has {room} it may use" if gpus > room else None
-
     def setup(self, ctx) -> None:
         self.queues: tuple[list[int], list[int]] = ([], [])
         self.status: dict[int, str] = {}

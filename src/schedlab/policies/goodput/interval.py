@@ -3,7 +3,7 @@
 Pollux's simulator advances every job by one interval (60 s) under the current allocations,
 then lets the scheduler decide for the jobs submitted by then, then applies the allocations
 that changed (each costs the job a 30 s restart). Its Pollux, Optimus+Oracle and Tiresias
-policies, and Sia's, are subclasses that only decide allocations
+policies are subclasses that only decide allocations
 (:meth:`IntervalPolicy.allocate`); this base does the rest so that their numbers match the
 simulator's:
 
@@ -18,7 +18,7 @@ simulator's:
 * interference: a multi-node job on a node that hosts another multi-node job runs at
   ``1 − interference`` of its speed (0 by default);
 * jobs without application tables progress at their performance model's rate (a trace without
-  tables still runs; such jobs have linear speedup for Pollux and Sia).
+  tables still runs; such jobs have linear speedup for Pollux).
 
 Allocations are lists of node indices (one entry per GPU), as in the simulator; GPUs within a
 node are given lowest index first, and a job whose list is unchanged keeps its GPUs.
@@ -112,7 +112,7 @@ class IntervalPolicy(SchedulingPolicy):
     uses_placement = False
     stateful = True
     preemptive = True
-    #: The policy picks batch sizes itself (Pollux, Sia); the baselines keep the trace's.
+    #: The policy picks batch sizes itself (Pollux); the baselines keep the trace's.
     adaptive: ClassVar[bool] = False
 
     def __init__(
@@ -139,6 +139,9 @@ class IntervalPolicy(SchedulingPolicy):
         self.allocations: dict[int, list[int]] = {}
         self.gpus: dict[int, Allocation] = {}
         self.last_boundary = -math.inf
+        #: Jobs already judged by :meth:`never_runs` (arrivals between boundaries are judged at
+        #: the next one).
+        self.judged: set[int] = set()
         self.rng = np.random.default_rng(int(ctx.rng.integers(0, 2**63 - 1)))
         self.setup(ctx)
 
@@ -196,10 +199,11 @@ class IntervalPolicy(SchedulingPolicy):
                 self._release(job)
                 del self.allocations[job]
         rejected: list[Decision] = []
-        for job in snap.new_pending:
-            why = self.never_runs(int(job))
+        for job in sorted(int(j) for j in snap.pending_set if j not in self.judged):
+            self.judged.add(job)
+            why = self.never_runs(job)
             if why is not None:
-                rejected.append(Reject(int(job), why))
+                rejected.append(Reject(job, why))
         gone = {d.job for d in rejected}
         active = sorted(int(j) for j in (*snap.pending_set, *snap.running_set) if j not in gone)
         for job in active:
@@ -209,12 +213,15 @@ class IntervalPolicy(SchedulingPolicy):
 
     def never_runs(self, job: int) -> str | None:
         """Why a job can never run here (rejected on arrival), or None. The base refuses jobs
-        that ask for no GPUs and jobs whose GPU models the cluster lacks."""
+        that ask for no GPUs, jobs whose GPU models the cluster lacks and jobs that ask for more
+        GPUs than it has of those models."""
         if int(self.jobs.num_gpus[job]) <= 0:
             return "requests no GPUs (this policy schedules GPU jobs only)"
-        if not self.allowed_nodes(job):
+        allowed = self.allowed_nodes(job)
+        if not allowed:
             return "asks for a GPU model the cluster does not have"
-        return None
+        gpus, room = int(self.jobs.num_gpus[job]), sum(self.node_gpus[n] for n in allowed)
+        return f"needs {gpus} GPUs; the cluster has {room} it may use" if gpus > room else None
 
     def allowed_nodes(self, job: int) -> set[int]:
         """The nodes whose GPU model the job accepts."""
