@@ -19,8 +19,6 @@ import pytest
 from schedlab.testing.faultinject import cluster as owned
 from schedlab.testing.faultinject.live_nodes import OWNED, PENDING_WITHIN, run_owned
 
-LIVE_NOW = ("S1", "S6")
-
 
 @pytest.fixture(scope="module")
 def harness(tmp_path_factory: pytest.TempPathFactory) -> Iterator[owned.OwnedCluster]:
@@ -40,7 +38,7 @@ def harness(tmp_path_factory: pytest.TempPathFactory) -> Iterator[owned.OwnedClu
 
 @pytest.mark.slurm
 @pytest.mark.slow
-@pytest.mark.parametrize("name", [n for n in OWNED if n in LIVE_NOW])
+@pytest.mark.parametrize("name", OWNED)
 def test_owned_scenario(harness: owned.OwnedCluster, name: str, tmp_path: Path) -> None:
     result = run_owned(name, harness, tmp_path, seed=1)
     assert result.violations == [], result.details
@@ -57,6 +55,7 @@ def test_owned_scenario(harness: owned.OwnedCluster, name: str, tmp_path: Path) 
         assert any(a >= details["fault"] for a, _ in details["down"].get(details["victim"], []))
     if name == "S2":  # the replacements ran while the cut-off instances were still running
         assert any(r["action"] == "requeued" for r in result.journal)
+        assert details["back"] >= details["heal"]
     if name == "S6":
         assert details["heal"] > details["fault"]
 
