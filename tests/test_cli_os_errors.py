@@ -242,7 +242,7 @@ def test_a_fifo_does_not_hang_the_installed_command(paths: dict[str, Path]) -> N
         # sweep imports its grid runners when it runs one: patched where they live
         ("sweep", "schedlab.experiments.replay_sweep", "run_grid"),
         ("sweep-pack", "schedlab.commands.pack_grid", "run_pack_grid"),
-        ("demo", "schedlab.commands.demo", "run_pack_grid"),
+        ("demo", "schedlab.commands.pack_grid", "run_pack_grid"),
     ],
 )
 def test_a_read_only_out_fails_before_any_run(

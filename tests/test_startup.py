@@ -79,6 +79,7 @@ NOT_FOR_HELP = ("pandas", "pyarrow", "matplotlib", "scipy", "httpx", "yaml")
         ["reproduce", "--help"],
         ["reproduce", "--list"],
         ["gen", "--help"],
+        ["demo", "--help"],
         ["plan", "--model", "llama3-8b", "--cluster", "1x8:A100", "--batch-tokens", "4M"],
     ],
 )

@@ -9,17 +9,8 @@ from pathlib import Path
 from rich.table import Table
 
 from schedlab.commands.common import check_inflate, check_workers, console, parse_seeds
-from schedlab.commands.pack_grid import print_aggregate, run_pack_grid, write_grid_outputs
-from schedlab.commands.replay_grid import print_replay_table, write_replay_grid
 from schedlab.errors import InputError
-from schedlab.experiments.deadline_study import (
-    ABLATION_POLICIES,
-    DeadlineRun,
-    run_study,
-)
-from schedlab.experiments.pack_sweep import default_workers
-from schedlab.experiments.replay_run import BUILTIN_THROUGHPUTS, ReplaySpec
-from schedlab.experiments.replay_sweep import SyntheticJobs, run_grid, staged_task
+from schedlab.experiments.parallel import default_workers
 from schedlab.experiments.workloads import SyntheticWorkload
 from schedlab.output_dir import staged_dir
 from schedlab.policies.registry import pack_study_names
@@ -131,6 +122,9 @@ def _pack_part(
 ) -> None:
     """Every placement policy on a generated openb-like cluster: the comparison table and the
     figures (written to ``out``, which becomes ``final``)."""
+    # Each part imports what it runs when it runs (``demo --help`` loads none of it).
+    from schedlab.commands.pack_grid import print_aggregate, run_pack_grid, write_grid_outputs
+
     workload = SyntheticWorkload(nodes, workload_seed)
     cluster, pods = workload.load()
     stats = pods.stats()
@@ -149,6 +143,9 @@ def _pack_part(
 
 def _deadline_part(seed: int, workers: int, out: Path, final: Path) -> None:
     """ElasticFlow against its ablation steps on generated deadline jobs: DSR per policy."""
+    from schedlab.experiments.deadline_study import ABLATION_POLICIES, DeadlineRun, run_study
+    from schedlab.experiments.replay_run import BUILTIN_THROUGHPUTS
+
     workload = f"synthetic:{seed}:{DEADLINE_JOBS}"
     runs = [
         DeadlineRun.of(
@@ -191,6 +188,10 @@ def _deadline_part(seed: int, workers: int, out: Path, final: Path) -> None:
 
 def _replay_part(jobs: int, load: float, seed: int, workers: int, out: Path, final: Path) -> None:
     """Orderings compared on a generated Philly-like trace, with an HTML report."""
+    from schedlab.commands.replay_grid import print_replay_table, write_replay_grid
+    from schedlab.experiments.replay_run import ReplaySpec
+    from schedlab.experiments.replay_sweep import SyntheticJobs, run_grid, staged_task
+
     source = SyntheticJobs(jobs, load, seed, REPLAY_MEAN_DURATION, REPLAY_MAX_DURATION, "poisson")
     tasks = []
     for name, backfill in REPLAY_POLICIES:
