@@ -198,3 +198,38 @@ def test_a_job_larger_than_the_cluster_is_rejected_not_left_waiting(
     status = dict(zip(record.jobs.job_id, record.status, strict=True))
     assert status["b"] == REJECTED
     assert status["a"] == DONE
+
+
+def test_workload_reader_keeps_rigid_jobs_apart(tmp_path: Path) -> None:
+    path = tmp_path / "w.csv"
+    path.write_text(
+        "name,time,application,num_replicas,batch_size,category\n"
+        "a,0,cifar10,2,128,rigid\nb,5,bert,1,12,adaptive\n"
+    )
+    jobs = read_pollux_workload(path).jobs
+    assert jobs.job_id.tolist() == ["a", "b"]
+    assert jobs.model_name.tolist() == ["cifar10", "bert"]
+    assert jobs.user.tolist() == ["rigid", ""]
+    assert jobs.num_gpus.tolist() == [2, 1] and jobs.batch_size.tolist() == [128, 12]
+
+
+@pytest.mark.parametrize(
+    ("row", "message"),
+    [
+        ("a,0,,1,12", "'application' is blank"),
+        ("a,0,bert,0,12", "num_replicas"),
+        ("a,zero,bert,1,12", "time"),
+        ("a,0,bert,1,12,elastic", "'category' must be one of"),
+    ],
+)
+def test_workload_reader_bad_rows(tmp_path: Path, row: str, message: str) -> None:
+    from schedlab.errors import InputError
+
+    path = tmp_path / "w.csv"
+    header = "name,time,application,num_replicas,batch_size" + (
+        ",category" if row.count(",") == 5 else ""
+    )
+    path.write_text(f"{header}\n{row}\n")
+    with pytest.raises(InputError, match=message) as err:
+        read_pollux_workload(path)
+    assert "w.csv:2, column" in str(err.value), str(err.value)
