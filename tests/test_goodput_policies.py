@@ -276,3 +276,9 @@ def test_sia_on_two_gpu_types_prefers_the_faster_and_repeats(tmp_path: Path) -> 
 def test_sia_rejects_bad_parameters() -> None:
     with pytest.raises(Exception, match="'p'"):
         make_scheduler("sia", DEFAULT_PLACEMENT, params={"p": "0"})
+
+
+def test_the_pollux_study_is_in_the_reproduce_catalog() -> None:
+    from schedlab.reproduce.catalog import BY_NAME, load
+
+    assert "pollux" in BY_NAME and callable(load(BY_NAME["pollux"]))

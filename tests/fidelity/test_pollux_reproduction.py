@@ -52,3 +52,15 @@ def test_baselines_on_every_workload_job_for_job(policy: str, workload: int) -> 
     run = run_workload(policy, ROOT / "workloads" / f"workload-{workload}.csv", apps)
     theirs = published(SHARED_DIR, "results-jobload", f"{policy}-1.0", f"workload-{workload}")
     assert jobs_matching(run.jct, theirs) == len(theirs) == 160
+
+
+def test_reproduce_study_quick_passes_its_exact_checks(tmp_path) -> None:
+    if not ROOT.is_dir():
+        pytest.skip("../shared/data/goodput/pollux not found beside this checkout")
+    from schedlab.reproduce.catalog import BY_NAME, load
+    from schedlab.reproduce.context import StudyContext
+
+    result = load(BY_NAME["pollux"])(StudyContext(SHARED_DIR, tmp_path, quick=True, workers=1))
+    gated = [c for c in result.checks if c.gated]
+    assert len(gated) == 4 and all(c.verdict == "pass" for c in gated), gated
+    assert (tmp_path / "tiresias-workload-6.csv").is_file()
