@@ -131,7 +131,8 @@ def ilp_coefficients(goodput: np.ndarray, p: float = -0.5) -> np.ndarray:
     """``round(G^p, 2)`` clipped at 3000 (the per-(job, configuration) costs or values)."""
     if p == 0 or not math.isfinite(p):
         raise ValueError(f"'p' must be a non-zero number (got {p})")
-    return np.minimum(np.round(np.power(goodput, p), 2), CLIP)
+    with np.errstate(divide="ignore"):  # a factor of 0 (restarted too often): ∞, clipped
+        return np.minimum(np.round(np.power(goodput, p), 2), CLIP)
 
 
 def one_gpu_throughput(placements_local_bsz: np.ndarray, placements_step: np.ndarray) -> float:
