@@ -198,3 +198,87 @@ def test_a_job_larger_than_the_cluster_is_rejected_not_left_waiting(
     status = dict(zip(record.jobs.job_id, record.status, strict=True))
     assert status["b"] == REJECTED
     assert status["a"] == DONE
+
+
+def test_workload_reader_keeps_rigid_jobs_apart(tmp_path: Path) -> None:
+    path = tmp_path / "w.csv"
+    path.write_text(
+        "name,time,application,num_replicas,batch_size,category\n"
+        "a,0,cifar10,2,128,rigid\nb,5,bert,1,12,adaptive\n"
+    )
+    jobs = read_pollux_workload(path).jobs
+    assert jobs.job_id.tolist() == ["a", "b"]
+    assert jobs.model_name.tolist() == ["cifar10", "bert"]
+    assert jobs.user.tolist() == ["rigid", ""]
+    assert jobs.num_gpus.tolist() == [2, 1] and jobs.batch_size.tolist() == [128, 12]
+
+
+@pytest.mark.parametrize(
+    ("row", "message"),
+    [
+        ("a,0,,1,12", "'application' is blank"),
+        ("a,0,bert,0,12", "num_replicas"),
+        ("a,zero,bert,1,12", "time"),
+        ("a,0,bert,1,12,elastic", "'category' must be one of"),
+    ],
+)
+def test_workload_reader_bad_rows(tmp_path: Path, row: str, message: str) -> None:
+    from schedlab.errors import InputError
+
+    path = tmp_path / "w.csv"
+    header = "name,time,application,num_replicas,batch_size" + (
+        ",category" if row.count(",") == 5 else ""
+    )
+    path.write_text(f"{header}\n{row}\n")
+    with pytest.raises(InputError, match=message) as err:
+        read_pollux_workload(path)
+    assert "w.csv:2, column" in str(err.value), str(err.value)
+
+
+def test_sia_grows_a_lone_job_as_its_profile_grows(tmp_path: Path) -> None:
+    """Unprofiled, a job may only get one GPU; once profiled on k GPUs it may get 2k. The lone
+    toy job starts on 1 GPU at 60 and is resized up (each move costing its 30 s restart, which
+    on this 200-progress job outweighs the speed-up: Sia's re-allocation factor only damps it)."""
+    apps = toy_apps(tmp_path / "apps")
+    trace = toy_workload(tmp_path / "w.csv", [("a", 0, 1, 10)])
+    out = tmp_path / "out"
+    argv = ["replay", "--cluster", "1x4:V100", "--trace", str(trace), "--apps", str(apps)]
+    assert main([*argv, "--policy", "sia", "--out", str(out)]) == 0
+    job = pd.read_csv(out / "jobs.csv").iloc[0]
+    assert job.start_time == 60.0 and job.status == "completed"
+    assert job.resizes >= 1
+    assert job.gpu_seconds > 1.0 * (job.end_time - job.start_time)  # more than one GPU held
+
+
+def test_sia_on_two_gpu_types_prefers_the_faster_and_repeats(tmp_path: Path) -> None:
+    from schedlab.model.gpu_models import model_index
+
+    apps = read_applications(toy_apps(tmp_path / "apps"))
+    rows = [("a", 0, 1, 10), ("b", 0, 1, 20), ("c", 120, 2, 20)]
+    jobs = read_pollux_workload(toy_workload(tmp_path / "w.csv", rows)).jobs
+    perf = GoodputPerf(apps, speed={model_index("K80"): 0.25})
+    records = []
+    for _ in range(2):
+        scheduler, placement = make_scheduler("sia", DEFAULT_PLACEMENT, params={})
+        records.append(
+            ReplayEngine(
+                parse_compact("1x4:V100+1x4:K80"), jobs, scheduler, placement, perf, ReplayConfig()
+            ).run()
+        )
+    a, b = records
+    assert (a.status == DONE).all()
+    np.testing.assert_array_equal(a.end_time, b.end_time)
+    # the same jobs on V100s only finish no later than with a quarter-speed type beside them
+    only_fast = replay(tmp_path / "fast", "sia", rows, cluster="1x4:V100")
+    assert (a.end_time - a.jobs.submit_time).max() <= 4 * only_fast.max()
+
+
+def test_sia_rejects_bad_parameters() -> None:
+    with pytest.raises(Exception, match="'p'"):
+        make_scheduler("sia", DEFAULT_PLACEMENT, params={"p": "0"})
+
+
+def test_the_pollux_study_is_in_the_reproduce_catalog() -> None:
+    from schedlab.reproduce.catalog import BY_NAME, load
+
+    assert "pollux" in BY_NAME and callable(load(BY_NAME["pollux"]))

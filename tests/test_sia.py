@@ -80,8 +80,8 @@ def test_matrix_of_an_unprofiled_job_and_the_restart_factor() -> None:
 
 
 def test_coefficients_round_and_clip() -> None:
-    a = ilp_coefficients(np.array([1.0, 4.0, 3.0, FLOOR, 1e-8]), p=-0.5)
-    np.testing.assert_allclose(a, [1.0, 0.5, 0.58, 100.0, 3000.0])
+    a = ilp_coefficients(np.array([1.0, 4.0, 3.0, FLOOR, 1e-8, 0.0]), p=-0.5)
+    np.testing.assert_allclose(a, [1.0, 0.5, 0.58, 100.0, 3000.0, 3000.0])
     with pytest.raises(ValueError):
         ilp_coefficients(np.ones(2), p=0.0)
 

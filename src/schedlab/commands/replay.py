@@ -125,7 +125,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         "--apps",
         help="folder of measured application tables (Pollux's <app>/placements.csv, "
         "scalability.csv, validation-<batch>.csv): jobs name their application in model_name "
-        "and train its whole progress (goodput-aware replay: pollux, pollux-sim-tiresias, "
+        "and train its whole progress (goodput-aware replay: pollux, sia, pollux-sim-tiresias, "
         "optimus-oracle)",
     )
     p.add_argument(

@@ -42,6 +42,10 @@ class GoodputJob:
     #: Skip fitting the performance model (the baselines never use it).
     adaptive: bool = True
     placement: tuple[int, ...] = ()
+    #: Speed of the GPUs the job is on relative to the tables' (synthetic heterogeneity: step
+    #: and sync times divided by it). The agent's profile keeps the tables' own times, so its
+    #: fitted model is that of the reference type, scaled by the speed where it is used.
+    speed: float = 1.0
     atomic_bsz: int = 0
     accum_steps: int = 0
     progress: float = 0.0
@@ -170,12 +174,14 @@ class GoodputJob:
             batch = num_replicas * self.atomic_bsz * (self.accum_steps + 1)
             scale = batch / app.init_batch_size
             step_time, sync_time = app.throughput(p, self.atomic_bsz)
-            accum = step_time - sync_time
             grad_sqr, grad_var = app.grad_stats(batch, self.epoch)
             gain = (grad_var + grad_sqr) / (grad_var / scale + grad_sqr)
             self.observe(
                 num_nodes, num_replicas, self.atomic_bsz, step_time, sync_time, grad_sqr, grad_var
             )
+            if self.speed != 1.0:  # another GPU type: the same tables, scaled
+                step_time, sync_time = step_time / self.speed, sync_time / self.speed
+            accum = step_time - sync_time
             total = step_time + accum * self.accum_steps
             goodput = gain / total * (1.0 - interference)
             next_progress = app.progress_at(self.epoch + 1)

@@ -11,10 +11,12 @@ Row j, column c (a configuration on type k, :mod:`.sia_configs`):
 * a job profiled nowhere: 1 on each type's one-GPU configuration, the floor elsewhere.
 
 Then the row is divided by its smallest positive entry (goodput relative to the job's worst
-option), floored at 1e-4; every entry but the job's current configuration is multiplied by the
-re-allocation factor ``max(age − restarts·P, 0) / (age + P)`` (1 while age < P; P the
-application's restart penalty); and the ILP's coefficients are ``round(G^p, 2)`` clipped at 3000
-(p = −0.5 by default).
+option), floored at 1e-4; for a job that holds a configuration, every other entry is multiplied
+by the re-allocation factor ``max(age − restarts·P, 0) / (age + P)`` (1 while age < P; P the
+application's restart penalty) — a job holding nothing is not penalised, so that with λ_n > 1
+starting it beats leaving it idle (**our reading**: applied to a waiting job the factor would
+keep an unprofiled job, whose one-GPU entry is 1, idle until its age reaches ~5.8 P); and the
+ILP's coefficients are ``round(G^p, 2)`` clipped at 3000 (p = −0.5 by default).
 """
 
 from __future__ import annotations
@@ -75,7 +77,7 @@ def raw_row(
     row = np.zeros(len(configs))
     if not job.models:
         for i, c in enumerate(configs):
-            if c.gpus == 1 and job.min_replicas <= 1:
+            if c.gpus == 1 and job.min_replicas <= 1 and job.max_replicas.get(c.pool, 0) >= 1:
                 row[i] = 1.0
         return row
     for pool in order:
@@ -115,10 +117,12 @@ def goodput_matrix(
         if len(positive):
             row = row / positive.min()
         row = np.where(row <= FLOOR, FLOOR, row)
+        if job.current < 0:  # holds nothing: no allocation to lose, so no penalty to starting
+            out[j] = row
+            continue
         factor = realloc_factor(job.age, job.restarts, job.penalty)
         keep = np.zeros(len(configs), dtype=bool)
-        if job.current >= 0:
-            keep[job.current] = True
+        keep[job.current] = True
         out[j] = np.where(keep, row, row * factor)
     return out
 
@@ -127,7 +131,8 @@ def ilp_coefficients(goodput: np.ndarray, p: float = -0.5) -> np.ndarray:
     """``round(G^p, 2)`` clipped at 3000 (the per-(job, configuration) costs or values)."""
     if p == 0 or not math.isfinite(p):
         raise ValueError(f"'p' must be a non-zero number (got {p})")
-    return np.minimum(np.round(np.power(goodput, p), 2), CLIP)
+    with np.errstate(divide="ignore"):  # a factor of 0 (restarted too often): ∞, clipped
+        return np.minimum(np.round(np.power(goodput, p), 2), CLIP)
 
 
 def one_gpu_throughput(placements_local_bsz: np.ndarray, placements_step: np.ndarray) -> float:
