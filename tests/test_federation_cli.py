@@ -173,3 +173,22 @@ def test_a_federation_sweep_compares_dispatchers_over_seeds(tmp_path, capsys) ->
     bad = ["sweep", "--federation", str(fed), "--traces", str(jobs), "--dispatchers", "fastest"]
     assert main([*bad, "--out", str(tmp_path / "bad")]) == 2
     assert "'--dispatchers': unknown 'fastest'" in capsys.readouterr().err
+
+
+def test_a_site_with_a_topology_runs_its_network_model(tmp_path) -> None:
+    body = (
+        '[[site]]\nname = "net"\n'
+        'topology = "leafspine:leaves=1,spines=1,hosts_per_leaf=2,g=8,m=1,nic_gbps=100,'
+        'model=V100"\n'
+        "price_gpu_hour = { V100 = 2 }\n" + GOOD_SITE.replace('"a"', '"b"')
+    )
+    fed = fed_file(tmp_path, body, "topo.toml")
+    jobs = tmp_path / "jobs.csv"
+    jobs.write_text("job_id,submit_time,num_gpus,duration\nwide,0,16,100\nnarrow,1,8,100\n")
+    out = tmp_path / "o"
+    assert main(["replay", "--federation", str(fed), "--trace", str(jobs), "--out", str(out)]) == 0
+    frame = pd.read_csv(out / "jobs.csv").set_index("job_id")
+    # only the 16-GPU topology site can hold the wide job; least-loaded sends the next to b
+    assert frame.loc["wide", "site"] == "net" and frame.loc["narrow", "site"] == "b"
+    assert frame.loc["wide", "hosts"] == 2 and np.isnan(frame.loc["narrow", "hosts"])
+    assert frame.loc["wide", "compute_usd"] == pytest.approx(16 * 100 * 2 / 3600, abs=1e-6)

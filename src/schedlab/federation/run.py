@@ -120,11 +120,10 @@ def federation_jobs(result: FederationResult) -> pd.DataFrame:
     columns = list(frames[0].columns)
     for f in frames[1:]:
         columns += [c for c in f.columns if c not in columns]
-    frames = [f.reindex(columns=columns) for f in frames]
     where = np.where(out.site >= 0, out.site, 0)
-    stacked = np.stack([f.to_numpy(dtype=object) for f in frames])
-    rows = stacked[where, np.arange(len(where))]
-    frame = pd.DataFrame(rows, columns=columns).astype(frames[0].dtypes.to_dict())
+    # each job's row from its site's table (a column only some sites have is blank elsewhere)
+    parts = [f.iloc[np.flatnonzero(where == k)] for k, f in enumerate(frames)]
+    frame = pd.concat(parts).sort_index().reindex(columns=columns).reset_index(drop=True)
     unplaced = out.site < 0
     if unplaced.any():
         frame.loc[unplaced, "status"] = "unplaceable"
