@@ -223,7 +223,10 @@ def test_adding_a_job_on_one_bottleneck_never_speeds_another(data: st.DataObject
         )
         jobs.append((footprint(spec, places[j % 2], topo, Routing(), job=j), spec))
     for rule in RULES:
-        if rule == "priority":
+        # Priority reorders; random-phase's capacity bound is solved as a fixed point over every
+        # job's duty cycle, so a newcomer of tiny duty (1e7 bytes against 0.5 s of compute) may
+        # move it by ~1 % either way: its monotonicity is not exact (docs/network.md).
+        if rule in ("priority", "random-phase"):
             continue
         before = iteration_times(jobs[:-1], rule)
         after = iteration_times(jobs, rule)[:-1]

@@ -19,6 +19,7 @@ from schedlab.experiments.replay_run import ReplaySpec, check_runnable, jobs_fra
 from schedlab.federation.config import Federation, read_federation
 from schedlab.federation.sim import Manager, Outcome, job_data
 from schedlab.federation.site import Site, build_site, describe
+from schedlab.metrics.ftf import isolated_jct
 from schedlab.model.jobs import JobTable
 
 INF = math.inf
@@ -87,9 +88,21 @@ def run_federation(
     for s in sites:
         record = s.run.end(end)
         record.observer = s.observer.meter  # the energy columns read the meter
+        record.isolated_jct = _isolated_at_site(jobs, manager.out.site, s)
         records.append(record)
     _check_carbon_span(fed, sites, records, manager)
     return FederationResult(fed, sites, records, manager.out, jobs, data.data_site, data.data_gb)
+
+
+def _isolated_at_site(jobs: JobTable, site_of: np.ndarray, site: Site) -> np.ndarray:
+    """Finish-time fairness's reference for the jobs a site ran: each job's JCT under the fluid
+    isolated share of that site's cluster among the jobs dispatched there (from their submit
+    times, as their JCT is counted); NaN for the jobs of other sites."""
+    out = np.full(len(jobs), np.nan)
+    mine = np.flatnonzero(site_of == site.index)
+    if len(mine):
+        out[mine] = isolated_jct(jobs.take(mine), site.cluster, site.perf)
+    return out
 
 
 def _check_carbon_span(

@@ -86,27 +86,28 @@ def frame(train: list[Service], test: list[Service]) -> pd.DataFrame:
 
 def read_services(path: str | Path) -> tuple[list[Service], list[Service]]:
     """(training, held-out) services of a population CSV; errors name the file, row and column."""
-    from schedlab.traces.columns import float_column, read_text_table
+    from schedlab.traces.columns import float_column, line_of, read_text_table
 
     path = Path(path)
     table = read_text_table(path, list(COLUMNS))
-    if table.empty:
+    if len(table) == 0:
         raise InputError("the services file has no rows", path=str(path))
     values = {c: float_column(table, c, path) for c in COLUMNS[2:]}
     train: list[Service] = []
     test: list[Service] = []
+    splits, names = table.stripped("split"), table.stripped("name")
     for i in range(len(table)):
-        split = str(table["split"].iat[i]).strip()
+        split = str(splits[i])
         if split not in SPLITS:
             raise InputError(
                 f"'split' must be train or test (got {split!r})",
                 path=str(path),
-                row=i + 2,
+                row=line_of(table, i),
                 column="split",
             )
         try:
             service = Service(
-                str(table["name"].iat[i]).strip(),
+                str(names[i]),
                 values["alpha_ms"][i],
                 values["beta_ms"][i],
                 values["kappa_ms"][i],
@@ -116,7 +117,7 @@ def read_services(path: str | Path) -> tuple[list[Service], list[Service]]:
                 (1.0, values["v_v100"][i], values["v_a100"][i]),
             )
         except InputError as exc:
-            raise InputError(exc.message, path=str(path), row=i + 2) from None
+            raise InputError(exc.message, path=str(path), row=line_of(table, i)) from None
         (train if split == "train" else test).append(service)
     return train, test
 
