@@ -187,6 +187,7 @@ def starts_of(path: Path) -> list[dict[str, Any]]:
     return [r for r in read_journal(path) if r["action"] == "start"] if path.exists() else []
 
 
+@pytest.mark.slow  # a minute of a live cluster's time: run with the fidelity suite
 def test_200_pods_with_a_kill_and_a_standby_taking_over(tmp_path: Path) -> None:
     from schedlab.serve.kubernetes.check import check
 

@@ -75,6 +75,7 @@ def wait_for(what: str, check: Any, seconds: float) -> Any:
         time.sleep(0.2)
 
 
+@pytest.mark.slow  # a minute of a live cluster's time: run with the fidelity suite
 def test_a_queue_held_to_its_limit_loses_a_pod_when_the_lender_asks(tmp_path: Path) -> None:
     api, kubeconfig = live_cluster()
     gpus = sorted(

@@ -56,6 +56,7 @@ def submit(ours: list[int], account: str, gpus: int, seconds: int, name: str) ->
     return job
 
 
+@pytest.mark.slow  # a minute of a live cluster's time: run with the fidelity suite
 def test_a_queue_over_its_share_loses_jobs_to_the_other_queue_and_nothing_is_lost(
     slurm,  # noqa: F811  (the imported fixture)
     clean,  # noqa: F811  (the imported fixture)
