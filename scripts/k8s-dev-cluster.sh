@@ -208,6 +208,8 @@ start() {
     rm -rf "$DIR/etcd"  # a fresh cluster every start
     write_pki
     write_tokens
+    # A start that fails half-way stops what it had started: no etcd left behind on its ports.
+    trap 'if (($? != 0)); then for d in kubelet kube-apiserver etcd; do stop_pid "$RUN/$d.pid"; done; fi' EXIT
     daemon etcd "$etcd" --name schedlab-dev --data-dir "$DIR/etcd" \
         --listen-client-urls "http://127.0.0.1:$ETCD_PORT" --advertise-client-urls "http://127.0.0.1:$ETCD_PORT" \
         --listen-peer-urls "http://127.0.0.1:$ETCD_PEER_PORT" --initial-advertise-peer-urls "http://127.0.0.1:$ETCD_PEER_PORT" \
@@ -232,6 +234,7 @@ start() {
         --rbac "$REPO_ROOT/deploy/kubernetes/rbac.yaml" --user schedlab >/dev/null
     PYTHONPATH="$REPO_ROOT/src" daemon kubelet "$PY" -m schedlab.testing.kubelet \
         --kubeconfig "$DIR/admin.kubeconfig" run
+    trap - EXIT
     say "up in $((SECONDS - t0)) s: $NODES nodes × $GPUS GPUs, API server https://127.0.0.1:$API_PORT ($K8S_VERSION), state in $DIR"
     print_env
 }
