@@ -315,9 +315,6 @@ class KueueFair(_Kueue):
             )
         return out
 
-    def status(self, st: TenantState, fair: np.ndarray) -> dict[str, np.ndarray]:
-        return super().status(st, fair)
-
     def select_victims(
         self,
         st: TenantState,
