@@ -24,7 +24,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from schedlab.tenancy.config import parse_duration
-from schedlab.tenancy.kai_division import divide_tree
+from schedlab.tenancy.kai_division import TreeDivider
 from schedlab.tenancy.policy import DESERVED, FAIR_SHARE, SharePolicy
 from schedlab.tenancy.state import TenantState
 from schedlab.tenancy.tree import QueueTree
@@ -89,7 +89,7 @@ class KaiPolicy(SharePolicy):
     def reset(self, tree: QueueTree, capacity: np.ndarray) -> None:
         super().reset(tree, capacity)
         self._lists = (tree.deserved.tolist(), tree.limit.tolist(), tree.priority.tolist())
-        self._cache: tuple[bytes, np.ndarray] | None = None
+        self.divider = TreeDivider(tree, self.k)
         self._candidates: tuple[tuple, list[int]] | None = None
         if self.usage_settings is not None:
             self.ledger = UsageLedger(
@@ -118,12 +118,7 @@ class KaiPolicy(SharePolicy):
         # A queue never gets more than the cluster: requests are capped there, so a busy
         # cluster's shares repeat from one decision to the next and are kept.
         request = np.minimum(st.request, st.capacity[None, :])
-        key = request.tobytes() + (st.usage.tobytes() if st.usage is not None else b"")
-        if self._cache is not None and self._cache[0] == key:
-            return self._cache[1]
-        fair = divide_tree(st.tree, st.capacity, request, st.usage, self.k)
-        self._cache = (key, fair)
-        return fair
+        return self.divider.divide(st.capacity, request, st.usage)
 
     def _allocatable(self, fair: list[float], node: int) -> list[float]:
         """``max(deserved, F)`` capped by the limit (deserved -1: the fair share)."""

@@ -45,6 +45,7 @@ from schedlab.tenancy.leaf_queues import LeafQueues
 from schedlab.tenancy.policy import PRIORITY, SharePolicy, first_queue, limit_reason
 from schedlab.tenancy.recorder import TenancyRecorder
 from schedlab.tenancy.resources import capacity, job_demand
+from schedlab.tenancy.running import RunningIndex
 from schedlab.tenancy.state import TenantState, roll_up
 from schedlab.tenancy.tenants import Tenancy
 
@@ -90,10 +91,12 @@ class TenantScheduler(SchedulingPolicy):
         self.leaf_of = self.tenancy.leaves_for(jobs.job_id)
         self.demand = job_demand(jobs, tree.resources)
         self.gpus = jobs.num_gpus
+        self.one_node = one_node_jobs(ctx, jobs)
         self.capacity = capacity(ctx.cluster, tree.resources)
         self.share.reset(tree, self.capacity)
         self.ceiling = self.share.ceiling()
         self.queues = LeafQueues(len(tree), len(tree.resources))
+        self.index = RunningIndex(self.leaf_of, self.demand, len(tree))
         self.static = self.ordering.static
         self.watch: list[int] = []  # started or reclaimed last time: check they really were
         self.limit_rejected: set[int] = set()
@@ -210,20 +213,16 @@ class TenantScheduler(SchedulingPolicy):
     # -- the state -------------------------------------------------------------------------
     def _state(self, snap: Snapshot) -> TenantState:
         tree = self.tree
-        n, r = len(tree), len(tree.resources)
-        running = snap.running()
-        leaves = self.leaf_of[running]
-        held = np.zeros((n, r))
-        if len(running):
-            for k in range(r):
-                held[:, k] = np.bincount(leaves, self.demand[running, k], minlength=n)
+        index = self.index
+        index.sync(snap, self.watch)
+        running = index.array()
         st = TenantState(
             tree=tree,
             now=snap.now,
             capacity=self.capacity,
-            alloc=roll_up(tree, held),
+            alloc=roll_up(tree, index.holdings()),
             pending=roll_up(tree, self.queues.pending),
-            alloc_np=np.zeros((n, r)),
+            alloc_np=np.zeros((len(tree), len(tree.resources))),
             demand=self.demand,
             leaf_of=self.leaf_of,
             running_jobs=running,
@@ -349,7 +348,9 @@ class TenantScheduler(SchedulingPolicy):
             plan: NetPlan | None = None
             taken: list[int] = []
             if why is None and n <= free:
-                alloc, plan = self.inner._place_planned(job, state.view())
+                view = state.view()
+                if not (self.one_node[job] and view.gpu_full_count.max() < n):
+                    alloc, plan = self.inner._place_planned(job, view)
             before = free
             if alloc is None:  # the policy's reclaim rule keeps its own gate with the victims
                 alloc, plan, taken = self._reclaim(snap, st, fair, state, leaf, job, gone, free)
@@ -404,7 +405,7 @@ class TenantScheduler(SchedulingPolicy):
         if cache and self._failed.get(key) == seen:
             return None, None, []
         need = int(self.gpus[job])
-        fits = _Fits(self.inner, job, need, free, state, rt, jobs, gone)
+        fits = _Fits(self.inner, job, need, free, state, rt, jobs, gone, self.one_node[job])
         found = fits.found
 
         chosen: list[int] | None = None
@@ -460,6 +461,20 @@ class TenantScheduler(SchedulingPolicy):
         return below[::-1]
 
 
+def one_node_jobs(ctx: ReplayContext, jobs: Any) -> list[bool]:
+    """Which jobs the gang placement puts on one node (asking GPUs, no node shape, no more
+    than the largest node of their models holds): such a job finds no place while no node has
+    that many GPUs free, which the scheduler checks before asking the placement."""
+    placer = ctx.placer
+    if placer is None or getattr(placer, "whole_job", True) is not None:
+        return [False] * len(jobs)
+    largest = {m: placer._largest_node(m) for m in np.unique(jobs.gpu_model_mask).tolist()}
+    cap = np.asarray([largest[m] for m in jobs.gpu_model_mask.tolist()], dtype=np.int64)
+    n = jobs.num_gpus
+    one = (n > 0) & (n <= cap) & (jobs.gpus_per_node == 0) & ~jobs.exclusive.astype(bool)
+    return one.tolist()
+
+
 def _plain(resources: tuple[str, ...], values: np.ndarray) -> dict[str, float | None]:
     """A per-resource row as ``{resource: value}``, JSON-ready (no limit: None)."""
     return {
@@ -486,9 +501,11 @@ class _Fits:
         rt: Any,
         jobs: Any,
         gone: set[int],
+        one_node: bool,
     ) -> None:
         self.inner, self.job, self.need, self.free = inner, job, need, free
         self.state, self.rt, self.jobs, self.gone = state, rt, jobs, gone
+        self.one_node = one_node
         self.found: dict[str, Any] = {}
         self.scratch: ClusterState | None = None
         self.released: list[int] = []
@@ -501,14 +518,7 @@ class _Fits:
         rt = self.rt
         if self.free + sum(int(rt.alloc_n[v]) for v in candidates) < self.need:
             return False
-        placer, j = self.inner.ctx.placer, self.job
-        one_node = (
-            placer.whole_job is None
-            and int(self.jobs.gpus_per_node[j]) == 0
-            and not bool(self.jobs.exclusive[j])
-            and self.need <= placer._largest_node(int(self.jobs.gpu_model_mask[j]))
-        )
-        if not one_node:
+        if not self.one_node:
             return True
         room = self.state.view().gpu_full_count
         gain: dict[int, int] = {}
@@ -537,6 +547,8 @@ class _Fits:
             give_back(self.scratch, rt.allocation[v] or (), cpu, mem, v)
             self.released.append(v)
         self.freed += extra
+        if self.one_node and self.scratch.gpu_full_count.max() < self.need:
+            return False  # no node has room: the placement would find none
         alloc, plan = self.inner._place_planned(self.job, self.scratch)
         if alloc is not None:
             self.found.update(alloc=alloc, plan=plan)
