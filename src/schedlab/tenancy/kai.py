@@ -18,7 +18,7 @@ that lost resources keeps ``ρ_s ≤ m·ρ_r`` rejects the set. Candidates go by
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, ClassVar
 
 import numpy as np
@@ -31,6 +31,9 @@ from schedlab.tenancy.tree import QueueTree
 from schedlab.tenancy.usage import MODES, WINDOW_TYPES, UsageLedger, UsageSettings
 
 EPS = 1e-9
+#: Generosity of the quick reclaim test against float rounding when demands do not sum exactly
+#: (a relative margin; with exact sums it matches the victim rule to the bit).
+SLACK = 1e-9
 
 
 class KaiPolicy(SharePolicy):
@@ -90,6 +93,7 @@ class KaiPolicy(SharePolicy):
         super().reset(tree, capacity)
         self._lists = (tree.deserved.tolist(), tree.limit.tolist(), tree.priority.tolist())
         self.divider = TreeDivider(tree, self.k)
+        self._room_cache: tuple | None = None
         self._candidates: tuple[tuple, list[int]] | None = None
         if self.usage_settings is not None:
             self.ledger = UsageLedger(
@@ -160,7 +164,8 @@ class KaiPolicy(SharePolicy):
     # -- reclaim ---------------------------------------------------------------------------
     def reclaimer(self, st: TenantState, fair: np.ndarray, leaf: int, job: int) -> bool:
         req = st.demand[job]
-        if not (st.alloc[leaf] + req <= fair[leaf] + EPS).all():
+        within = zip(st.alloc[leaf].tolist(), req.tolist(), fair[leaf].tolist(), strict=True)
+        if not all(a + r <= f + EPS for a, r, f in within):
             return False
         if st.non_preemptible is not None and st.non_preemptible[job]:
             d = np.where(st.tree.deserved[leaf] < 0, np.inf, st.tree.deserved[leaf])
@@ -186,6 +191,79 @@ class KaiPolicy(SharePolicy):
         return self._within_deserved(st.alloc[qr].tolist(), req, qr) and any(
             d >= 0 and x > d + EPS for x, d in zip(remaining, dv, strict=True)
         )
+
+    def select_victims(
+        self,
+        st: TenantState,
+        fair: np.ndarray,
+        leaf: int,
+        job: int,
+        fits: Callable[[list[int]], bool],
+    ) -> list[int] | None:
+        if self._hopeless(st, fair, leaf, job, fits):
+            return None
+        return super().select_victims(st, fair, leaf, job, fits)
+
+    def _hopeless(self, st: TenantState, fair: np.ndarray, leaf: int, job: int, fits: Any) -> bool:
+        """Whether even every job the flat victim rule could ever offer leaves no room for
+        ``job`` (the placement's quick test, :meth:`_Fits.possible`, on a superset of the
+        candidates): most reclaims on a busy cluster fail so, and this answers without
+        ordering the running jobs.
+
+        A queue above its share loses its running jobs latest run first while what it keeps
+        stays above its share: walking its jobs from the latest run back, each is taken while
+        the room left exceeds ``EPS``, so the walk is as long as what it could lose. Where
+        demands do not sum exactly, a margin keeps float rounding on the generous side; the
+        victims already taken in the decision are passed over. Only for a flat tree and equal
+        job priorities."""
+        index, possible = st.index, getattr(fits, "possible", None)
+        if index is None or possible is None or not st.tree.flat:
+            return False
+        gone = fits.gone
+        if st.job_priority is not None or not self.reclaimer(st, fair, leaf, job):
+            return False
+        within = self._within_deserved(st.alloc[leaf].tolist(), st.demand[job].tolist(), leaf)
+        superset: list[int] = []
+        slack = 0.0 if index.exact else SLACK
+        single = st.demand.shape[1] == 1
+        for q, left in self._rooms(st, fair, within):
+            if q == leaf:
+                continue
+            walk = index.oldest_first[q]
+            i = len(walk) - 1
+            if single:
+                room = left[0]
+                while i >= 0 and room > EPS - slack * (1.0 + abs(room)):
+                    v = -walk[i][1]
+                    i -= 1
+                    if v not in gone:
+                        superset.append(v)
+                        room -= index.first[v]
+                continue
+            while i >= 0 and any(x > EPS - slack * (1.0 + abs(x)) for x in left):
+                v = -walk[i][1]
+                i -= 1
+                if v not in gone:
+                    superset.append(v)
+                    left = [x - d for x, d in zip(left, index.rows[v], strict=True)]
+        return not possible(superset)
+
+    def _rooms(self, st: TenantState, fair: np.ndarray, within: bool) -> list:
+        """``(leaf, room per resource)`` of every leaf above its share by more than ``EPS``
+        in some resource (the flat victim rule's ``room``), kept for the decision's state."""
+        key = (st.serial, st.version, within)
+        cached = self._room_cache
+        if cached is not None and cached[0] == key and cached[1] is fair:
+            return cached[2]
+        tree = st.tree
+        d = np.where(tree.deserved < 0, fair, tree.deserved)
+        room = st.alloc - np.minimum(np.maximum(d, fair), tree.limit)
+        if within:
+            room = np.maximum(room, np.where(tree.deserved >= 0, st.alloc - tree.deserved, -np.inf))
+        over = np.flatnonzero((room > EPS).any(axis=1))
+        out = list(zip(over.tolist(), room[over].tolist(), strict=True))
+        self._room_cache = (key, fair, out)
+        return out
 
     def victim_candidates(
         self, st: TenantState, fair: np.ndarray, leaf: int, job: int
@@ -226,7 +304,7 @@ class KaiPolicy(SharePolicy):
         would no longer be above its allocatable share (or its deserved quota, under the
         second rule): the first job that crosses is kept, later ones could never be taken.
         Vectorised over the running jobs (this runs at most decisions of a busy cluster)."""
-        jobs = st.running_jobs
+        jobs = st.running_array()
         if jobs is None:
             jobs = np.asarray([v for vs in st.by_leaf().values() for v in vs], dtype=np.int64)
         if not len(jobs):

@@ -179,7 +179,7 @@ class TreeDivider:
             for parent in tree.preorder()
             if (kids := list(tree.children[parent]))
         ]
-        self.last: tuple[np.ndarray, np.ndarray, bytes, np.ndarray] | None = None
+        self.last: tuple[list[float], list[float], bytes, np.ndarray] | None = None
 
     def divide(
         self, capacity: np.ndarray, request: np.ndarray, usage: np.ndarray | None = None
@@ -187,41 +187,45 @@ class TreeDivider:
         """Fair share of every node in every resource: ``[nodes, resources]`` (the array of
         the last call when nothing that matters moved: never write to it)."""
         extra = capacity.tobytes() + (usage.tobytes() if usage is not None else b"")
+        asked = request.ravel().tolist()  # plain floats: the arrays are small, lists quicker
         last = self.last
         if last is not None and last[2] == extra:
-            moved = request != last[0]
-            if not moved.any() or (request[moved] > last[1][moved]).all():
-                self.last = (request.copy(), last[1], extra, last[3])
+            before, bound = last[0], last[1]
+            if asked == before or all(
+                a == b or a > c for a, b, c in zip(asked, before, bound, strict=True)
+            ):
+                self.last = (asked, bound, extra, last[3])
                 return last[3]
         nodes, res = request.shape
-        fair = np.zeros((nodes, res))
-        bound = np.zeros((nodes, res))
-        fair[ROOT] = capacity
+        fair = [0.0] * (nodes * res)  # flat, node-major like ``asked``
+        bound = [-INF] * (nodes * res)  # the root's request never matters
+        fair[ROOT * res : ROOT * res + res] = capacity.tolist()
+        use = usage.ravel().tolist() if usage is not None else None
         k, rounding = self.k, self.rounding
         for parent, kids, weight, prio, deserved, limit in self.groups:
             for r in range(res):
-                use = usage[kids, r].tolist() if usage is not None else None
                 below: list[float] = []
                 out = divide(
-                    float(fair[parent, r]),
+                    fair[parent * res + r],
                     deserved[r],
-                    request[kids, r].tolist(),
+                    [asked[q * res + r] for q in kids],
                     weight,
                     prio,
-                    use,
+                    [use[q * res + r] for q in kids] if use is not None else None,
                     k,
                     limit[r],
                     rounding,
                     below,
                 )
-                fair[kids, r] = out
-                bound[kids, r] = below
-        with np.errstate(invalid="ignore"):
-            bound += MARGIN * np.maximum(1.0, np.abs(bound))
-        bound[bound >= self.tree.limit] = INF  # a request clipped at its limit moves nowhere
-        bound[ROOT] = -INF  # the root's request never matters
-        self.last = (request.copy(), bound, extra, fair)
-        return fair
+                for q, f, b, cap in zip(kids, out, below, limit[r], strict=True):
+                    fair[q * res + r] = f
+                    b += MARGIN * max(1.0, abs(b))  # inf stays inf
+                    bound[q * res + r] = (
+                        b if b < cap else INF
+                    )  # clipped at its limit: moves nowhere
+        shares = np.asarray(fair, dtype=np.float64).reshape(nodes, res)
+        self.last = (asked, bound, extra, shares)
+        return shares
 
 
 def divide_tree(

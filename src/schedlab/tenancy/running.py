@@ -4,21 +4,21 @@ Rebuilding per-queue holdings from every running job at every decision costs as 
 rest of a decision; instead the scheduler tells this index what it started and preempted, and
 the index finds the jobs that ended (fewer running than it holds) by their status. It keeps:
 
-* the running jobs in the engine's order (the order starts were applied), as a list and, on
-  demand, an array;
+* the running jobs in the engine's order (the order starts were applied), and on demand as
+  an array; each also holds a slot of a fixed array, so that the jobs that ended are found by
+  one look at their status;
 * what each leaf holds (its jobs' demand summed), added and taken off job by job. Sums in a
   different order can differ in the last bit, so this is done only when every demand is a
   multiple of 2^-20 small enough for every partial sum to be exact (GPUs, GiB of memory, most
   CPU requests); otherwise the holdings are summed afresh each time, as before;
 * per leaf, its running jobs from the oldest run to the latest (``(run began, -job)``, the
-  reverse of the order reclaim takes them in when priorities are equal), with the running
-  total of their demand: who a queue above its share could lose is a suffix of that list.
+  reverse of the order reclaim takes them in when priorities are equal): who a queue above
+  its share could lose is a suffix of that list.
 """
 
 from __future__ import annotations
 
 from bisect import insort
-from itertools import accumulate
 
 import numpy as np
 
@@ -44,15 +44,17 @@ class RunningIndex:
         self.leaf_of = leaf_of
         self.leaves: list[int] = leaf_of.tolist()
         self.demand = demand
-        self.rows: list[list[float]] = demand.tolist() if demand.shape[1] > 1 else []
+        self.rows: list[list[float]] = demand.tolist()
+        self.first: list[float] = demand[:, 0].tolist()  # the first resource (GPUs)
         self.exact = sums_exactly(demand)
         self.nodes = nodes
-        self.jobs: dict[int, None] = {}
+        self.jobs: dict[int, int] = {}  # job → its slot
+        self.slots = np.full(64, -1, dtype=np.int64)  # job in each slot (-1: none)
+        self.free_slots: list[int] = list(range(63, -1, -1))
         self.held = np.zeros((nodes, demand.shape[1]))
         self._array: np.ndarray | None = None
         self.began: dict[int, float] = {}
         self.oldest_first: list[list[tuple[float, int]]] = [[] for _ in range(nodes)]
-        self._totals: list[list[list[float]] | None] = [None] * nodes
         self.changes = 0  # counts every change to the running set
 
     # -- keeping in step -------------------------------------------------------------------
@@ -70,8 +72,9 @@ class RunningIndex:
         if len(running) == len(jobs):
             return
         if len(running) < len(jobs):
-            held = self.array()
-            for j in held[snap.runtime.status[held] != RUNNING].tolist():
+            slots = self.slots
+            taken = slots[slots >= 0]
+            for j in taken[snap.runtime.status[taken] != RUNNING].tolist():
                 self._remove(j)
         if len(running) != len(jobs):
             self._rebuild(snap)  # a first look (serve), or a change the index did not see
@@ -83,7 +86,13 @@ class RunningIndex:
             self._add(j, snap)
 
     def _add(self, job: int, snap: Snapshot) -> None:
-        self.jobs[job] = None
+        if not self.free_slots:
+            size = len(self.slots)
+            self.slots = np.concatenate([self.slots, np.full(size, -1, dtype=np.int64)])
+            self.free_slots = list(range(2 * size - 1, size - 1, -1))
+        slot = self.free_slots.pop()
+        self.slots[slot] = job
+        self.jobs[job] = slot
         self._array = None
         self.changes += 1
         leaf = self.leaves[job]
@@ -97,17 +106,17 @@ class RunningIndex:
             order.append(key)
         else:
             insort(order, key)
-        self._totals[leaf] = None
 
     def _remove(self, job: int) -> None:
-        del self.jobs[job]
+        slot = self.jobs.pop(job)
+        self.slots[slot] = -1
+        self.free_slots.append(slot)
         self._array = None
         self.changes += 1
         leaf = self.leaves[job]
         if self.exact:
             self.held[leaf] -= self.demand[job]
         self.oldest_first[leaf].remove((self.began.pop(job), -job))
-        self._totals[leaf] = None
 
     # -- reading ---------------------------------------------------------------------------
     def array(self) -> np.ndarray:
@@ -128,21 +137,3 @@ class RunningIndex:
             for k in range(out.shape[1]):
                 out[:, k] = np.bincount(leaves, self.demand[run, k], minlength=self.nodes)
         return out
-
-    def totals(self, leaf: int) -> list[list[float]]:
-        """Per resource, the running total of the leaf's demand from its oldest run on."""
-        out = self._totals[leaf]
-        if out is None:
-            jobs = [-j for _, j in self.oldest_first[leaf]]
-            if not self.rows:
-                demand = self.demand[:, 0]
-                out = [list(accumulate(demand[jobs].tolist()))]
-            else:
-                rows = self.rows
-                out = [list(accumulate(rows[j][r] for j in jobs)) for r in range(len(rows[0]))]
-            self._totals[leaf] = out
-        return out
-
-    def youngest(self, leaf: int, first: int) -> list[int]:
-        """The leaf's running jobs from position ``first`` (oldest first) to the latest."""
-        return [-j for _, j in self.oldest_first[leaf][first:]]

@@ -215,7 +215,6 @@ class TenantScheduler(SchedulingPolicy):
         tree = self.tree
         index = self.index
         index.sync(snap, self.watch)
-        running = index.array()
         st = TenantState(
             tree=tree,
             now=snap.now,
@@ -225,11 +224,12 @@ class TenantScheduler(SchedulingPolicy):
             alloc_np=np.zeros((len(tree), len(tree.resources))),
             demand=self.demand,
             leaf_of=self.leaf_of,
-            running_jobs=running,
+            running_of=index.array,
             run_began=snap.runtime.run_started,
             submit=snap.jobs.submit_time,
             queued=self.queues.jobs,
             serial=self._serial,
+            index=index,
         )
         self._serial += 1
         if self.share.time_based:
@@ -347,10 +347,9 @@ class TenantScheduler(SchedulingPolicy):
             alloc: Allocation | None = None
             plan: NetPlan | None = None
             taken: list[int] = []
-            if why is None and n <= free:
-                view = state.view()
-                if not (self.one_node[job] and view.gpu_full_count.max() < n):
-                    alloc, plan = self.inner._place_planned(job, view)
+            roomless = self.one_node[job] and state.room().max() < n  # nowhere to place it
+            if why is None and n <= free and not roomless:
+                alloc, plan = self.inner._place_planned(job, state.view())
             before = free
             if alloc is None:  # the policy's reclaim rule keeps its own gate with the victims
                 alloc, plan, taken = self._reclaim(snap, st, fair, state, leaf, job, gone, free)
@@ -364,8 +363,9 @@ class TenantScheduler(SchedulingPolicy):
                 victims.append(v)
                 gone.add(v)
                 st.by_leaf()[int(self.leaf_of[v])].remove(v)
-                if st.running_jobs is not None:
-                    st.running_jobs = st.running_jobs[st.running_jobs != v]
+                running = st.running_array()
+                if running is not None:
+                    st.running_jobs = running[running != v]
                 free += int(snap.runtime.alloc_n[v])
             state.take(job, alloc, plan, self.ctx.jobs)
             st.take(job)
@@ -515,19 +515,26 @@ class _Fits:
         """Could all of ``candidates`` together make room (a quick necessary test)? Enough
         GPUs in all; and a job that fits in one node (and asks no node shape) goes on one
         node, so some node must have that many free with the candidates on it gone."""
-        rt = self.rt
-        if self.free + sum(int(rt.alloc_n[v]) for v in candidates) < self.need:
+        rt, need = self.rt, self.need
+        if candidates and self.free + int(rt.alloc_n[candidates].sum()) < need:
+            return False
+        if not candidates and self.free < need:
             return False
         if not self.one_node:
             return True
-        room = self.state.view().gpu_full_count
+        room = self.state.room()
+        if int(room.max(initial=0)) >= need:
+            return True
+        free = room.tolist()
         gain: dict[int, int] = {}
+        allocation = rt.allocation
         for v in candidates:
-            for node, gpus in rt.allocation[v] or ():
-                gain[node] = gain.get(node, 0) + len(gpus)
-                if int(room[node]) + gain[node] >= self.need:
+            for node, gpus in allocation[v] or ():
+                g = gain.get(node, free[node]) + len(gpus)
+                if g >= need:
                     return True
-        return bool(int(room.max(initial=0)) >= self.need)
+                gain[node] = g
+        return False
 
     def __call__(self, victims: list[int]) -> bool:
         rt = self.rt
@@ -557,24 +564,55 @@ class _Fits:
 
 class _Planning:
     """The cluster state decisions are planned on: the live state until the first change,
-    then a copy (most decisions start at most one job; copying costs more than placing)."""
+    then a copy. The copy is made only when a placement needs the whole state: until then the
+    starts and releases are kept as a list, and the whole free GPUs per node (all a quick
+    test needs) are derived from it — most decisions start at most one job and then only test
+    whether anything else could fit, and copying costs more than placing."""
 
     def __init__(self, live: ClusterState) -> None:
         self.live = live
         self.copy: ClusterState | None = None
+        self.moves: list[tuple[bool, int, Allocation, NetPlan | None, int, int]] = []
+        self._room: np.ndarray | None = None
 
     def view(self) -> ClusterState:
+        if self.copy is None and self.moves:
+            self.copy = copy_state(self.live)
+            for taking, job, alloc, plan, cpu, mem in self.moves:
+                if taking:
+                    take(self.copy, alloc, cpu, mem, job, plan)
+                else:
+                    give_back(self.copy, alloc, cpu, mem, job)
+            self.moves.clear()
         return self.copy if self.copy is not None else self.live
 
-    def _own(self) -> ClusterState:
-        if self.copy is None:
-            self.copy = copy_state(self.live)
-        return self.copy
+    def room(self) -> np.ndarray:
+        """Whole free GPUs per node in the planned state (jobs hold whole GPUs: a start takes
+        as many whole GPUs as it is given, a release gives them back)."""
+        if self.copy is not None:
+            return self.copy.gpu_full_count
+        if not self.moves:
+            return self.live.gpu_full_count
+        if self._room is None:
+            room = self.live.gpu_full_count.copy()
+            for taking, _, alloc, _, _, _ in self.moves:
+                for node, gpus in alloc:
+                    room[node] += -len(gpus) if taking else len(gpus)
+            self._room = room
+        return self._room
 
     def take(self, job: int, alloc: Allocation, plan: NetPlan | None, jobs: Any) -> None:
-        take(self._own(), alloc, int(jobs.cpu_milli[job]), int(jobs.memory_mib[job]), job, plan)
+        cpu, mem = int(jobs.cpu_milli[job]), int(jobs.memory_mib[job])
+        if self.copy is not None:
+            take(self.copy, alloc, cpu, mem, job, plan)
+            return
+        self.moves.append((True, job, alloc, plan, cpu, mem))
+        self._room = None
 
     def release(self, job: int, alloc: Allocation | None, jobs: Any) -> None:
-        give_back(
-            self._own(), alloc or (), int(jobs.cpu_milli[job]), int(jobs.memory_mib[job]), job
-        )
+        cpu, mem = int(jobs.cpu_milli[job]), int(jobs.memory_mib[job])
+        if self.copy is not None:
+            give_back(self.copy, alloc or (), cpu, mem, job)
+            return
+        self.moves.append((False, job, alloc or (), None, cpu, mem))
+        self._room = None
