@@ -18,7 +18,7 @@ that lost resources keeps ``ρ_s ≤ m·ρ_r`` rejects the set. Candidates go by
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any, ClassVar
 
 import numpy as np
@@ -192,23 +192,13 @@ class KaiPolicy(SharePolicy):
             d >= 0 and x > d + EPS for x, d in zip(remaining, dv, strict=True)
         )
 
-    def select_victims(
-        self,
-        st: TenantState,
-        fair: np.ndarray,
-        leaf: int,
-        job: int,
-        fits: Callable[[list[int]], bool],
-    ) -> list[int] | None:
-        if self._hopeless(st, fair, leaf, job, fits):
-            return None
-        return super().select_victims(st, fair, leaf, job, fits)
-
-    def _hopeless(self, st: TenantState, fair: np.ndarray, leaf: int, job: int, fits: Any) -> bool:
+    def cannot_make_room(
+        self, st: TenantState, fair: np.ndarray, leaf: int, job: int, fits: object
+    ) -> bool:
         """Whether even every job the flat victim rule could ever offer leaves no room for
-        ``job`` (the placement's quick test, :meth:`_Fits.possible`, on a superset of the
-        candidates): most reclaims on a busy cluster fail so, and this answers without
-        ordering the running jobs.
+        ``job`` of a reclaimer leaf (the placement's quick test, :meth:`_Fits.possible`, on a
+        superset of the candidates): most reclaims on a busy cluster fail so, and this answers
+        without ordering the running jobs.
 
         A queue above its share loses its running jobs latest run first while what it keeps
         stays above its share: walking its jobs from the latest run back, each is taken while
@@ -219,8 +209,8 @@ class KaiPolicy(SharePolicy):
         index, possible = st.index, getattr(fits, "possible", None)
         if index is None or possible is None or not st.tree.flat:
             return False
-        gone = fits.gone
-        if st.job_priority is not None or not self.reclaimer(st, fair, leaf, job):
+        gone = getattr(fits, "gone", ())
+        if st.job_priority is not None:
             return False
         within = self._within_deserved(st.alloc[leaf].tolist(), st.demand[job].tolist(), leaf)
         superset: list[int] = []

@@ -29,6 +29,8 @@ INF = math.inf
 #: Relative margin on a recorded bound (a request must clear it by this much for the division
 #: to be reused): float rounding of ``request - fair`` can never flip a comparison then.
 MARGIN = 1e-9
+#: The root's bound (any request of the root divides alike; finite, so the margin stays finite).
+LOWEST = 1e308
 
 
 def divide(
@@ -148,8 +150,9 @@ class TreeDivider:
 
     Whether a division can be reused is judged top-down: the root's share is the cluster; a
     parent whose share is unchanged divides it among its children alike when every child whose
-    request moved stayed above its bound (each child's bound is capped by its limit: a request
-    clipped there moved nowhere).
+    request moved stayed above its bound, by a margin no float rounding of ``request − fair``
+    could cross (and the bound is below the child's limit: a request clipped there moved
+    nowhere).
     """
 
     def __init__(
@@ -179,6 +182,7 @@ class TreeDivider:
             for parent in tree.preorder()
             if (kids := list(tree.children[parent]))
         ]
+        self.limits = tree.limit.ravel().tolist()
         self.last: tuple[list[float], list[float], bytes, np.ndarray] | None = None
 
     def divide(
@@ -192,13 +196,14 @@ class TreeDivider:
         if last is not None and last[2] == extra:
             before, bound = last[0], last[1]
             if asked == before or all(
-                a == b or a > c for a, b, c in zip(asked, before, bound, strict=True)
+                a == b or (a > (m := c + MARGIN * max(1.0, abs(c))) and m < cap)
+                for a, b, c, cap in zip(asked, before, bound, self.limits, strict=True)
             ):
                 self.last = (asked, bound, extra, last[3])
                 return last[3]
         nodes, res = request.shape
         fair = [0.0] * (nodes * res)  # flat, node-major like ``asked``
-        bound = [-INF] * (nodes * res)  # the root's request never matters
+        bound = [-LOWEST] * (nodes * res)  # the root's request never matters
         fair[ROOT * res : ROOT * res + res] = capacity.tolist()
         use = usage.ravel().tolist() if usage is not None else None
         k, rounding = self.k, self.rounding
@@ -217,12 +222,9 @@ class TreeDivider:
                     rounding,
                     below,
                 )
-                for q, f, b, cap in zip(kids, out, below, limit[r], strict=True):
+                for q, f, b in zip(kids, out, below, strict=True):
                     fair[q * res + r] = f
-                    b += MARGIN * max(1.0, abs(b))  # inf stays inf
-                    bound[q * res + r] = (
-                        b if b < cap else INF
-                    )  # clipped at its limit: moves nowhere
+                    bound[q * res + r] = b
         shares = np.asarray(fair, dtype=np.float64).reshape(nodes, res)
         self.last = (asked, bound, extra, shares)
         return shares

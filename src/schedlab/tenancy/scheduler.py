@@ -308,7 +308,7 @@ class TenantScheduler(SchedulingPolicy):
         free = snap.free_gpus
         gone: set[int] = set()  # reclaimed in this decision
         heads: dict[int, int] = {}  # leaf → its best job under its cap
-        keys: dict[int, list] = {}  # leaf → the policy's key path for that job
+        keys: dict[int, list] = {}  # leaf → the policy's key path for that job (when asked)
         stale = set(cap)  # leaves whose head or key must be looked at again
         local = self.share.local_keys
         preemptive = self.ordering.preemptive
@@ -334,13 +334,19 @@ class TenantScheduler(SchedulingPolicy):
                         cap[leaf] = 0 if self.strict else min(cap[leaf], n)
                         continue
                     heads[leaf] = j
-                    keys[leaf] = self.share.queue_key(st, fair, leaf, j)
+                    keys.pop(leaf, None)
                     break
             if not heads:
                 break
-            if not local:
-                keys = {q: self.share.queue_key(st, fair, q, j) for q, j in heads.items()}
-            leaf = first_queue(keys)
+            if len(heads) == 1:  # nothing to order
+                leaf = next(iter(heads))
+            else:
+                if not local:
+                    keys.clear()
+                for q, j in heads.items():
+                    if q not in keys:
+                        keys[q] = self.share.queue_key(st, fair, q, j)
+                leaf = first_queue(keys)
             job = heads[leaf]
             n = int(self.gpus[job])
             why = self.share.admit(st, fair, leaf, job) or limit_reason(st, leaf, job)
