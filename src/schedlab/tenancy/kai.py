@@ -245,13 +245,18 @@ class KaiPolicy(SharePolicy):
         cached = self._room_cache
         if cached is not None and cached[0] == key and cached[1] is fair:
             return cached[2]
-        tree = st.tree
-        d = np.where(tree.deserved < 0, fair, tree.deserved)
-        room = st.alloc - np.minimum(np.maximum(d, fair), tree.limit)
-        if within:
-            room = np.maximum(room, np.where(tree.deserved >= 0, st.alloc - tree.deserved, -np.inf))
-        over = np.flatnonzero((room > EPS).any(axis=1))
-        out = list(zip(over.tolist(), room[over].tolist(), strict=True))
+        deserved, limit, _ = self._lists
+        out = []
+        # Plain floats over the leaves (a handful of rows: numpy's per-call cost would rule).
+        for node, (a_row, f_row) in enumerate(zip(st.alloc.tolist(), fair.tolist(), strict=True)):
+            room = []
+            for a, f, d, lim in zip(a_row, f_row, deserved[node], limit[node], strict=True):
+                x = a - min(max(f if d < 0 else d, f), lim)
+                if within and d >= 0:
+                    x = max(x, a - d)
+                room.append(x)
+            if any(x > EPS for x in room):
+                out.append((node, room))
         self._room_cache = (key, fair, out)
         return out
 
