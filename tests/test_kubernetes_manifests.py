@@ -14,6 +14,7 @@ from schedlab.serve.journal import Journal
 from schedlab.serve.kubernetes.extender import Extender
 from schedlab.serve.kubernetes.fake import FakeKube
 from schedlab.serve.kubernetes.server import KubeConfig, KubeServer
+from schedlab.tenancy.kube_queues import queue_specs, read_objects
 
 DEPLOY = Path(__file__).resolve().parents[1] / "deploy" / "kubernetes"
 VERBS = {
@@ -73,6 +74,7 @@ def test_cluster_role_is_exactly_the_calls_made(tmp_path: Path) -> None:
     ext.start(watch=False)
     api.add_pod(pod("late", 1))  # not in the extender's cache yet: it reads the pod
     ext.bind({"PodName": "late", "PodNamespace": "default", "Node": "node1"})
+    queue_specs(read_objects(api))  # what --queues-from-cluster reads
     used = {(*resource(path), VERBS[method]) for method, path in api.calls}
     assert used == granted()
 

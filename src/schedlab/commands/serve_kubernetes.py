@@ -91,6 +91,13 @@ def add_kubernetes_parser(targets: argparse._SubParsersAction) -> None:
     )
     k.add_argument("--quiet", action="store_true")
     add_tenancy_options(k)
+    k.add_argument(
+        "--queues-from-cluster",
+        action="store_true",
+        help="read the queues from the cluster: Kueue ClusterQueues, LocalQueues and Cohorts, "
+        "KAI Queues, namespace ResourceQuotas (requests.nvidia.com/gpu, as a limit); a queue "
+        "file given with --queues lays its quotas over them",
+    )
     add_plugin_option(k)
     k.set_defaults(run=run_kubernetes, serve_parser=k)
 
@@ -137,7 +144,10 @@ def _config(args: argparse.Namespace):  # type: ignore[no-untyped-def]
         identity=args.identity or default_identity(),
         topology_labels=tuple(k.strip() for k in args.topology_labels.split(",") if k.strip()),
         tenancy=tenancy_spec(lambda key: getattr(args, key, None)),
+        queues_from_cluster=bool(args.queues_from_cluster),
     )
+    if config.queues_from_cluster and not config.tenancy.enabled:
+        raise InputError("'--queues-from-cluster' needs '--tenancy POLICY' or '--queues FILE'")
     # Every refusal (the policy, the queue file) before anything is opened.
     wrap_live(config.tenancy, build(SERVE, config.choice), None, KUBE_ATTRIBUTES, ("queue",))
     return config
@@ -197,7 +207,7 @@ def run_extender(args: argparse.Namespace) -> int:
 
 def run_kubernetes(args: argparse.Namespace) -> int:
     if args.extender:
-        if args.tenancy or args.queues:
+        if args.tenancy or args.queues or args.queues_from_cluster:
             raise InputError(
                 "'--tenancy'/'--queues' need schedlab to schedule the pods; with '--extender' "
                 "kube-scheduler does (its placement only is schedlab's)"

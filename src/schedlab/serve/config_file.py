@@ -68,6 +68,7 @@ KUBE_KEYS: dict[str, tuple[tuple[type, ...], str]] = {
     "extender": ((bool,), "true or false"),
     "listen": ((str,), "HOST:PORT"),
     "topology_labels": ((str,), "label keys, lowest level first, comma-separated"),
+    "queues_from_cluster": ((bool,), "true or false"),
 }
 #: Keys whose values are file names.
 PATH_KEYS = frozenset({"journal", "state_dir", "kubeconfig"})

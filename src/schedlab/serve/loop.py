@@ -23,7 +23,7 @@ from __future__ import annotations
 import json
 import signal
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import FrameType
@@ -51,7 +51,8 @@ from schedlab.serve.slurm_state import JobInfo, NodeInfo, partition_jobs, read_n
 from schedlab.serve.topology import ServeTopology
 from schedlab.tenancy.live import JOB_ATTRIBUTES, LiveTenancy
 from schedlab.tenancy.replay import TenancySpec
-from schedlab.tenancy.serve import read_associations, tenancy_record, wrap_live
+from schedlab.tenancy.serve import slurm_queues, tenancy_record, wrap_live
+from schedlab.tenancy.tree import QueueSpec
 
 Record = dict[str, Any]
 
@@ -239,17 +240,18 @@ class ServeLoop:
 
     def wrap_tenancy(
         self,
-        associations: Callable[[], str] | None = None,
+        engine_queues: Callable[[], Sequence[QueueSpec]] | None = None,
         attributes: tuple[str, ...] = JOB_ATTRIBUTES,
         default_key: tuple[str, ...] = ("account",),
+        flag: str = "--associations",
     ) -> LiveTenancy | None:
         """Put the share policy of ``config.tenancy`` around the served ordering (None: no
-        tenancy). Each engine says what its jobs offer as tenant keys; Slurm may also read its
-        associations for the tree."""
+        tenancy). Each engine says what its jobs offer as tenant keys, and may read its own
+        queue tree (Slurm's associations, Kubernetes' queue objects: ``flag`` asks for it)."""
         spec = getattr(self.config, "tenancy", None)
         if spec is None:
             return None
-        return wrap_live(spec, self.policies, associations, attributes, default_key)
+        return wrap_live(spec, self.policies, engine_queues, attributes, default_key, flag)
 
     def _identity(self) -> Record:
         """What makes journaled policy state this server's to take back."""
@@ -319,7 +321,9 @@ class Server(ServeLoop):
         if config.shadow:
             client = ShadowSlurm(client)
         self.tenancy = self.wrap_tenancy(
-            (lambda: read_associations(client)) if config.associations else None
+            slurm_queues(client) if config.associations else None,
+            # An association is an (account, user) pair: queues by both, unless the file says.
+            default_key=("account", "user") if config.associations else ("account",),
         )
         self.client = client
         self.sleep = sleep

@@ -39,8 +39,9 @@ SACCTMGR_ARGV = [
 ]
 #: The attributes a live Slurm job offers for ``tenant_key`` and ``match``.
 JOB_ATTRIBUTES = ("account", "user", "partition")
-#: The attributes a Kubernetes job (a pod or a gang) offers, and the default key.
-KUBE_ATTRIBUTES = ("queue", "namespace")
+#: The attributes a Kubernetes job (a pod or a gang) offers: its queue, its namespace, and
+#: which label named the queue (``kueue``, ``kai``, ``schedlab``; ``namespace``: none did).
+KUBE_ATTRIBUTES = ("queue", "namespace", "queue_kind")
 
 
 def _gpu_limit(tres: str, where: str) -> float | None:
@@ -106,11 +107,12 @@ def association_specs(text: str) -> list[QueueSpec]:
     return specs
 
 
-def merge(associations: Sequence[QueueSpec], config: TenancyConfig) -> TenancyConfig:
-    """The association tree with the queue file's quotas laid over it: a file queue whose
-    name equals an association's path (or its last part) sets that queue's fields."""
-    by_path = {q.path: q for q in associations}
-    by_last = {q.path.rsplit("/", 1)[-1]: q.path for q in associations}
+def merge(engine_queues: Sequence[QueueSpec], config: TenancyConfig) -> TenancyConfig:
+    """The engine's queue tree (associations, queue objects) with the queue file's quotas laid
+    over it: a file queue whose name equals an engine queue's path (or its last part) sets that
+    queue's fields."""
+    by_path = {q.path: q for q in engine_queues}
+    by_last = {q.path.rsplit("/", 1)[-1]: q.path for q in engine_queues}
     out = dict(by_path)
     for q in config.queues:
         target = q.path if q.path in by_path else by_last.get(q.path, q.path)
@@ -131,21 +133,20 @@ def slurm_attributes(infos: Sequence[JobInfo]) -> dict[str, list[str]]:
 class LiveTenancy:
     """The tenancy of a live cluster, refreshed from the jobs every cycle.
 
-    ``attributes``: what the engine's jobs offer for ``tenant_key`` and ``match``;
-    ``default_key``: the key when the queue file gives none."""
+    ``engine_queues``: the queues the engine keeps itself (Slurm's associations, Kubernetes'
+    queue objects); ``attributes``: what the engine's jobs offer for ``tenant_key`` and
+    ``match``; ``default_key``: the key when the queue file gives none."""
 
     def __init__(
         self,
         config: TenancyConfig,
-        associations: Sequence[QueueSpec] = (),
+        engine_queues: Sequence[QueueSpec] = (),
         attributes: Sequence[str] = JOB_ATTRIBUTES,
         default_key: Sequence[str] = ("account",),
     ) -> None:
-        if associations:
-            config = merge(associations, config)
-            key = config.tenant_key or ("account", "user")
-        else:
-            key = config.tenant_key or tuple(default_key)
+        if engine_queues:  # the engine's own tree, the queue file's quotas laid over it
+            config = merge(engine_queues, config)
+        key = config.tenant_key or tuple(default_key)
         bad = [k for k in key if k not in attributes]
         if bad:
             raise InputError(
@@ -154,7 +155,8 @@ class LiveTenancy:
             )
         self.config = replace(config, tenant_key=tuple(key))
         self.attributes = tuple(attributes)
-        tree, _ = assign(self.config, {k: np.zeros(0, dtype=object) for k in key}, np.zeros(0))
+        empty = {k: np.zeros(0, dtype=object) for k in self.attributes}
+        tree, _ = assign(self.config, empty, np.zeros(0))
         self.tenancy = Tenancy(self.config, tree, np.zeros(0, dtype=np.int64))
 
     def refusals(self, attrs: Mapping[str, Sequence[str]]) -> dict[int, str]:

@@ -36,6 +36,7 @@ from schedlab.tenancy.live import (
 from schedlab.tenancy.registry import make_share_policy
 from schedlab.tenancy.replay import TenancySpec, config_of
 from schedlab.tenancy.scheduler import TenantScheduler
+from schedlab.tenancy.tree import QueueSpec
 
 
 def read_associations(client: Any) -> str:
@@ -55,18 +56,20 @@ def read_associations(client: Any) -> str:
 def wrap_live(
     spec: TenancySpec,
     policies: Policies,
-    associations: Callable[[], str] | None = None,
+    engine_queues: Callable[[], Sequence[QueueSpec]] | None = None,
     attributes: Sequence[str] = JOB_ATTRIBUTES,
     default_key: Sequence[str] = ("account",),
+    flag: str = "--associations",
 ) -> LiveTenancy | None:
     """Put the share policy around the served scheduler (None: no tenancy).
 
-    ``associations``: reads Slurm's association list (``--associations``; None: not asked
-    for); ``attributes`` and ``default_key``: what the engine's jobs offer as tenant keys."""
-    if not spec.enabled and associations is None:
+    ``engine_queues``: reads the queue tree the engine itself keeps (Slurm's associations,
+    Kubernetes' queue objects), asked for by ``flag``; None: not asked for. ``attributes`` and
+    ``default_key``: what the engine's jobs offer as tenant keys."""
+    if not spec.enabled and engine_queues is None:
         return None
     if not spec.enabled:
-        raise InputError("'--associations' needs '--tenancy POLICY' or '--queues FILE'")
+        raise InputError(f"'{flag}' needs '--tenancy POLICY' or '--queues FILE'")
     inner = policies.scheduler
     if not isinstance(inner, QueueScheduler):
         raise InputError(
@@ -76,8 +79,8 @@ def wrap_live(
     if inner.backfill:
         raise InputError("'--backfill' does not combine with tenancy (queues are best-effort)")
     config = config_of(spec)
-    assoc = association_specs(associations()) if associations is not None else []
-    live = LiveTenancy(config, assoc, attributes, default_key)
+    engine = list(engine_queues()) if engine_queues is not None else []
+    live = LiveTenancy(config, engine, attributes, default_key)
     share = make_share_policy(
         live.config.policy, live.config.params.get(live.config.policy), live.config.source
     )
@@ -85,11 +88,18 @@ def wrap_live(
     return live
 
 
-def tenancy_record(spec: TenancySpec) -> dict[str, Any]:
-    """What the journal's ``serve`` record says of the tenancy options."""
+def slurm_queues(client: Any) -> Callable[[], list[QueueSpec]]:
+    """The queue tree from Slurm's associations (``--associations``)."""
+    return lambda: association_specs(read_associations(client))
+
+
+def tenancy_record(spec: TenancySpec, **engine: Any) -> dict[str, Any]:
+    """What the journal's ``serve`` record says of the tenancy options (and ``engine``'s own,
+    e.g. ``queues_from_cluster``)."""
     return {
         "policy": spec.policy,
         "queues": spec.queues,
         "tenant_key": list(spec.tenant_key),
         "unknown_tenant": spec.unknown_tenant,
+        **engine,
     }

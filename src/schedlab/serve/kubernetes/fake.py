@@ -21,6 +21,7 @@ _LEASE = re.compile(r"^/apis/coordination\.k8s\.io/v1/namespaces/([^/]+)/leases(
 _EVENTS = re.compile(r"^/api/v1/namespaces/([^/]+)/events$")
 _NODE = re.compile(r"^/api/v1/nodes(?:/([^/]+))?(?:/(status))?$")
 PODGROUPS = "/apis/scheduling.x-k8s.io/v1alpha1/podgroups"
+RESOURCE_QUOTAS = "/api/v1/resourcequotas"
 
 
 def _merge(into: Obj, patch: Mapping[str, Any]) -> None:
@@ -55,6 +56,9 @@ class FakeKube:
         self.nodes: dict[str, Obj] = {}
         self.podgroups: dict[str, Obj] | None = {} if podgroups else None
         self.leases: dict[str, Obj] = {}
+        #: Other collections by path, objects by ``namespace/name`` (or name): ResourceQuotas,
+        #: and the custom resources a test installs (a path not here answers 404).
+        self.objects: dict[str, dict[str, Obj]] = {RESOURCE_QUOTAS: {}}
         self.events: list[Obj] = []
         self.pdb_blocked: set[str] = set()  # pod keys a PodDisruptionBudget protects
         self.calls: list[tuple[str, str]] = []
@@ -87,6 +91,13 @@ class FakeKube:
         }
         self.podgroups[f"{namespace}/{name}"] = obj
         self._bump("podgroups", "ADDED", obj)
+
+    def add_object(self, path: str, obj: Obj) -> None:
+        """An object of the collection at ``path`` (its CRD installed, if it is a custom one)."""
+        meta = obj["metadata"]
+        key = f"{meta['namespace']}/{meta['name']}" if meta.get("namespace") else meta["name"]
+        self.objects.setdefault(path, {})[key] = obj
+        self._bump(path, "ADDED", obj)
 
     def update_pod(self, key: str, patch: Mapping[str, Any]) -> None:
         _merge(self.pods[key], patch)
@@ -122,6 +133,8 @@ class FakeKube:
                     f"GET {path}: 404 NotFound: the server could not find the requested resource",
                 )
             return "podgroups", self.podgroups
+        if path in self.objects:
+            return path, self.objects[path]
         raise KubeError(404, f"GET {path}: 404 NotFound")
 
     @_serialised

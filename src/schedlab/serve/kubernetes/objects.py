@@ -34,6 +34,9 @@ MIN_MEMBER_KEY = "schedlab.io/min-member"
 QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
 #: Labels naming a pod's queue, by precedence (Kueue's, KAI's, schedlab's); else its namespace.
 QUEUE_LABELS = (QUEUE_LABEL, "kai.scheduler/queue", "schedlab.io/queue")
+#: Which of those named the queue (a pod's ``queue_kind``), or none: its namespace.
+QUEUE_KINDS = ("kueue", "kai", "schedlab")
+NAMESPACE_KIND = "namespace"
 CHECKPOINT_KEY = "schedlab.io/checkpoint"
 ESTIMATE_KEY = "schedlab.io/runtime-estimate"
 #: Annotation schedlab writes on bind: the GPU indices chosen on the node (``0,1`` or ``3``).
@@ -227,6 +230,7 @@ class PodInfo:
     scheduled_reason: str  # the PodScheduled condition's reason and message as the pod shows
     scheduled_message: str
     problem: str = ""  # why the pod's request cannot be read: it is reported, never bound
+    queue_kind: str = NAMESPACE_KIND  # which label named ``queue`` (QUEUE_KINDS), or none
 
     @property
     def key(self) -> str:
@@ -401,6 +405,10 @@ def parse_pod(raw: Obj) -> PodInfo:
         group=str(labels.get(POD_GROUP_LABEL) or ""),
         min_member=min_member,
         queue=str(next((labels[k] for k in QUEUE_LABELS if labels.get(k)), ns)),
+        queue_kind=next(
+            (kind for k, kind in zip(QUEUE_LABELS, QUEUE_KINDS, strict=True) if labels.get(k)),
+            NAMESPACE_KIND,
+        ),
         checkpoint=str(notes.get(CHECKPOINT_KEY, "")).lower() == "true",
         estimate=estimate,
         node_selector=tuple(

@@ -43,9 +43,11 @@ from schedlab.serve.kubernetes.objects import NodeInfo, parse_node, parse_pod
 from schedlab.serve.kubernetes.topology import network_from_labels
 from schedlab.serve.kubernetes.view import Job, KubeView, build_view, natural
 from schedlab.serve.loop import CycleReport, ServeLoop
+from schedlab.tenancy.kube_queues import queue_specs, read_objects
 from schedlab.tenancy.live import KUBE_ATTRIBUTES, LiveTenancy
 from schedlab.tenancy.replay import TenancySpec
 from schedlab.tenancy.serve import tenancy_record
+from schedlab.tenancy.tree import QueueSpec
 
 Record = dict[str, Any]
 PODGROUPS = "/apis/scheduling.x-k8s.io/v1alpha1/podgroups"
@@ -75,6 +77,8 @@ class KubeConfig:
     topology_labels: tuple[str, ...] = ("schedlab.io/leaf", "schedlab.io/spine")
     #: Queues and a share policy over schedlab's pods (off unless --tenancy or --queues).
     tenancy: TenancySpec = field(default_factory=TenancySpec)
+    #: Read the queues from Kueue's and KAI's queue objects and namespace ResourceQuotas.
+    queues_from_cluster: bool = False
 
     @property
     def choice(self) -> PolicyChoice:
@@ -141,8 +145,17 @@ def open_runs(path: Path | None) -> dict[str, list[str]]:
 
 
 def job_attributes(jobs: list[Job]) -> dict[str, list[str]]:
-    """What jobs offer as tenant keys: their pods' queue label (or namespace), and namespace."""
-    return {"queue": [j.queue for j in jobs], "namespace": [j.head.namespace for j in jobs]}
+    """What jobs offer as tenant keys (:data:`KUBE_ATTRIBUTES`)."""
+    return {
+        "queue": [j.queue for j in jobs],
+        "namespace": [j.head.namespace for j in jobs],
+        "queue_kind": [j.head.queue_kind for j in jobs],
+    }
+
+
+def cluster_queues(api: Any) -> Callable[[], list[QueueSpec]]:
+    """The queues the cluster's own objects define (``--queues-from-cluster``)."""
+    return lambda: queue_specs(read_objects(api))
 
 
 def refresh_queues(tenancy: LiveTenancy, view: KubeView) -> None:
@@ -198,7 +211,12 @@ class KubeServer(ServeLoop):
         self._node_memo: dict[Any, Any] = {}
         self._leading: bool | None = None  # None: not known yet (journaled at the first cycle)
         self._outside: dict[str, str] = {}  # running jobs no queue takes, as last journaled
-        self.tenancy = self.wrap_tenancy(attributes=KUBE_ATTRIBUTES, default_key=("queue",))
+        self.tenancy = self.wrap_tenancy(
+            cluster_queues(api) if config.queues_from_cluster else None,
+            attributes=KUBE_ATTRIBUTES,
+            default_key=("queue",),
+            flag="--queues-from-cluster",
+        )
 
     # -- reading -------------------------------------------------------------------------------
     def start_watches(self) -> None:
@@ -636,7 +654,16 @@ class KubeServer(ServeLoop):
             node_cpu_milli=[n.cpu_milli for n in nodes],
             node_memory_mib=[n.memory_mib for n in nodes],
             **network,
-            **({"tenancy": tenancy_record(c.tenancy)} if c.tenancy.enabled else {}),
+            **(
+                {
+                    "tenancy": tenancy_record(
+                        c.tenancy,
+                        **({"queues_from_cluster": True} if c.queues_from_cluster else {}),
+                    )
+                }
+                if c.tenancy.enabled
+                else {}
+            ),
         )
 
     def run(self, report: Callable[[CycleReport], None] | None = None) -> int:

@@ -22,7 +22,7 @@ from schedlab.policies.api import SERVE
 from schedlab.policies.wiring import build
 from schedlab.serve.kubernetes.api import KubeError
 from schedlab.serve.kubernetes.objects import parse_node, parse_pod, timestamp
-from schedlab.serve.kubernetes.server import refresh_queues, refused_jobs
+from schedlab.serve.kubernetes.server import cluster_queues, refresh_queues, refused_jobs
 from schedlab.serve.kubernetes.view import build_view
 from schedlab.serve.loop import saved_policy_state
 from schedlab.serve.serve_record import policy_choice
@@ -89,7 +89,13 @@ def gather(
         ([len(keys), text, keys] for text, keys in reasons.items()), key=lambda r: (-r[0], r[1])
     )
     out["queue"], queues = _queue(
-        serve, pods, [parse_node(o) for o in api.list("/api/v1/nodes")[0]], scheduler, now, journal
+        serve,
+        pods,
+        [parse_node(o) for o in api.list("/api/v1/nodes")[0]],
+        scheduler,
+        now,
+        journal,
+        api,
     )
     if queues is not None:
         out["tenancy"] = queues
@@ -103,10 +109,12 @@ def _queue(
     scheduler: str,
     now: float,
     journal: Path | None = None,
+    api: Any = None,
 ) -> tuple[list[Record], list[Record] | None]:
     """The waiting jobs in the policy's order (the journal's policy; submit order without a
     journal or for a policy that does not rank), and with a share policy each queue's row
-    (deserved, fair share, held, waiting; time-based usage from the journaled policy state)."""
+    (deserved, fair share, held, waiting; time-based usage from the journaled policy state;
+    the queues from ``api``'s objects when the server read them there)."""
     view = build_view(pods, nodes, now, scheduler)
     pending = list(view.snapshot.pending_set)
     order = pending
@@ -121,7 +129,8 @@ def _queue(
                 tenant_key=tuple(tenancy.get("tenant_key") or ()),
                 unknown_tenant=tenancy.get("unknown_tenant"),
             )
-            live = wrap_live(spec, policies, None, KUBE_ATTRIBUTES, ("queue",))
+            from_cluster = cluster_queues(api) if tenancy.get("queues_from_cluster") else None
+            live = wrap_live(spec, policies, from_cluster, KUBE_ATTRIBUTES, ("queue",))
             assert live is not None
             # As the server sees it: jobs no queue takes are not the policy's.
             view = build_view(pods, nodes, now, scheduler, refuse=partial(refused_jobs, live))
