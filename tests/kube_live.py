@@ -46,3 +46,29 @@ def create_pod(api: KubeAPI, obj: dict[str, Any]) -> None:
     meta.pop("creationTimestamp", None)
     meta.pop("uid", None)
     api.post(f"/api/v1/namespaces/{meta['namespace']}/pods", obj)
+
+
+def install_crds(api: KubeAPI, path: Path, seconds: float = 30.0) -> None:
+    """Install the CustomResourceDefinitions of a YAML file (those already there are kept) and
+    wait until the API server serves them."""
+    import time
+
+    import yaml
+
+    from schedlab.serve.kubernetes.api import KubeError
+
+    crds = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
+    for doc in yaml.safe_load_all(path.read_text()):
+        try:
+            api.post(crds, doc)
+        except KubeError as exc:
+            if exc.status != 409:  # AlreadyExists
+                raise
+        name = doc["metadata"]["name"]
+        deadline = time.monotonic() + seconds
+        while True:
+            conditions = api.get(f"{crds}/{name}").get("status", {}).get("conditions") or []
+            if any(c["type"] == "Established" and c["status"] == "True" for c in conditions):
+                break
+            assert time.monotonic() < deadline, f"CRD {name} was not established"
+            time.sleep(0.2)

@@ -18,15 +18,17 @@ from typing import Any
 
 import pytest
 
-from kube_live import create_pod, fresh_namespace, live_cluster
+from kube_live import create_pod, fresh_namespace, install_crds, live_cluster
 from kube_objects import pod
 from schedlab.serve.journal import read_journal
 from schedlab.serve.kubernetes.api import KubeAPI
 from schedlab.serve.kubernetes.objects import parse_pod
+from schedlab.tenancy.kube_queues import CLUSTER_QUEUES, KAI_QUEUES
 from tenancy_cases import LIVE_QUEUES
 from test_serve_kubernetes_e2e import RUN, CapacityWatch, phases, serve
 
 pytestmark = pytest.mark.kubernetes
+FIXTURES = Path(__file__).parent / "fixtures" / "kubernetes"
 
 
 class QueuePeak:
@@ -191,3 +193,91 @@ def test_a_pod_of_an_unknown_queue_is_told_why_and_the_others_run(tmp_path: Path
     assert "belongs to tenant 'c'" in mine[0]["message"]
     rejects = [r for r in read_journal(journal) if r["action"] == "reject"]
     assert [r["job"] for r in rejects] == [f"{ns}/c0"]
+
+
+def test_queues_read_from_the_clusters_own_objects_hold_each_queue_to_its_limit(
+    tmp_path: Path,
+) -> None:
+    """``--queues-from-cluster`` on the live API server, the CRDs installed from the test's
+    own minimal definitions: a KAI Queue (8 GPUs, limit 8), a Kueue ClusterQueue in a cohort
+    through a LocalQueue (8 nominal, may borrow 8) and a namespace with a ResourceQuota of 8
+    GPUs. Every pod runs and ends Succeeded, each queue at its limit and never above it."""
+    api, kubeconfig = live_cluster()
+    install_crds(api, FIXTURES / "queue-crds.yaml")
+    ns = fresh_namespace(api, "e2e-objects")
+    quota_ns = fresh_namespace(api, "e2e-quota")
+    name, tag = ns, ns.rsplit("-", 1)[1]
+    kai, cq, cohort = f"kai-{tag}", f"cq-{tag}", f"org-{tag}"
+    gpus = {"name": "nvidia.com/gpu", "nominalQuota": 8, "borrowingLimit": 8}
+    flavor = {"name": "default", "resources": [gpus]}
+    made = [
+        (
+            KAI_QUEUES,
+            {
+                "apiVersion": "scheduling.run.ai/v2",
+                "kind": "Queue",
+                "metadata": {"name": kai},
+                "spec": {"resources": {"gpu": {"quota": 8, "limit": 8}}},
+            },
+        ),
+        (
+            CLUSTER_QUEUES,
+            {
+                "apiVersion": "kueue.x-k8s.io/v1beta1",
+                "kind": "ClusterQueue",
+                "metadata": {"name": cq},
+                "spec": {
+                    "cohort": cohort,
+                    "resourceGroups": [
+                        {"coveredResources": ["nvidia.com/gpu"], "flavors": [flavor]}
+                    ],
+                },
+            },
+        ),
+    ]
+    for path, obj in made:
+        api.post(path, obj)
+    api.post(
+        f"/apis/kueue.x-k8s.io/v1beta1/namespaces/{ns}/localqueues",
+        {
+            "apiVersion": "kueue.x-k8s.io/v1beta1",
+            "kind": "LocalQueue",
+            "metadata": {"name": "lq"},
+            "spec": {"clusterQueue": cq},
+        },
+    )
+    api.post(
+        f"/api/v1/namespaces/{quota_ns}/resourcequotas",
+        {
+            "apiVersion": "v1",
+            "kind": "ResourceQuota",
+            "metadata": {"name": "gpus"},
+            "spec": {"hard": {"requests.nvidia.com/gpu": "8"}},
+        },
+    )
+    labels = {"a": {"kai.scheduler/queue": kai}, "b": {"kueue.x-k8s.io/queue-name": "lq"}}
+    for team, count in (("a", 2), ("b", 3)):
+        for k in range(count):
+            create_pod(api, pod(f"{team}{k}", 8, ns=ns, scheduler=name, labels=labels[team],
+                                annotations={RUN: "3"}))  # fmt: skip
+    for k in range(2):
+        create_pod(api, pod(f"c{k}", 8, ns=quota_ns, scheduler=name, annotations={RUN: "3"}))
+    journal = tmp_path / "serve.jsonl"
+    try:
+        with QueuePeak(api, ns) as peak, QueuePeak(api, quota_ns) as quota_peak:
+            proc = serve(kubeconfig, journal, name, "--tenancy", "kai", "--queues-from-cluster")
+            _, err = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.terminate()
+            proc.wait(timeout=30)
+        for path, obj in made:
+            api.delete(f"{path}/{obj['metadata']['name']}")
+    assert proc.returncode == 0, err
+    assert peak.peak == {kai: 8, "lq": 16}  # the KAI limit; nominal + borrowing limit
+    assert quota_peak.peak == {quota_ns: 8}  # the ResourceQuota
+    for space, names in ((ns, ["a0", "a1", "b0", "b1", "b2"]), (quota_ns, ["c0", "c1"])):
+        phase = {k: p["status"]["phase"] for k, p in phases(api, space).items()}
+        assert phase == dict.fromkeys(names, "Succeeded")
+    serve_record = next(r for r in read_journal(journal) if r["action"] == "serve")
+    assert serve_record["tenancy"]["queues_from_cluster"] is True
