@@ -116,6 +116,13 @@ def test_kueue_cluster_queues_under_cohorts_with_their_local_queues():
     assert specs["solo"].deserved["gpu"] == 2 and "company/org" in specs
 
 
+def test_a_local_queue_naming_no_cluster_queue_is_inactive():
+    specs = specs_of(
+        {CLUSTER_QUEUES: [cluster_queue("q", 4)], LOCAL_QUEUES: [local_queue("ns", "lq", "gone")]}
+    )
+    assert specs["q"].match == ()
+
+
 def test_a_flavor_without_a_borrowing_limit_leaves_the_resource_unlimited():
     cq = cluster_queue("q", 4, borrowingLimit=2)
     flavors = cq["spec"]["resourceGroups"][0]["flavors"]
@@ -163,8 +170,8 @@ BAD = [
     ({CLUSTER_QUEUES: [cluster_queue("q", "-2")]}, f"{GPU_RES}: negative quantity '-2'"),
     ({CLUSTER_QUEUES: [cluster_queue("q", "8Gx")]}, f"{GPU_RES}: malformed quantity '8Gx'"),
     (
-        {LOCAL_QUEUES: [local_queue("ns", "lq", "nope")]},
-        "LocalQueue 'ns/lq': spec.clusterQueue names 'nope', which is no ClusterQueue",
+        {LOCAL_QUEUES: [{"metadata": {"name": "lq", "namespace": "ns"}, "spec": {}}]},
+        "LocalQueue 'ns/lq': spec.clusterQueue is missing",
     ),
     ({COHORTS: CYCLE}, "Cohort 'x': its parents form a cycle"),
     (

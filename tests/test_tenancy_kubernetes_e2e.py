@@ -271,8 +271,9 @@ def test_queues_read_from_the_clusters_own_objects_hold_each_queue_to_its_limit(
         if proc.poll() is None:
             proc.terminate()
             proc.wait(timeout=30)
-        for path, obj in made:
+        for path, obj in made:  # cluster-wide: other runs would see them
             api.delete(f"{path}/{obj['metadata']['name']}")
+        api.delete(f"/apis/kueue.x-k8s.io/v1beta1/namespaces/{ns}/localqueues/lq")
     assert proc.returncode == 0, err
     assert peak.peak == {kai: 8, "lq": 16}  # the KAI limit; nominal + borrowing limit
     assert quota_peak.peak == {quota_ns: 8}  # the ResourceQuota

@@ -12,7 +12,8 @@ installed (404) is simply absent:
   weight; ``preemption`` (``withinClusterQueue``, ``reclaimWithinCohort``,
   ``borrowWithinCohort.policy`` and ``.maxPriorityThreshold``) its preemption rules. A pod
   labelled ``kueue.x-k8s.io/queue-name: Q`` in namespace N belongs to the ClusterQueue of the
-  LocalQueue ``N/Q``.
+  LocalQueue ``N/Q`` (a LocalQueue naming no ClusterQueue is inactive, as in Kueue: its pods
+  fall under ``unknown_tenant``).
 * **KAI** (``scheduling.run.ai/v2`` Queue): the tree by ``spec.parentQueue``; per resource
   ``quota`` (deserved; -1: all of the parent's share), ``limit`` (-1: none), and the GPU's
   ``overQuotaWeight`` (the queue's weight); ``spec.priority``. KAI's units: GPUs, CPU
@@ -22,8 +23,9 @@ installed (404) is simply absent:
   pod with no queue label belongs to its namespace's queue.
 
 Resources: ``nvidia.com/gpu`` → ``gpu``, ``cpu`` → cores, ``memory`` → GiB. Anything wrong in
-an object — a missing or negative quota, a parent or ClusterQueue that does not exist, a cycle,
-a name two kinds both use — is one line naming the object and the field.
+an object — a missing or negative quota, a KAI parent that does not exist, a LocalQueue naming
+no ClusterQueue at all, a cycle, a name two kinds both use — is one line naming the object and
+the field.
 """
 
 from __future__ import annotations
@@ -198,9 +200,10 @@ def _kueue(objects: ClusterObjects) -> list[tuple[QueueSpec, str]]:
     for lq in objects.local_queues:
         key = _name(lq, "LocalQueue")
         target = str(_spec(lq, "LocalQueue").get("clusterQueue") or "")
+        if not target:
+            raise InputError(f"LocalQueue {key!r}: spec.clusterQueue is missing")
         if target not in queues:
-            what = f"names {target!r}, which is no ClusterQueue" if target else "is missing"
-            raise InputError(f"LocalQueue {key!r}: spec.clusterQueue {what}")
+            continue  # inactive, as in Kueue: its pods are tenants no queue names
         ns, local = key.split("/", 1)
         members.setdefault(target, []).append(
             {"queue_kind": KUEUE, "namespace": ns, "queue": local}
