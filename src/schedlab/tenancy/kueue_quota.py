@@ -60,33 +60,39 @@ class KueueQuota:
             pot = self.local[node] + self.potential[tree.parent[node]]
             cap = self.subtree[node] + self.borrowing[node]
             self.potential[node] = np.minimum(pot, cap)
+        # The walks below, a level (or an inner node) at a time: every node of a level depends
+        # only on its parent's figures, every inner node only on its children's.
+        self.inner = [(node, np.asarray(tree.children[node])) for node in reversed(self.order)
+                      if tree.children[node]]  # fmt: skip
+        depth = tree.depth
+        self.levels = [
+            (nodes, tree.parent[nodes])
+            for d in range(1, int(depth.max(initial=0)) + 1)
+            if len(nodes := np.asarray([n for n in self.order if depth[n] == d], dtype=np.int64))
+        ]
 
     def usage(self, alloc: np.ndarray) -> np.ndarray:
         """Per-node usage from the leaves' allocation (``alloc`` rows of inner nodes ignored)."""
-        tree = self.tree
         out = np.zeros_like(self.nominal)
-        for node in reversed(self.order):
-            kids = tree.children[node]
-            if not kids:
-                out[node] = alloc[node]
-                continue
-            for c in kids:
-                out[node] += np.maximum(0.0, out[c] - self.local[c])
+        leaves = self.tree.leaves
+        out[leaves] = alloc[leaves]
+        for node, kids in self.inner:  # deepest first; children summed in order, from zero
+            lent = np.maximum(0.0, out[kids] - self.local[kids])
+            out[node] = np.cumsum(np.vstack([out[node][None, :], lent]), axis=0)[-1]
         return out
 
     def avail(self, usage: np.ndarray) -> np.ndarray:
         """What each node may still take (a request ``x`` fits node ``n`` iff ``x ≤ avail``)."""
-        tree = self.tree
         out = np.zeros_like(self.nominal)
-        for node in self.order:
-            if node == ROOT:
-                out[node] = self.subtree[node] - usage[node]
-                continue
-            local, used = self.local[node], usage[node]
+        out[ROOT] = self.subtree[ROOT] - usage[ROOT]
+        for nodes, parents in self.levels:
+            local, used = self.local[nodes], usage[nodes]
             own = np.maximum(0.0, local - used)
-            up = out[tree.parent[node]]
-            room = self.subtree[node] - local - np.maximum(0.0, used - local) + self.borrowing[node]
-            out[node] = own + np.where(np.isfinite(room), np.minimum(up, room), up)
+            up = out[parents]
+            room = (
+                self.subtree[nodes] - local - np.maximum(0.0, used - local) + self.borrowing[nodes]
+            )
+            out[nodes] = own + np.where(np.isfinite(room), np.minimum(up, room), up)
         return out
 
     def usage_with(self, usage: np.ndarray, leaf: int, req: np.ndarray) -> np.ndarray:

@@ -15,7 +15,6 @@ import numpy as np
 
 from schedlab.model.jobs import JobTable
 from schedlab.model.snapshot import Snapshot
-from schedlab.tenancy.policy import SharePolicy
 from schedlab.tenancy.state import TenantState
 from schedlab.tenancy.tree import QueueTree
 
@@ -43,7 +42,6 @@ class TenancyRecorder:
     demand: list[np.ndarray] = field(default_factory=list)
     usage: list[np.ndarray] = field(default_factory=list)
     reclaims: list[Reclaim] = field(default_factory=list)
-    status: dict[str, np.ndarray] = field(default_factory=dict)
 
     def start(
         self, tree: QueueTree, capacity: np.ndarray, jobs: JobTable, leaf_of: np.ndarray
@@ -60,7 +58,7 @@ class TenancyRecorder:
         self.reclaims.clear()
         self._last: tuple[bytes, bytes, bytes] | None = None
 
-    def record(self, now: float, st: TenantState, fair: np.ndarray, share: SharePolicy) -> None:
+    def record(self, now: float, st: TenantState, fair: np.ndarray) -> None:
         request = st.request
         key = (st.alloc.tobytes(), fair.tobytes(), request.tobytes())
         if key == self._last and st.usage is None:
@@ -77,7 +75,6 @@ class TenancyRecorder:
         self.demand.append(request)
         if st.usage is not None:
             self.usage.append(st.usage.copy())
-        self.status = share.status(st, fair)
 
     def reclaim(self, snap: Snapshot, leaf: int, job: int, victim: int, reason: str) -> None:
         rt = snap.runtime

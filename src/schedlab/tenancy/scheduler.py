@@ -258,7 +258,7 @@ class TenantScheduler(SchedulingPolicy):
         self.watch = [d.job for d in decisions]
         self._after = (snap.now, st, fair)
         if self.recorder is not None:
-            self.recorder.record(snap.now, st, fair, self.share)
+            self.recorder.record(snap.now, st, fair)
         if self.share.time_based:
             self.share.observe(snap.now, st.alloc)
         return out + decisions
