@@ -108,25 +108,34 @@ class VolcanoProportion(SharePolicy):
     name = "volcano-proportion"
     summary = "Volcano proportion: weighted deserved, guarantee, capability"
 
-    def _leaf_limits(self) -> tuple[np.ndarray, np.ndarray]:
-        """Each leaf's guarantee and capability (the smallest limit on its path)."""
-        tree = self.tree
+    def reset(self, tree: QueueTree, capacity: np.ndarray) -> None:
+        super().reset(tree, capacity)
         leaves = tree.leaves
         g = np.where(tree.deserved[leaves] < 0, 0.0, tree.deserved[leaves])
         cap = np.stack([np.min(tree.limit[tree.ancestors[q]], axis=0) for q in leaves])
-        return g, cap
+        self._limits = (g, cap)
+        self._last: tuple[bytes, np.ndarray] | None = None
+        self._priority = tree.priority.tolist()
+
+    def _leaf_limits(self) -> tuple[np.ndarray, np.ndarray]:
+        """Each leaf's guarantee and capability (the smallest limit on its path)."""
+        return self._limits
 
     def shares(self, st: TenantState) -> np.ndarray:
         """The plugin is flat: the leaf queues divide the cluster; a parent's share is its
-        leaves' sum (inner queues group, their limits still cap)."""
+        leaves' sum (inner queues group, their limits still cap). Only the requests move from
+        one decision to the next: the last division is kept for the same requests."""
         tree = st.tree
+        request = st.request[tree.leaves]
+        key = request.tobytes() + st.capacity.tobytes()
+        if self._last is not None and self._last[0] == key:
+            return self._last[1]
         g, cap = self._leaf_limits()
         own = np.zeros_like(st.alloc)
-        own[tree.leaves] = proportion(
-            st.capacity, st.request[tree.leaves], tree.weight[tree.leaves], g, cap
-        )
+        own[tree.leaves] = proportion(st.capacity, request, tree.weight[tree.leaves], g, cap)
         fair = roll_up(tree, own)
         fair[ROOT] = st.capacity
+        self._last = (key, fair)
         return fair
 
     def ceiling(self) -> np.ndarray:
@@ -138,14 +147,19 @@ class VolcanoProportion(SharePolicy):
         return out
 
     def node_key(self, st: TenantState, fair: np.ndarray, node: int, req: np.ndarray) -> tuple:
-        with np.errstate(divide="ignore", invalid="ignore"):
-            d = fair[node]
-            ratio = np.where(d > 0, st.alloc[node] / np.where(d > 0, d, 1), st.alloc[node] * 1e3)
-        return (-float(st.tree.priority[node]), float(ratio.max()), node)
+        # max_r alloc/deserved (alloc × 1000 where nothing is deserved), in plain floats.
+        ratio = max(
+            (a / d if d > 0 else a * 1e3)
+            for a, d in zip(st.alloc[node].tolist(), fair[node].tolist(), strict=True)
+        )
+        return (-self._priority[node], ratio, node)
 
     def _within(self, st: TenantState, fair: np.ndarray, leaf: int, req: np.ndarray) -> bool:
+        asked = req.tolist()
         return all(
-            bool((st.alloc[n] + req <= fair[n] + EPS).all()) for n in st.tree.ancestors[leaf]
+            a + r <= f + EPS
+            for n in st.tree.ancestors[leaf]
+            for a, r, f in zip(st.alloc[n].tolist(), asked, fair[n].tolist(), strict=True)
         )
 
     def admit(self, st: TenantState, fair: np.ndarray, leaf: int, job: int) -> str | None:
