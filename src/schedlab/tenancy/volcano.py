@@ -240,15 +240,16 @@ class Drf(SharePolicy):
         mine = dominant(with_job, st.capacity) / w
         return bool((mine[waiting] <= self._shares_now(st)[leaves].max() + DRF_EPS).any())
 
-    def cannot_make_room(
-        self, st: TenantState, fair: np.ndarray, leaf: int, job: int, fits: object
-    ) -> bool:
-        """On a flat tree, taking victims only lowers their queues' shares (the reclaimer's
-        stays as it is), so a victim the rule refuses now is refused all along: if those it
-        accepts now could not make room together (``fits.possible``), no set can."""
-        possible = getattr(fits, "possible", None)
-        if possible is None or not st.tree.flat:
-            return False
+    def _accepted(self, st: TenantState, leaf: int, job: int) -> set[int] | None:
+        """On a flat tree, the running jobs of other queues the rule accepts now (None on a
+        deeper tree). Taking victims only lowers their queues' shares and leaves the
+        reclaimer's as it is, so a victim refused now is refused all along: the victims of
+        any selection are among these."""
+        if not st.tree.flat:
+            return None
+        key = (st.serial, st.version, leaf, job)
+        if getattr(self, "_accepted_key", None) == key:
+            return self._accepted_now
         jobs = np.asarray(
             [v for q, vs in st.by_leaf().items() if q != leaf for v in vs], dtype=np.int64
         )
@@ -256,17 +257,35 @@ class Drf(SharePolicy):
         queues = st.leaf_of[jobs]
         w = np.maximum(st.tree.weight[queues], EPS)
         theirs = dominant(st.alloc[queues] - st.demand[jobs], st.capacity) / w
-        return not possible(jobs[mine <= theirs + DRF_EPS].tolist())
+        self._accepted_key = key
+        self._accepted_now: set[int] | None = set(jobs[mine <= theirs + DRF_EPS].tolist())
+        return self._accepted_now
+
+    def cannot_make_room(
+        self, st: TenantState, fair: np.ndarray, leaf: int, job: int, fits: object
+    ) -> bool:
+        """If the victims the rule accepts now (:meth:`_accepted`) could not make room
+        together (``fits.possible``), no set can."""
+        possible = getattr(fits, "possible", None)
+        accepted = self._accepted(st, leaf, job)
+        if possible is None or accepted is None:
+            return False
+        return not possible(sorted(accepted))
 
     def victim_candidates(
         self, st: TenantState, fair: np.ndarray, leaf: int, job: int
     ) -> list[int]:
+        """Other queues' running jobs, the largest share first, then the latest run (only
+        those the rule could ever accept, where that is known)."""
+        accepted = self._accepted(st, leaf, job)
         rows = []
         for other, jobs in st.by_leaf().items():
             if other == leaf:
                 continue
             share = self._share(st, other, st.alloc[other])
             for v in jobs:
+                if accepted is not None and v not in accepted:
+                    continue
                 began = float(st.run_began[v]) if st.run_began is not None else 0.0
                 rows.append((-share, -began, v))
         return [v for *_, v in sorted(rows)]
