@@ -66,12 +66,49 @@ class YuniKorn(SharePolicy):
         return np.where(g < 0, st.capacity, g)
 
     def reclaimer(self, st: TenantState, fair: np.ndarray, leaf: int, job: int) -> bool:
-        tree = st.tree
-        needs = st.demand[job] > 0
-        g = tree.deserved[leaf]
-        if not (g[needs] > 0).any():
+        # In plain floats (a handful of resources: numpy's per-call cost would rule).
+        asked = st.demand[job].tolist()
+        g = st.tree.deserved[leaf].tolist()
+        if not any(n > 0 and x > 0 for n, x in zip(asked, g, strict=True)):
             return False  # preemption needs a guarantee
-        return bool((st.alloc[leaf, needs] < self._guaranteed(st, leaf)[needs] - EPS).any())
+        held, cap = st.alloc[leaf].tolist(), st.capacity.tolist()
+        return any(
+            n > 0 and a < (c if x < 0 else x) - EPS
+            for n, a, x, c in zip(asked, held, g, cap, strict=True)
+        )
+
+    def _accepted(self, st: TenantState, leaf: int, job: int) -> set[int] | None:
+        """On a flat tree, the running jobs of other queues :meth:`allow_victim` accepts now
+        (None on a deeper tree): taking a victim only lowers its own queue's allocation, and
+        the reclaimer's stays as it is, so one refused now is refused all along."""
+        if not st.tree.flat:
+            return None
+        key = (st.serial, st.version, leaf, job)
+        if getattr(self, "_accepted_key", None) == key:
+            return self._accepted_now
+        accepted: set[int] = set()
+        if self.reclaimer(st, np.zeros(0), leaf, job):
+            jobs = np.asarray(
+                [v for q, vs in st.by_leaf().items() if q != leaf for v in vs], dtype=np.int64
+            )
+            queues = st.leaf_of[jobs]
+            g = np.where(st.tree.deserved[queues] < 0, st.capacity, st.tree.deserved[queues])
+            held = st.alloc[queues]
+            over = (held > g + EPS).any(axis=1)
+            keeps = ~((held - st.demand[jobs]) < g - EPS).any(axis=1)
+            accepted = set(jobs[over & keeps].tolist())
+        self._accepted_key, self._accepted_now = key, accepted
+        return accepted
+
+    def cannot_make_room(
+        self, st: TenantState, fair: np.ndarray, leaf: int, job: int, fits: object
+    ) -> bool:
+        """If the victims :meth:`_accepted` could not make room together (``fits.possible``),
+        no set can."""
+        possible = getattr(fits, "possible", None)
+        if possible is None or self._accepted(st, leaf, job) is None:
+            return False
+        return not possible(self.victim_candidates(st, fair, leaf, job))
 
     def _fenced(self, st: TenantState, leaf: int, victim_leaf: int) -> bool:
         """Is the victim inside a fenced queue the job is outside of?"""
@@ -86,12 +123,15 @@ class YuniKorn(SharePolicy):
         self, st: TenantState, fair: np.ndarray, leaf: int, job: int
     ) -> list[int]:
         prio = self.job_priority(st, job)
+        accepted = self._accepted(st, leaf, job)
         rows = []
         for other, jobs in st.by_leaf().items():
             if other == leaf or self._fenced(st, leaf, other):
                 continue
             last = st.tree.preemption[other].get("allow_preemption") is False
             for v in jobs:
+                if accepted is not None and v not in accepted:
+                    continue  # never accepted in this selection
                 pv = self.job_priority(st, v)
                 if pv > prio:
                     continue
