@@ -1,9 +1,11 @@
 """Tenancy on a live cluster: the queue tree, and every cycle each job's queue from its attributes.
 
 Slurm: queues from the accounting tree, jobs by their account (or user, partition). Kubernetes:
-queues from the queue file, a pod's queue from its ``kueue.x-k8s.io/queue-name``,
-``kai.scheduler/queue`` or ``schedlab.io/queue`` label, else its namespace (attributes ``queue``
-and ``namespace``).
+queues from the queue file and, when asked, the cluster's queue objects
+(:mod:`schedlab.tenancy.kube_queues`); a pod's queue from its ``kueue.x-k8s.io/queue-name``,
+``kai.scheduler/queue`` or ``schedlab.io/queue`` label, else its namespace (attributes
+``queue``, ``namespace`` and ``queue_kind``, which label it was). A job no queue takes is
+reported by :meth:`LiveTenancy.refusals` so that the engine turns it away alone.
 
 A queue is a Slurm association ``(account, user)``: ``sacctmgr -nP show assoc format=
 Cluster,Account,User,Partition,ParentName,Fairshare,GrpTRES,QOS`` gives the account tree

@@ -11,8 +11,10 @@ schedlab's partition are Slurm's alone. A reclaim is a requeue (``scontrol reque
 as every preemption of serve: a checkpointing job resumes, others start again.
 
 On Kubernetes only schedlab binds the pods that name it (``spec.schedulerName``), so the share
-policy decides which of them start; the queues come from the queue file and a pod's queue from
-its labels or namespace (:mod:`schedlab.tenancy.live`). A reclaim is an eviction (the Eviction
+policy decides which of them start; the queues come from the queue file and, with
+``--queues-from-cluster``, from Kueue's and KAI's queue objects and namespace ResourceQuotas
+(:mod:`schedlab.tenancy.kube_queues`), and a pod's queue from its labels or namespace
+(:mod:`schedlab.tenancy.live`). A reclaim is an eviction (the Eviction
 API, disruption budgets respected, ``--grace``), as every preemption of ``serve kubernetes``:
 the pod's controller makes it again and it waits in its queue. schedlab must not act on pods a
 Kueue or KAI controller manages: those name their own scheduler, never schedlab's.
