@@ -90,7 +90,7 @@ class RoundRecord:
     jobs: int = 0
 
 
-@dataclass
+@dataclass(slots=True)
 class _Planned:
     """A job placed in the current round."""
 
@@ -99,6 +99,24 @@ class _Planned:
     steps: float
     finish: float  # now + steps / T (Gavel's clock)
     failed: bool
+
+
+@dataclass
+class _Frame:
+    """The active jobs, in arrival order, and their rows per type: received seconds since the
+    reset, deficits, throughputs, allocated shares; and their GPU counts."""
+
+    order: list[int]
+    recv: np.ndarray
+    deficit: np.ndarray
+    T: np.ndarray
+    x: np.ndarray
+    scale: list[int]
+
+    @staticmethod
+    def empty(types: int) -> _Frame:
+        blank = np.zeros((0, types))
+        return _Frame([], blank, blank, blank, blank, [])
 
 
 class GavelRounds(SchedulingPolicy):
@@ -160,6 +178,10 @@ class GavelRounds(SchedulingPolicy):
                 self.workers.append((node, gpu))
             self.servers[k].append(ids)
         self.capacity = np.array([sum(len(s) for s in self.servers[k]) for k in range(n)])
+        # Each type's workers in server order: the placement walk reads them front to back.
+        self.flat: list[list[int]] = [[w for s in self.servers[k] for w in s] for k in range(n)]
+        self.scale: list[int] = ctx.jobs.num_gpus.tolist()
+        self.alloc_of: dict[tuple[int, ...], Allocation] = {}
         self.T: dict[int, np.ndarray] = {}
         self.pick_order = self._pick_order()
         seed = self.shuffle_seed
@@ -179,11 +201,15 @@ class GavelRounds(SchedulingPolicy):
         self.failures: dict[int, int] = {}
         self.assigned: dict[int, tuple[int, tuple[int, ...]]] = {}
         self.planned: dict[int, _Planned] = {}
+        self.planned_order: list[int] = []
         self.round_end: float | None = None
         self.credit_from: float | None = None  # end of the last round that ran anything
         self.log: list[RoundRecord] = []
         self.solves = 0
         self.dropped: set[int] = set()
+        self.frame = _Frame.empty(n)
+        self.frame_stale = True  # the active set changed since the frame was built
+        self.shares_stale = True  # the allocation changed since then
 
     def _throughputs(self, job: int) -> np.ndarray:
         row = self.T.get(job)
@@ -231,10 +257,11 @@ class GavelRounds(SchedulingPolicy):
     def _close_round(self, snap: Snapshot) -> list[Decision]:
         """Credit the round that just ended (in Gavel's order: latest finish first), retire the
         jobs the engine completed, count failures and drop the jobs that failed too often."""
-        rt = snap.runtime
+        status = snap.runtime.status
         record = self.log[-1]
         decisions: list[Decision] = []
-        for job, plan in sorted(self.planned.items(), key=lambda kv: (-kv[1].finish, kv[0])):
+        for job in self.planned_order:
+            plan = self.planned[job]
             if plan.failed:
                 if job in self.active:
                     self.failures[job] = self.failures.get(job, 0) + 1
@@ -242,7 +269,7 @@ class GavelRounds(SchedulingPolicy):
                     if self.failures[job] >= MAX_FAILED_ROUNDS:
                         self._retire(job)
                         self.dropped.add(job)
-                        if rt.status[job] == RUNNING:
+                        if status.item(job) == RUNNING:
                             decisions.append(Preempt(job))
                         decisions.append(Reject(job, f"failed {MAX_FAILED_ROUNDS} rounds in a row"))
                 continue
@@ -250,9 +277,10 @@ class GavelRounds(SchedulingPolicy):
             e = record.job_busy[job]
             self.recv[job][plan.type] += e
             self.busy[plan.type] += e
-            if rt.status[job] == DONE:
+            if status.item(job) == DONE:
                 self._retire(job)
         self.planned = {}
+        self.planned_order = []
         self.round_end = None
         return decisions
 
@@ -261,6 +289,7 @@ class GavelRounds(SchedulingPolicy):
         del self.recv[job]
         del self.deficit[job]
         self.need_update = True
+        self.frame_stale = True
 
     def _admit(self, snap: Snapshot) -> list[Decision]:
         """Jobs that arrived since the last boundary join (in job-id order); a job no GPU type
@@ -278,6 +307,7 @@ class GavelRounds(SchedulingPolicy):
             self.recv[job] = np.full(len(self.types), self.half)
             self.deficit[job] = np.zeros(len(self.types))
             self.need_update = True
+            self.frame_stale = True
         return rejected
 
     def _never_runs(self, job: int) -> str | None:
@@ -309,6 +339,7 @@ class GavelRounds(SchedulingPolicy):
         self.x = self._solve(snap)
         self.solves += 1
         self.need_update = False
+        self.shares_stale = True
 
     def _solve(self, snap: Snapshot) -> dict[int, np.ndarray]:
         jobs = np.array(sorted(self.active), dtype=np.int64)
@@ -338,91 +369,121 @@ class GavelRounds(SchedulingPolicy):
 
     @staticmethod
     def remaining(snap: Snapshot, jobs: np.ndarray) -> np.ndarray:
-        """Steps left, exactly as the engine will bank them now."""
+        """Steps left, exactly as the engine will bank them now (the engine's own arithmetic,
+        element by element)."""
         rt, now = snap.runtime, snap.now
-        out = np.empty(len(jobs))
-        for r, job in enumerate(jobs.tolist()):
-            left = float(rt.remaining[job])
-            if rt.status[job] == RUNNING:
-                left = max(0.0, left - max(0.0, now - float(rt.progress_from[job])) * rt.rate[job])
-            out[r] = left
-        return out
+        left = rt.remaining[jobs].astype(np.float64)
+        running = rt.status[jobs] == RUNNING
+        if not running.any():
+            return left
+        done = np.maximum(0.0, now - rt.progress_from[jobs]) * rt.rate[jobs]
+        return np.where(running, np.maximum(0.0, left - done), left)
 
     # -- one round -----------------------------------------------------------------------
-    def _priorities(self) -> list[tuple[int, int, float]]:
-        """(job, type, priority) entries in picking order."""
+    def _frame(self) -> _Frame:
+        """The active jobs' per-type rows as matrices (rebuilt when the active set or the
+        allocation changed; the received-time and deficit rows stay shared with the per-job
+        arrays, which the rounds update in place)."""
+        f = self.frame
+        if self.frame_stale:
+            order = list(self.active)
+            n = len(self.types)
+            f = _Frame.empty(n)
+            f.order = order
+            if order:
+                f.recv = np.array([self.recv[j] for j in order])
+                f.deficit = np.array([self.deficit[j] for j in order])
+                for i, job in enumerate(order):  # the per-job arrays become views of the rows
+                    self.recv[job] = f.recv[i]
+                    self.deficit[job] = f.deficit[i]
+                f.T = np.array([self._throughputs(j) for j in order])
+            f.scale = [self.scale[j] for j in order]
+            self.frame = f
+            self.frame_stale = False
+            self.shares_stale = True
+        if self.shares_stale:
+            zero = np.zeros(len(self.types))
+            rows = [self.x.get(j, zero) for j in f.order]
+            f.x = np.array(rows) if rows else np.zeros((0, len(self.types)))
+            self.shares_stale = False
+        return f
+
+    def _pick(self) -> dict[int, list[int]]:
+        """Jobs to run this round per type: Gavel's greedy pass over its priority queue.
+
+        Types in picking order (shuffled every round for the agnostic policies); per type the
+        jobs by (priority, deficit, share) descending, ties in arrival order; priority
+        ``x_jk / f_jk`` with ``f_jk`` the job's share of the type's busy time since the reset
+        (``x_jk · 1e9`` while that is 0; 0 without allocation, share or speed). Taken in that
+        order while the type has room, skipping jobs already taken, jobs at 0 steps/s there and
+        (FIFO policies) jobs of priority 0."""
         order = list(self.pick_order)
         if not self.allocation.perf_aware:
             self.shuffler.shuffle(order)
-        queue: list[tuple[int, int]] = []
-        for k in order:
-            busy = self.busy[k]
-            entries = []
-            for job in self.active:
-                x = self.x.get(job)
-                if x is None:
-                    p, d, share = 0.0, self.deficit[job][k], 0.0
-                else:
-                    share = float(x[k])
-                    p = share * 1e9
-                    if share != 0.0:
-                        f = self.recv[job][k] / busy if busy != 0.0 else 0.0
-                        if self.T[job][k] == 0:
-                            p = 0.0
-                        elif f > 0.0:
-                            p = share / f
-                    d = self.deficit[job][k]
-                entries.append((p, float(d), share, job))
-            entries.sort(key=lambda e: (e[0], e[1], e[2]), reverse=True)
-            queue += [(e[3], k, e[0]) for e in entries]
-        return queue
-
-    def _pick(self) -> dict[int, list[int]]:
-        """Jobs to run this round per type (Gavel's greedy pass over the priority queue)."""
-        left = self.capacity.astype(np.int64).copy()
+        f = self._frame()
+        left = self.capacity.tolist()
         taken: set[int] = set()
         picked: dict[int, list[int]] = {k: [] for k in range(len(self.types))}
-        for job, k, priority in self._priorities():
-            if left[k] == 0 or job in taken or self.T[job][k] <= 0:
+        if not f.order:
+            return picked
+        fifo = self.allocation.fifo
+        for k in order:
+            if left[k] == 0:
                 continue
-            if self.allocation.fifo and priority <= 0.0:
-                continue
-            s = int(self.jobs.num_gpus[job])
-            if s > left[k]:
-                continue
-            left[k] -= s
-            taken.add(job)
-            picked[k].append(job)
+            share = f.x[:, k]
+            priority = share * 1e9
+            busy = float(self.busy[k])
+            nonzero = share != 0.0
+            if busy != 0.0:
+                frac = f.recv[:, k] / busy
+                use = nonzero & (frac > 0.0)
+                priority = np.where(use, share / np.where(use, frac, 1.0), priority)
+            speed = f.T[:, k]
+            priority = np.where(nonzero & (speed == 0), 0.0, priority)
+            ranked = np.lexsort((-share, -f.deficit[:, k], -priority))
+            ok = speed[ranked] > 0
+            if fifo:
+                ok &= priority[ranked] > 0.0
+            room = left[k]
+            for i in ranked[ok].tolist():
+                job = f.order[i]
+                s = f.scale[i]
+                if job in taken or s > room:
+                    continue
+                room -= s
+                taken.add(job)
+                picked[k].append(job)
+                if room == 0:
+                    break
+            left[k] = room
         return picked
 
     def _place(self, picked: dict[int, list[int]]) -> dict[int, tuple[int, tuple[int, ...]]]:
         """GPUs for the picked jobs: lease extensions first, then a walk over the servers."""
         out: dict[int, tuple[int, tuple[int, ...]]] = {}
-        scale = self.jobs.num_gpus
+        scale = self.scale
         for k, jobs in picked.items():
             if not jobs:
                 continue
-            ordered = sorted(jobs, key=lambda j: int(scale[j]), reverse=True)
-            servers = [list(s) for s in self.servers[k]]
+            ordered = sorted(jobs, key=scale.__getitem__, reverse=True)
+            flat = self.flat[k]
             taken: set[int] = set()
             ptr = 0
-            for size in sorted({int(scale[j]) for j in ordered}, reverse=True):
+            for size in sorted({scale[j] for j in ordered}, reverse=True):
                 for job in ordered:
-                    if int(scale[job]) != size:
+                    if scale[job] != size:
                         continue
                     prev = self.assigned.get(job)
-                    if prev is not None and prev[0] == k and not any(w in taken for w in prev[1]):
+                    if prev is not None and prev[0] == k and taken.isdisjoint(prev[1]):
                         out[job] = prev
                         taken.update(prev[1])
                 for job in ordered:
-                    if int(scale[job]) != size or job not in self.x:
+                    if scale[job] != size or job not in self.x:
                         continue
                     ids = list(out[job][1]) if job in out else []
-                    while len(ids) < size and ptr < len(servers):
-                        if not servers[ptr]:
-                            ptr += 1
-                            continue
-                        w = servers[ptr].pop(0)
+                    while len(ids) < size and ptr < len(flat):
+                        w = flat[ptr]
+                        ptr += 1
                         if w not in taken:
                             ids.append(w)
                             taken.add(w)
@@ -444,10 +505,11 @@ class GavelRounds(SchedulingPolicy):
             placed = self._place(self._pick())
         record = RoundRecord(start=now, end=now)
         record.lease_opportunities = sum(1 for j in self.assigned if j in self.active)
+        assigned = self.assigned
         record.lease_extensions = sum(
             1
             for j, a in placed.items()
-            if j in self.assigned and set(self.assigned[j][1]) == set(a[1])
+            if j in assigned and (assigned[j][1] == a[1] or set(assigned[j][1]) == set(a[1]))
         )
         decisions = self._decisions(snap, placed, earlier, record)
         self.assigned = placed
@@ -472,26 +534,31 @@ class GavelRounds(SchedulingPolicy):
                 decisions.append(Preempt(job))
         jobs = np.array(sorted(placed), dtype=np.int64)
         left = dict(zip(jobs.tolist(), self.remaining(snap, jobs).tolist(), strict=True))
+        running = (rt.status[jobs] == RUNNING).tolist()
+        since = rt.progress_from[jobs].tolist()
         starts: list[Decision] = []
         ends: dict[int, float] = {}
-        for job in jobs.tolist():
+        for i, job in enumerate(jobs.tolist()):
             k, workers = placed[job]
-            alloc = self._allocation(workers)
-            moving = rt.status[job] != RUNNING or rt.allocation[job] != alloc
-            if rt.status[job] != RUNNING:
+            alloc = self.alloc_of.get(workers)
+            if alloc is None:
+                alloc = self.alloc_of[workers] = self._allocation(workers)
+            held = rt.allocation[job]
+            moving = not running[i] or (held is not alloc and held != alloc)
+            if not running[i]:
                 starts.append(Start(job, alloc))
             elif moving:
                 starts.append(Resize(job, alloc))
-            t = float(self.T[job][k])
+            t = self.T[job].item(k)
             r = left[job]
             steps = min(int(t * self.slot), r)
-            s = int(self.jobs.num_gpus[job])
+            s = self.scale[job]
             failed = steps <= 0 or (s > 1 and steps // s <= 0)
             finish = now + steps / t
             self.planned[job] = _Planned(k, workers, steps, finish, failed)
             if steps == r and not failed:
                 # The engine completes it at (start of progress) + remaining / T.
-                begin = now if moving else max(now, float(rt.progress_from[job]))
+                begin = now if moving else max(now, since[i])
                 ends[job] = begin + r / t
             else:
                 ends[job] = finish
@@ -518,13 +585,18 @@ class GavelRounds(SchedulingPolicy):
         record.end = end
         record.jobs = len(self.planned)
         per_job: dict[int, float] = {}
-        for job, plan in sorted(self.planned.items(), key=lambda kv: (-kv[1].finish, kv[0])):
+        planned = self.planned
+        # Gavel's order: latest finish first (the round's close credits in the same order).
+        self.planned_order = sorted(planned, key=lambda j: (-planned[j].finish, j))
+        busy = record.busy
+        for job in self.planned_order:
+            plan = planned[job]
             if plan.failed:
                 continue
             e = plan.finish - start
             per_job[job] = e
             for w in plan.workers:
-                record.busy[w] = record.busy.get(w, 0.0) + e
+                busy[w] = busy.get(w, 0.0) + e
         record.job_busy = per_job
         self.credit_from = end
 
