@@ -12,7 +12,9 @@ two runs are seen to be the same run.
 The artifact (``stanford-futuredata/gavel``) is not part of schedlab and is never installed by
 it: point ``SCHEDLAB_GAVEL`` at its ``scheduler`` folder (RPC stubs compiled) and
 ``SCHEDLAB_GAVEL_PYTHON`` at an interpreter with what it imports (numpy, cvxpy with ECOS,
-grpcio). Without them the script times schedlab alone.
+grpcio). Without them the script times schedlab alone. The driver prints its figures only
+with ``-v``, which also logs every event; ``--artifact-verbose`` passes it (to see that both
+ran the same case), the default times the artifact silent, as its sweeps run it.
 
     python benchmarks/gavel_side_by_side.py [--cases fifo_perf max_min_fairness_perf]
         [--window 4000 5000] [--repeat 1]
@@ -74,6 +76,11 @@ def main() -> None:
     parser.add_argument("--cases", nargs="+", default=list(POLICIES), choices=list(POLICIES))
     parser.add_argument("--window", nargs=2, type=int, default=(4000, 5000))
     parser.add_argument("--repeat", type=int, default=1)
+    parser.add_argument(
+        "--artifact-verbose",
+        action="store_true",
+        help="run the artifact with -v: it prints its average JCT, but also logs every event",
+    )
     args = parser.parse_args()
     artifact = os.environ.get("SCHEDLAB_GAVEL")
     python = os.environ.get("SCHEDLAB_GAVEL_PYTHON", sys.executable)
@@ -91,6 +98,8 @@ def main() -> None:
             driver = "scripts/drivers/simulate_scheduler_with_generated_jobs.py"
             theirs = [python, driver, "-c", "36:36:36", "-s", str(lo), "-e", str(hi)]
             theirs += ["-l", "1200", "-p", policy, "--seed", "0"]
+            if args.artifact_verbose:  # its figures are printed only with -v (and its log)
+                theirs.append("-v")
             a_wall, a_cpu, a_jct = run(theirs, artifact, args.repeat)
             line += (
                 f"; artifact {a_cpu:.2f} s CPU ({a_wall:.1f} s wall), avg JCT {a_jct} s; "

@@ -82,23 +82,28 @@ class RoundRecord:
 
     start: float
     end: float
-    #: GPU-busy seconds credited per worker index, and per job (Gavel's accounting).
-    busy: dict[int, float] = field(default_factory=dict)
+    #: GPU-busy seconds credited (Gavel's accounting): ``busy_seconds[i]`` to worker
+    #: ``busy_workers[i]`` (each worker at most once a round), and per job.
+    busy_workers: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+    busy_seconds: np.ndarray = field(default_factory=lambda: np.zeros(0))
     job_busy: dict[int, float] = field(default_factory=dict)
     lease_opportunities: int = 0
     lease_extensions: int = 0
     jobs: int = 0
 
 
-@dataclass(slots=True)
-class _Planned:
-    """A job placed in the current round."""
+@dataclass
+class _Round:
+    """The jobs placed in the current round (ascending ids) and what each does in it."""
 
-    type: int
-    workers: tuple[int, ...]
-    steps: float
-    finish: float  # now + steps / T (Gavel's clock)
-    failed: bool
+    jobs: list[int]
+    types: list[int]
+    workers: list[tuple[int, ...]]
+    steps: np.ndarray
+    finish: np.ndarray  # now + steps / T (Gavel's clock)
+    failed: np.ndarray
+    #: Indices in Gavel's crediting order: latest finish first, then job id.
+    order: list[int]
 
 
 @dataclass
@@ -200,8 +205,7 @@ class GavelRounds(SchedulingPolicy):
         self.need_update = False
         self.failures: dict[int, int] = {}
         self.assigned: dict[int, tuple[int, tuple[int, ...]]] = {}
-        self.planned: dict[int, _Planned] = {}
-        self.planned_order: list[int] = []
+        self.planned: _Round | None = None
         self.round_end: float | None = None
         self.credit_from: float | None = None  # end of the last round that ran anything
         self.log: list[RoundRecord] = []
@@ -260,9 +264,12 @@ class GavelRounds(SchedulingPolicy):
         status = snap.runtime.status
         record = self.log[-1]
         decisions: list[Decision] = []
-        for job in self.planned_order:
-            plan = self.planned[job]
-            if plan.failed:
+        rnd = self.planned
+        assert rnd is not None
+        failed = rnd.failed.tolist()
+        for i in rnd.order:
+            job = rnd.jobs[i]
+            if failed[i]:
                 if job in self.active:
                     self.failures[job] = self.failures.get(job, 0) + 1
                     self.need_update = True
@@ -275,12 +282,12 @@ class GavelRounds(SchedulingPolicy):
                 continue
             self.failures[job] = 0
             e = record.job_busy[job]
-            self.recv[job][plan.type] += e
-            self.busy[plan.type] += e
+            k = rnd.types[i]
+            self.recv[job][k] += e
+            self.busy[k] += e
             if status.item(job) == DONE:
                 self._retire(job)
-        self.planned = {}
-        self.planned_order = []
+        self.planned = None
         self.round_end = None
         return decisions
 
@@ -426,26 +433,25 @@ class GavelRounds(SchedulingPolicy):
         picked: dict[int, list[int]] = {k: [] for k in range(len(self.types))}
         if not f.order:
             return picked
-        fifo = self.allocation.fifo
+        # Every type's priorities at once: x/f where the job has a share and a fraction,
+        # x·1e9 where it has a share but no fraction yet, 0 without a share or speed.
+        share, busy = f.x, self.busy
+        nonzero = share != 0.0
+        frac = np.divide(f.recv, busy, out=np.zeros_like(f.recv), where=busy != 0.0)
+        use = nonzero & (frac > 0.0)
+        priority = np.where(use, share / np.where(use, frac, 1.0), share * 1e9)
+        priority[nonzero & (f.T == 0)] = 0.0
+        valid = f.T > 0
+        if self.allocation.fifo:
+            valid &= priority > 0.0
+        # Per type: (priority, deficit, share) descending, ties in arrival order.
+        keys = (-share, -f.deficit, -priority)
         for k in order:
             if left[k] == 0:
                 continue
-            share = f.x[:, k]
-            priority = share * 1e9
-            busy = float(self.busy[k])
-            nonzero = share != 0.0
-            if busy != 0.0:
-                frac = f.recv[:, k] / busy
-                use = nonzero & (frac > 0.0)
-                priority = np.where(use, share / np.where(use, frac, 1.0), priority)
-            speed = f.T[:, k]
-            priority = np.where(nonzero & (speed == 0), 0.0, priority)
-            ranked = np.lexsort((-share, -f.deficit[:, k], -priority))
-            ok = speed[ranked] > 0
-            if fifo:
-                ok &= priority[ranked] > 0.0
+            ranked = np.lexsort([key[:, k] for key in keys])
             room = left[k]
-            for i in ranked[ok].tolist():
+            for i in ranked[valid[ranked, k]].tolist():
                 job = f.order[i]
                 s = f.scale[i]
                 if job in taken or s > room:
@@ -533,48 +539,49 @@ class GavelRounds(SchedulingPolicy):
             if job not in dropped and job not in placed:
                 decisions.append(Preempt(job))
         jobs = np.array(sorted(placed), dtype=np.int64)
-        left = dict(zip(jobs.tolist(), self.remaining(snap, jobs).tolist(), strict=True))
+        ids = jobs.tolist()
+        left = self.remaining(snap, jobs)
         running = (rt.status[jobs] == RUNNING).tolist()
-        since = rt.progress_from[jobs].tolist()
         starts: list[Decision] = []
-        ends: dict[int, float] = {}
-        for i, job in enumerate(jobs.tolist()):
-            k, workers = placed[job]
-            alloc = self.alloc_of.get(workers)
+        moving = np.zeros(len(ids), dtype=bool)
+        types: list[int] = []
+        workers: list[tuple[int, ...]] = []
+        for i, job in enumerate(ids):
+            k, held_by = placed[job]
+            types.append(k)
+            workers.append(held_by)
+            alloc = self.alloc_of.get(held_by)
             if alloc is None:
-                alloc = self.alloc_of[workers] = self._allocation(workers)
-            held = rt.allocation[job]
-            moving = not running[i] or (held is not alloc and held != alloc)
+                alloc = self.alloc_of[held_by] = self._allocation(held_by)
             if not running[i]:
                 starts.append(Start(job, alloc))
-            elif moving:
-                starts.append(Resize(job, alloc))
-            t = self.T[job].item(k)
-            r = left[job]
-            steps = min(int(t * self.slot), r)
-            s = self.scale[job]
-            failed = steps <= 0 or (s > 1 and steps // s <= 0)
-            finish = now + steps / t
-            self.planned[job] = _Planned(k, workers, steps, finish, failed)
-            if steps == r and not failed:
-                # The engine completes it at (start of progress) + remaining / T.
-                begin = now if moving else max(now, since[i])
-                ends[job] = begin + r / t
+                moving[i] = True
             else:
-                ends[job] = finish
+                held = rt.allocation[job]
+                if held is not alloc and held != alloc:
+                    starts.append(Resize(job, alloc))
+                    moving[i] = True
         decisions += starts
-        if not placed:
+        if not ids:
             return decisions
-        end = max(ends.values())
-        for job in jobs.tolist():
-            plan = self.planned[job]
-            if plan.failed:
-                wait = end - now
-            elif plan.steps == left[job]:
-                wait = 0.0
-            else:
-                wait = end - plan.finish
-            decisions.append(Overhead(job, wait))
+        # Element by element the arithmetic of Gavel's loop: n = min(int(T·slot), R) steps,
+        # done at now + n/T; a multi-GPU job whose n is below its GPU count fails the round.
+        t = np.array([self.T[j].item(k) for j, k in zip(ids, types, strict=True)])
+        whole = np.floor(t * self.slot)
+        steps = np.where(left < whole, left, whole)
+        scale = np.array([self.scale[j] for j in ids])
+        failed = (steps <= 0) | ((scale > 1) & (steps < scale))
+        finish = now + steps / t
+        # A job that finishes in the round: the engine completes it at (start of progress) +
+        # remaining / T.
+        done = (steps == left) & ~failed
+        begin = np.where(moving, now, np.maximum(now, rt.progress_from[jobs]))
+        ends = np.where(done, begin + left / t, finish)
+        end = float(ends.max())
+        wait = np.where(failed, end - now, np.where(done, 0.0, end - finish))
+        order = np.lexsort((jobs, -finish)).tolist()
+        self.planned = _Round(ids, types, workers, steps, finish, failed, order)
+        decisions += [Overhead(j, w) for j, w in zip(ids, wait.tolist(), strict=True)]
         self._credit(record, end)
         self.round_end = end
         return decisions
@@ -582,22 +589,16 @@ class GavelRounds(SchedulingPolicy):
     def _credit(self, record: RoundRecord, end: float) -> None:
         """Gavel's busy time of the round: from the end of the last round that ran anything."""
         start = self.credit_from if self.credit_from is not None else 0.0
+        rnd = self.planned
+        assert rnd is not None
         record.end = end
-        record.jobs = len(self.planned)
-        per_job: dict[int, float] = {}
-        planned = self.planned
-        # Gavel's order: latest finish first (the round's close credits in the same order).
-        self.planned_order = sorted(planned, key=lambda j: (-planned[j].finish, j))
-        busy = record.busy
-        for job in self.planned_order:
-            plan = planned[job]
-            if plan.failed:
-                continue
-            e = plan.finish - start
-            per_job[job] = e
-            for w in plan.workers:
-                busy[w] = busy.get(w, 0.0) + e
-        record.job_busy = per_job
+        record.jobs = len(rnd.jobs)
+        seconds = (rnd.finish - start).tolist()
+        failed = rnd.failed.tolist()
+        kept = [i for i in rnd.order if not failed[i]]
+        record.job_busy = {rnd.jobs[i]: seconds[i] for i in kept}
+        record.busy_workers = np.array([w for i in kept for w in rnd.workers[i]], dtype=np.int64)
+        record.busy_seconds = np.array([seconds[i] for i in kept for _ in rnd.workers[i]])
         self.credit_from = end
 
     def _allocation(self, workers: tuple[int, ...]) -> Allocation:
@@ -646,8 +647,7 @@ class GavelRounds(SchedulingPolicy):
         busy = np.zeros(len(self.workers))
         for record in self.log:
             if record.end <= end and record.jobs:
-                for w, e in record.busy.items():
-                    busy[w] += e
+                busy[record.busy_workers] += record.busy_seconds  # each worker once a round
         return float(busy.mean() / end) if end > 0 and len(busy) else 0.0
 
     def lease_extension_percent(self, until: float) -> float:
