@@ -96,7 +96,16 @@ GOOD_SITE = '[[site]]\nname = "a"\ncluster = "1x8:V100"\nprice_gpu_hour = { V100
         (GOOD_SITE + 'colour = "red"\n', "key 'colour': unknown"),
         ('[federation]\norigin = "a"\n', "[[site]]: none"),
         (GOOD_SITE + 'ci = "nowhere.csv"\n', "key 'ci'"),
-        (GOOD_SITE + '[federation]\nreconsider = "periodic:60"\n', "key 'reconsider'"),
+        (GOOD_SITE + '[federation]\nreconsider = "hourly"\n', "key 'reconsider': 'none' or"),
+        (
+            GOOD_SITE + '[federation]\nreconsider = "periodic:60"\ndispatcher = "round-robin"\n',
+            "key 'reconsider': moving jobs needs a dispatcher with a score",
+        ),
+        (GOOD_SITE + "[federation]\nmove_running = true\n", "key 'move_running': running jobs"),
+        (
+            GOOD_SITE + '[federation]\nreconsider = "periodic:60"\nmove_margin = 1\n',
+            "key 'move_margin': must be below 1",
+        ),
         ("[[site]\n", "not a TOML file"),
     ],
 )

@@ -766,6 +766,44 @@ class _Run:
         self.rt.status[job] = FUTURE
         self.withdrawn.append(job)
 
+    def evict(self, job: int, now: float) -> tuple[float, float, float]:
+        """A running ``job`` leaves this run at ``now`` to go on elsewhere (a federation moves
+        it): it stops as a preemption stops it — progress banked, or lost without a checkpoint
+        — gives back its GPUs and is as if it had never arrived; the policy hears of it as
+        withdrawn. Returns its remaining work, attained GPU-seconds and executed seconds."""
+        rt = self.rt
+        if rt.status[job] != RUNNING:
+            raise PolicyError(f"job {job} was moved away while not running")
+        self.now = now
+        if self.fail is not None:
+            self.fail.stopped(job, now)
+        self.stop_progress(job, now)
+        if not self.jobs.checkpoint[job]:
+            rt.remaining[job] = self.e.work[job]
+            rt.attained[job] = 0.0
+            rt.executed[job] = 0.0
+        self.vacate(job)
+        if self.net is not None:
+            self.net.stop(job, now)
+        rt.rate[job] = 0.0
+        rt.status[job] = FUTURE
+        del self.running[job]
+        self.withdrawn.append(job)
+        self.schedule_completion(job)  # voids its completion here
+        return float(rt.remaining[job]), float(rt.attained[job]), float(rt.executed[job])
+
+    def inject_resumed(
+        self, job: int, now: float, remaining: float, attained: float, executed: float
+    ) -> None:
+        """``job``, which ran elsewhere and was moved here, arrives in the queue at ``now`` with
+        what it carries (:meth:`evict`'s values); its next start pays the restart overhead."""
+        self.inject(job, now)
+        rt = self.rt
+        rt.remaining[job] = remaining
+        rt.attained[job] = attained
+        rt.executed[job] = executed
+        self.ever_ran[job] = True
+
     def pause_progress(self, job: int) -> None:
         """A running ``job`` holds its GPUs but makes no progress until :meth:`resume_progress`
         (a federation stages its input data after admission)."""

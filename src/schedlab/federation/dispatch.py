@@ -32,7 +32,7 @@ class Estimate:
 
 def carbon_g(site: Site, watts: float, start: float, seconds: float) -> float:
     """``P·PUE·∫CI dt`` over ``[start, start + seconds]`` in grams (exact on the step series)."""
-    if not math.isfinite(seconds):
+    if not (math.isfinite(seconds) and math.isfinite(start)):
         return INF
     return watts * site.pue * site.ci.integral(start, start + seconds) / J_PER_KWH
 

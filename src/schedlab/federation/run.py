@@ -141,20 +141,44 @@ def federation_jobs(result: FederationResult) -> pd.DataFrame:
     if unplaced.any():
         frame.loc[unplaced, "status"] = "unplaceable"
     names = [s.name for s in result.sites]
-    cost = np.stack([s.observer.compute_usd for s in result.sites])[where, np.arange(len(where))]
+    # a job's GPU time is billed at every site it held GPUs at (one, unless it moved running)
+    cost = np.stack([s.observer.compute_usd for s in result.sites]).sum(axis=0)
     start = frame["start_time"].to_numpy(dtype=np.float64)
+    queue_s = start - out.arrived
+    moved = np.flatnonzero(out.moves > 0)
+    if len(moved):
+        _add_earlier_sites(frame, frames, moved)
+        queue_s[moved] = out.wait_before[moved] + (out.visit_start[moved] - out.arrived[moved])
     frame["site"] = [names[k] if k >= 0 else "" for k in out.site.tolist()]
     frame["data_site"] = result.data_site
     frame["data_gb"] = result.data_gb
     frame["transfer_s"] = out.transfer_s
-    frame["queue_s"] = start - out.arrived
+    frame["queue_s"] = queue_s
     frame["egress_gb"] = out.egress_gb
     frame["egress_usd"] = out.egress_usd
     frame["compute_usd"] = np.where(unplaced, 0.0, cost)
     frame["nominated"] = out.nominated
-    frame["moves"] = 0
+    frame["moves"] = out.moves
     frame["hold_gpu_s"] = out.hold_gpu_s
     return frame
+
+
+#: Per-job columns a moved job adds up over the sites it ran at.
+ADDED_OVER_SITES = ("gpu_seconds", "energy_kwh", "carbon_kg", "preemptions")
+
+
+def _add_earlier_sites(frame: pd.DataFrame, frames: list[pd.DataFrame], moved: np.ndarray) -> None:
+    """The rows of moved jobs (taken from the site they ended at) made whole: their first start
+    anywhere, and the GPU time, energy, carbon and preemptions of every site they ran at."""
+    starts = np.stack([f["start_time"].to_numpy(dtype=np.float64)[moved] for f in frames])
+    earliest = np.where(np.isnan(starts), np.inf, starts).min(axis=0)
+    first = np.where(np.isinf(earliest), np.nan, earliest)
+    frame.loc[moved, "start_time"] = first
+    frame.loc[moved, "queue_delay"] = first - frame["submit_time"].to_numpy(dtype=np.float64)[moved]
+    for column in ADDED_OVER_SITES:
+        if column in frame:
+            total = sum(f[column].to_numpy()[moved] for f in frames if column in f)
+            frame.loc[moved, column] = total
 
 
 def _stats(values: pd.Series) -> dict[str, float | None]:
@@ -202,6 +226,9 @@ def federation_summary(result: FederationResult, frame: pd.DataFrame) -> dict[st
         block["site_energy_kwh"] = totals.facility_j / J_PER_KWH
         block["site_carbon_kg"] = totals.carbon_g / 1000.0
         block.update(describe(s))
+        if fed.reconsider_s > 0:
+            block["moves_in"] = sum(1 for m in out.move_log if m[3] == s.index)
+            block["moves_out"] = sum(1 for m in out.move_log if m[2] == s.index)
         per_site[s.name] = block
     total_gpus = sum(s.cluster.total_gpus for s in result.sites)
     glob = _block(frame[frame["site"] != ""], total_gpus, span)
@@ -213,12 +240,22 @@ def federation_summary(result: FederationResult, frame: pd.DataFrame) -> dict[st
         if "carbon_kg" in frame and kwh > 0
         else None
     )
+    moves = {}
+    if fed.reconsider_s > 0:
+        glob["moves"] = len(out.move_log)
+        glob["running_moves"] = sum(1 for m in out.move_log if m[4])
+        moves = {
+            "reconsider": f"periodic:{fed.reconsider_s:g}",
+            "move_running": fed.move_running,
+            "move_margin": fed.move_margin,
+        }
     return {
         "dispatcher": fed.dispatcher,
         "weights": dict(zip(("time", "cost", "carbon"), fed.weights, strict=True)),
         "runtime_estimate": fed.runtime_estimate,
         "stage_in": fed.stage_in,
         "wan_sharing": fed.wan_sharing,
+        **moves,
         "origin": fed.origin,
         "defaults": {
             "data_site": fed.default_data_site,
@@ -274,6 +311,7 @@ def sites_frame(summary: dict[str, Any]) -> pd.DataFrame:
                 "compute_usd": b["compute_usd"],
                 "energy_kwh": b["energy_kwh"],
                 "carbon_kg": b["carbon_kg"],
+                **{k: b[k] for k in ("moves_in", "moves_out") if k in b},
             }
         )
     return pd.DataFrame(rows)
