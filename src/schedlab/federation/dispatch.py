@@ -37,6 +37,17 @@ def carbon_g(site: Site, watts: float, start: float, seconds: float) -> float:
     return watts * site.pue * site.ci.integral(start, start + seconds) / J_PER_KWH
 
 
+def wan_carbon_g(site: Site, kwh: float, start: float, seconds: float) -> float:
+    """Grams of ``kwh`` spent by the WAN over ``[start, start + seconds]``, at the mean carbon
+    intensity of ``site`` (the site that runs the job) over that span; a transfer of no
+    duration takes the intensity at ``start``."""
+    if not (math.isfinite(start) and math.isfinite(seconds)):
+        return INF
+    if seconds <= 0:
+        return kwh * site.ci.at(start)
+    return kwh * site.ci.integral(start, start + seconds) / seconds
+
+
 def argmin(scores: list[float]) -> int:
     """The first index of the smallest score (ties to the site listed first)."""
     best = 0

@@ -123,7 +123,7 @@ class Mover:
             seconds = left + estimated_seconds(
                 here, m.jobs, job, m.remaining_work(here, job, now), factor
             )
-            return m.make_estimate(here, job, now, seconds, 0.0, now, out_usd)
+            return m.make_estimate(here, job, now, seconds, 0.0, now, out_usd, 0.0)
         seconds = estimated_seconds(here, m.jobs, job, m.work[job], factor)
         legs = m.legs_at_admission(job, here)
         refundable = sum(m.place_egress(leg) for leg in legs)
@@ -136,7 +136,8 @@ class Mover:
                 ahead.append(m.queued_entry(here, other))
             wait = m.wait_until(here, job, seconds, now, ahead)
         transfer = m.legs_seconds(legs, here)
-        return m.make_estimate(here, job, now, seconds, transfer, wait, out_usd + refundable)
+        moved = sum(leg.gb for leg in legs)
+        return m.make_estimate(here, job, now, seconds, transfer, wait, out_usd + refundable, moved)
 
     def options(self, job: int, here: Site, there: Site, now: float, running: bool) -> list[Option]:
         """Every way to move ``job`` from ``here`` to ``there`` (input from ``data_site`` first,
@@ -158,7 +159,8 @@ class Mover:
                 continue
             transfer = m.legs_seconds(legs, there)
             egress = out_usd + sum(m.place_egress(leg) for leg in legs)
-            estimate = m.make_estimate(there, job, now, seconds, transfer, wait, egress)
+            moved = sum(leg.gb for leg in legs)
+            estimate = m.make_estimate(there, job, now, seconds, transfer, wait, egress, moved)
             out.append(Option(there, legs, estimate))
         return out
 

@@ -90,6 +90,10 @@ def run_federation(
         record.observer = s.observer.meter  # the energy columns read the meter
         record.isolated_jct = _isolated_at_site(jobs, manager.out.site, s)
         records.append(record)
+    if fed.wan_kwh_per_gb > 0:
+        ends = np.stack([r.end_time for r in records])
+        site_of = np.maximum(manager.out.site, 0)
+        manager.output_wan_energy(ends[site_of, np.arange(len(jobs))])
     _check_carbon_span(fed, sites, records, manager)
     return FederationResult(fed, sites, records, manager.out, jobs, data.data_site, data.data_gb)
 
@@ -159,6 +163,9 @@ def federation_jobs(result: FederationResult) -> pd.DataFrame:
     frame["compute_usd"] = np.where(unplaced, 0.0, cost)
     frame["nominated"] = out.nominated
     frame["moves"] = out.moves
+    if result.fed.wan_kwh_per_gb > 0:
+        frame["wan_kwh"] = out.wan_kwh
+        frame["wan_carbon_kg"] = out.wan_g / 1000.0
     frame["hold_gpu_s"] = out.hold_gpu_s
     return frame
 
@@ -196,7 +203,7 @@ def _stats(values: pd.Series) -> dict[str, float | None]:
 def _block(frame: pd.DataFrame, gpus: int, span: float) -> dict[str, Any]:
     done = frame[frame["status"] == "completed"]
     gpu_s = float(frame["gpu_seconds"].sum())
-    return {
+    block = {
         "jobs": len(frame),
         "completed": len(done),
         "gpu_hours": gpu_s / 3600.0,
@@ -210,6 +217,13 @@ def _block(frame: pd.DataFrame, gpus: int, span: float) -> dict[str, Any]:
         "energy_kwh": float(frame["energy_kwh"].sum()) if "energy_kwh" in frame else None,
         "carbon_kg": float(frame["carbon_kg"].sum()) if "carbon_kg" in frame else None,
     }
+    if "wan_kwh" in frame:  # the WAN's energy and carbon count in the totals
+        wan_kwh, wan_kg = float(frame["wan_kwh"].sum()), float(frame["wan_carbon_kg"].sum())
+        block["wan_kwh"], block["wan_carbon_kg"] = wan_kwh, wan_kg
+        block["energy_kwh"] = (block["energy_kwh"] or 0.0) + wan_kwh
+        if block["carbon_kg"] is not None:
+            block["carbon_kg"] += wan_kg
+    return block
 
 
 def federation_summary(result: FederationResult, frame: pd.DataFrame) -> dict[str, Any]:
@@ -235,10 +249,12 @@ def federation_summary(result: FederationResult, frame: pd.DataFrame) -> dict[st
     glob["unplaceable"] = int(out.unplaceable)
     done = frame["status"] == "completed"
     kwh = frame.loc[done, "energy_kwh"].sum() if "energy_kwh" in frame else 0.0
+    kg = frame.loc[done, "carbon_kg"].sum() if "carbon_kg" in frame else 0.0
+    if "wan_kwh" in frame:  # the WAN's energy and carbon of the completed jobs too
+        kwh += frame.loc[done, "wan_kwh"].sum()
+        kg += frame.loc[done, "wan_carbon_kg"].sum()
     glob["carbon_g_per_kwh"] = (
-        float(frame.loc[done, "carbon_kg"].sum() * 1000.0 / kwh)
-        if "carbon_kg" in frame and kwh > 0
-        else None
+        float(kg * 1000.0 / kwh) if "carbon_kg" in frame and kwh > 0 else None
     )
     moves = {}
     if fed.reconsider_s > 0:
@@ -311,7 +327,9 @@ def sites_frame(summary: dict[str, Any]) -> pd.DataFrame:
                 "compute_usd": b["compute_usd"],
                 "energy_kwh": b["energy_kwh"],
                 "carbon_kg": b["carbon_kg"],
-                **{k: b[k] for k in ("moves_in", "moves_out") if k in b},
+                **{
+                    k: b[k] for k in ("wan_kwh", "wan_carbon_kg", "moves_in", "moves_out") if k in b
+                },
             }
         )
     return pd.DataFrame(rows)

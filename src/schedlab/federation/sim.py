@@ -24,7 +24,7 @@ from schedlab.federation import dispatch
 from schedlab.federation.config import MULTIKUEUE, Federation
 from schedlab.federation.moves import Leg, Mover, Option
 from schedlab.federation.site import Site, estimated_seconds
-from schedlab.federation.wan import Wan
+from schedlab.federation.wan import Transfer, Wan
 from schedlab.model.jobs import JobTable
 from schedlab.model.snapshot import FUTURE, PENDING, RUNNING
 
@@ -102,6 +102,9 @@ class Outcome:
     wait_before: np.ndarray
     #: When a moved job first started at the site it is at now (NaN: not yet, or never moved).
     visit_start: np.ndarray
+    #: Energy (kWh) and carbon (g) of the job's WAN transfers (``wan_kwh_per_gb``).
+    wan_kwh: np.ndarray
+    wan_g: np.ndarray
     #: Every move: (time, job, from site, to site, was it running?).
     move_log: list[tuple[float, int, int, int, bool]] = field(default_factory=list)
     wall_seconds: float = 0.0
@@ -121,7 +124,7 @@ class Manager:
         self.out = Outcome(
             np.full(n, -1, dtype=np.int64), np.full(n, np.nan), np.zeros(n), np.zeros(n),
             np.zeros(n), np.zeros(n, dtype=np.int64), np.zeros(n), np.zeros(n, dtype=np.int64),
-            np.zeros(n), np.full(n, np.nan),
+            np.zeros(n), np.full(n, np.nan), np.zeros(n), np.zeros(n),
         )  # fmt: skip
         self.wan = Wan(fed.wan_sharing)
         self.heap: list[tuple[float, int, int, int]] = []
@@ -235,14 +238,17 @@ class Manager:
         run = estimated_seconds(site, jobs, job, self.work[job], fed.runtime_factor)
         transfer = self.transfer_seconds(job, site)
         wait = self.wait_until(site, job, run, now) if need_wait else now
-        return self.make_estimate(site, job, now, run, transfer, wait, self.egress_usd(job, site))
+        moved = sum(leg.gb for leg in self.default_legs(job, site))
+        egress = self.egress_usd(job, site)
+        return self.make_estimate(site, job, now, run, transfer, wait, egress, moved)
 
     def make_estimate(
         self, site: Site, job: int, now: float, run: float, transfer: float, wait: float,
-        egress: float,
+        egress: float, moved_gb: float,
     ) -> dispatch.Estimate:  # fmt: skip
         """Start, finish, $ and grams of ``job`` at ``site``: ``run`` seconds from the later of
-        its data's arrival (``transfer`` s on idle links) and ``wait``; ``egress`` $ added."""
+        its data's arrival (``transfer`` s on idle links) and ``wait``; ``egress`` $ added, and
+        with ``wan_kwh_per_gb`` the WAN's carbon for ``moved_gb`` in and the output back."""
         jobs, fed = self.jobs, self.fed
         start = max(now + transfer, wait)
         n = int(jobs.num_gpus[job])
@@ -253,7 +259,37 @@ class Manager:
         if fed.dispatcher in ("greenest", "joint"):
             carbon = dispatch.carbon_g(site, watts, start, run)
             self.ci_until[site.index] = max(self.ci_until[site.index], start + run)
+            if fed.wan_kwh_per_gb > 0:
+                carbon += dispatch.wan_carbon_g(
+                    site, fed.wan_kwh_per_gb * moved_gb, start - transfer, transfer
+                ) + dispatch.wan_carbon_g(
+                    site, fed.wan_kwh_per_gb * self.output_egress(job, site)[0], start + run, 0.0
+                )  # fmt: skip
         return dispatch.Estimate(start, start + run, cost, carbon)
+
+    def wan_energy(self, transfer: Transfer, now: float) -> None:
+        """A transfer ended at ``now``: its energy (``wan_kwh_per_gb`` × GB) and carbon at the
+        receiving site's grid, charged to its job."""
+        kwh = self.fed.wan_kwh_per_gb * transfer.gb
+        site = self.sites[self.index[transfer.dst]]
+        job = transfer.key % len(self.jobs)
+        self.out.wan_kwh[job] += kwh
+        self.out.wan_g[job] += dispatch.wan_carbon_g(
+            site, kwh, transfer.began, now - transfer.began
+        )
+        self.ci_until[site.index] = max(self.ci_until[site.index], now)
+
+    def output_wan_energy(self, end_time: np.ndarray) -> None:
+        """The outputs written back to their data sites when the jobs ended: their WAN energy,
+        at the grid of the site that ran the job, at that instant."""
+        kwh_per_gb = self.fed.wan_kwh_per_gb
+        for job in np.flatnonzero(np.isfinite(end_time) & (self.out.site >= 0)).tolist():
+            site = self.sites[int(self.out.site[job])]
+            gb = self.output_egress(job, site)[0]
+            if gb > 0:
+                kwh = kwh_per_gb * gb
+                self.out.wan_kwh[job] += kwh
+                self.out.wan_g[job] += dispatch.wan_carbon_g(site, kwh, float(end_time[job]), 0.0)
 
     def load(self, site: Site, extra_gpus: int) -> float:
         """Least-loaded's load: (busy GPUs + GPUs of the jobs queued or in transit there +
@@ -567,6 +603,8 @@ class Manager:
                     self.new[s.index] += s.run.advance(now)
             ended = self.wan.advance(now)
             for t in ended:
+                if self.fed.wan_kwh_per_gb > 0:
+                    self.wan_energy(t, now)
                 self.transfer_ended(t.key, now)
             tick, events = False, any(due) or bool(ended)
             while self.heap and self.heap[0][0] <= now:
