@@ -51,6 +51,13 @@ def digest(out: Path) -> str:
     return h.hexdigest()[:16]
 
 
+def kept(outcome: object) -> str:
+    """How often the sites' ``W_k`` plans were kept or rebuilt (versions that keep them)."""
+    if not hasattr(outcome, "plans_kept"):
+        return ""
+    return f", W_k plan kept {outcome.plans_kept:,} / rebuilt {outcome.plans_rebuilt:,} times"
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--days", type=float, default=2.0, help="window length (default 2 days)")
@@ -93,8 +100,8 @@ def main() -> None:
             )
             print(
                 f"{name:>16}: engine {engine:.2f} s CPU ({result.outcome.dispatch_seconds:.2f} s "
-                f"wall in dispatch), deepest queue {deepest}; {cli.line('whole CLI')}; "
-                f"outputs {digest(out)}"
+                f"wall in dispatch), deepest queue {deepest}{kept(result.outcome)}; "
+                f"{cli.line('whole CLI')}; outputs {digest(out)}"
             )
 
 

@@ -127,14 +127,8 @@ class Mover:
         seconds = estimated_seconds(here, m.jobs, job, m.work[job], factor)
         legs = m.legs_at_admission(job, here)
         refundable = sum(m.place_egress(leg) for leg in legs)
-        wait = now
-        if self.need_wait:
-            ahead = []
-            for other in here.run.pending:
-                if other == job:
-                    break
-                ahead.append(m.queued_entry(here, other))
-            wait = m.wait_until(here, job, seconds, now, ahead)
+        # its place in line: where the site's plan puts it, behind the jobs ahead of it only
+        wait = m.plan(here, now).start_of(job) if self.need_wait else now
         transfer = m.legs_seconds(legs, here)
         moved = sum(leg.gb for leg in legs)
         return m.make_estimate(here, job, now, seconds, transfer, wait, out_usd + refundable, moved)

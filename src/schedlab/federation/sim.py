@@ -23,6 +23,7 @@ from schedlab.errors import InputError
 from schedlab.federation import dispatch
 from schedlab.federation.config import MULTIKUEUE, Federation
 from schedlab.federation.moves import Leg, Mover, Option
+from schedlab.federation.plan import QueuePlan
 from schedlab.federation.site import Site, estimated_seconds
 from schedlab.federation.wan import Transfer, Wan
 from schedlab.model.jobs import JobTable
@@ -109,6 +110,9 @@ class Outcome:
     move_log: list[tuple[float, int, int, int, bool]] = field(default_factory=list)
     wall_seconds: float = 0.0
     dispatch_seconds: float = 0.0
+    #: ``W_k`` calls that kept the site's plan (wholly or in part) and calls that rebuilt it
+    plans_kept: int = 0
+    plans_rebuilt: int = 0
     unplaceable: int = 0
     ci_short: dict[int, float] = field(default_factory=dict)
 
@@ -134,7 +138,10 @@ class Manager:
         self.todo: list[int] = []  # MultiKueue Incremental: sites not yet nominated, per job
         self.later: dict[int, list[int]] = {}
         self.transit: dict[int, int] = {}  # job → site it is staged to (before-queue)
+        self.transit_at: list[dict[int, None]] = [{} for _ in sites]  # the same, per site
         self.transit_gpus = np.zeros(len(sites), dtype=np.int64)
+        self.plans = [QueuePlan() for _ in sites]  # W_k, kept between dispatches
+        self.num_gpus = jobs.num_gpus.astype(np.int64)
         self.paused: dict[int, float] = {}  # job → when its on-admit hold began
         self.new: list[list[int]] = [[] for _ in sites]
         self.ci_until = np.zeros(len(sites))  # latest time a carbon series was asked about
@@ -193,32 +200,38 @@ class Manager:
             estimated_seconds(site, self.jobs, job, self.work[job], self.fed.runtime_factor),
         )
 
-    def queued_ahead(self, site: Site) -> list[tuple[int, float]]:
-        r = site.run
-        queue = [j for j in r.pending] + [j for j, k in self.transit.items() if k == site.index]
-        return [self.queued_entry(site, j) for j in queue]
+    def queue_of(self, site: Site) -> list[int]:
+        """The jobs queued at ``site`` in its queue's order, then those in transit to it."""
+        return [*site.run.pending, *self.transit_at[site.index]]
 
-    def wait_until(
-        self,
-        site: Site,
-        job: int,
-        seconds: float,
-        now: float,
-        queued: list[tuple[int, float]] | None = None,
-    ) -> float:
-        """``W_k``: behind ``queued`` (default: the site's whole queue and the jobs in transit
-        to it)."""
+    def plan(self, site: Site, now: float) -> QueuePlan:
+        """The site's queue placed on its profile at ``now`` (see :mod:`.plan`)."""
+        running, ends = self.releases(site)
+        plan = self.plans[site.index]
+        rel_g = site.run.rt.alloc_n[running].astype(np.float64)
+        plan.update(
+            now, site.run.free_gpus, ends, rel_g, self.queue_of(site),
+            lambda j: self.queued_entry(site, j),
+        )  # fmt: skip
+        return plan
+
+    def wait_until(self, site: Site, job: int, seconds: float, now: float) -> float:
+        """``W_k``: behind the site's whole queue and the jobs in transit to it."""
+        return self.plan(site, now).wait(now, int(self.jobs.num_gpus[job]), seconds)
+
+    def releases(self, site: Site) -> tuple[np.ndarray, np.ndarray]:
+        """The running jobs of ``site`` and when each gives its GPUs back: the completion the
+        engine has scheduled (progress restart + remaining work ÷ rate, the same number
+        whenever it is asked), INF for a job that makes no progress."""
         r = site.run
-        snap = r.snapshot(now, [])
-        running = snap.running()
-        ends = snap.estimated_end(running) if len(running) else np.zeros(0)
+        running = np.fromiter(r.running, dtype=np.int64, count=len(r.running))
+        rt = r.rt
+        rate = rt.rate[running]
+        with np.errstate(divide="ignore", invalid="ignore"):
+            ends = np.where(rate > 0, rt.progress_from[running] + rt.remaining[running] / rate, INF)
         if self.paused:
             self._staging_ends(site, running, ends)
-        releases = list(zip(ends.tolist(), r.rt.alloc_n[running].tolist(), strict=True))
-        return dispatch.earliest_start(
-            r.free_gpus, releases, self.queued_ahead(site) if queued is None else queued,
-            int(self.jobs.num_gpus[job]), seconds, now,
-        )  # fmt: skip
+        return running, ends
 
     def _staging_ends(self, site: Site, running: np.ndarray, ends: np.ndarray) -> None:
         """Jobs holding their GPUs while their input stages in (on-admit) make no progress, so
@@ -294,7 +307,8 @@ class Manager:
     def load(self, site: Site, extra_gpus: int) -> float:
         """Least-loaded's load: (busy GPUs + GPUs of the jobs queued or in transit there +
         ``extra_gpus``) ÷ total GPUs."""
-        queued = sum(int(self.jobs.num_gpus[j]) for j in site.run.pending)
+        pending = site.run.pending
+        queued = int(self.num_gpus[np.fromiter(pending, np.int64, len(pending))].sum())
         busy = site.busy_gpus() + queued + int(self.transit_gpus[site.index]) + extra_gpus
         return busy / site.cluster.total_gpus
 
@@ -393,8 +407,7 @@ class Manager:
         out.nominated[job] = 1
         self._bill_egress(job, site)
         if self.fed.stage_in == "before-queue" and self.transfer_seconds(job, site) > 0:
-            self.transit[job] = site.index
-            self.transit_gpus[site.index] += int(self.jobs.num_gpus[job])
+            self._to_transit(job, site)
             self._start_transfer(job, site, now)
         else:
             self._arrive(job, site, now)
@@ -404,6 +417,11 @@ class Manager:
         if src != site.name:
             self.out.egress_gb[job] = self.data.data_gb[job] + self.data.output_gb[job]
         self.out.egress_usd[job] = self.egress_usd(job, site)
+
+    def _to_transit(self, job: int, site: Site) -> None:
+        self.transit[job] = site.index
+        self.transit_at[site.index][job] = None
+        self.transit_gpus[site.index] += int(self.jobs.num_gpus[job])
 
     def _start_transfer(self, job: int, site: Site, now: float) -> None:
         self._start_legs(job, site, self.default_legs(job, site), now)
@@ -444,6 +462,7 @@ class Manager:
         self.out.transfer_s[job] += now
         k = self.transit.pop(job, None)
         if k is not None:  # before-queue: the job joins its site's queue now
+            del self.transit_at[k][job]
             self.transit_gpus[k] -= int(self.jobs.num_gpus[job])
             self._arrive(job, self.sites[k], now)
             return
@@ -530,8 +549,7 @@ class Manager:
         out.visit_start[job] = math.nan
         self.moving.add(job)
         if self.fed.stage_in == "before-queue" and legs:
-            self.transit[job] = there.index
-            self.transit_gpus[there.index] += int(self.jobs.num_gpus[job])
+            self._to_transit(job, there)
             self._start_legs(job, there, legs, now)
         else:
             if legs:  # on-admit: staged once the new site admits it
@@ -629,6 +647,8 @@ class Manager:
             elif events:
                 self.unsettled = True
         self.out.wall_seconds = time.perf_counter() - began
+        self.out.plans_kept = sum(p.kept for p in self.plans)
+        self.out.plans_rebuilt = sum(p.rebuilt for p in self.plans)
         return now
 
 
