@@ -182,6 +182,11 @@ def test_a_federation_sweep_compares_dispatchers_over_seeds(tmp_path, capsys) ->
     bad = ["sweep", "--federation", str(fed), "--traces", str(jobs), "--dispatchers", "fastest"]
     assert main([*bad, "--out", str(tmp_path / "bad")]) == 2
     assert "'--dispatchers': unknown 'fastest'" in capsys.readouterr().err
+    moving = fed_file(tmp_path, '[federation]\nreconsider = "periodic:60"\n' + two, "moving.toml")
+    bad = ["sweep", "--federation", str(moving), "--traces", str(jobs), "--dispatchers"]
+    assert main([*bad, "cheapest", "round-robin", "--out", str(tmp_path / "bad")]) == 2
+    assert "moving jobs needs a dispatcher with a score" in capsys.readouterr().err
+    assert not (tmp_path / "bad").exists()
 
 
 def test_a_site_with_a_topology_runs_its_network_model(tmp_path) -> None:
