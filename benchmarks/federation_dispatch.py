@@ -2,7 +2,8 @@
 three sites (us / es / no, 640 V100, the 2022 carbon series), engine alone and whole CLI.
 
 python benchmarks/federation_dispatch.py [--days 2] [--load 1.5] [--data 0] [--repeat 1]
-    [--dispatchers greenest earliest-finish joint least-loaded]
+    [--dispatchers greenest earliest-finish "joint (1,0,1)"] [--settings LINES]
+    [--restart-overhead S]
 
 ``greenest`` sends nearly every job to ``no`` (the lowest carbon), where a queue of hundreds
 builds up: every dispatch then estimates ``W_k``, the earliest start at each site behind its
@@ -67,6 +68,12 @@ def main() -> None:
     )
     ap.add_argument("--repeat", type=int, default=1, help="CLI runs per dispatcher (median)")
     ap.add_argument(
+        "--settings",
+        default="",
+        help="more [federation] lines, e.g. 'reconsider = \"periodic:600\"' (\\n between lines)",
+    )
+    ap.add_argument("--restart-overhead", type=float, default=0.0, help="seconds (default 0)")
+    ap.add_argument(
         "--dispatchers", nargs="+", default=["greenest", "earliest-finish", "joint (1,0,1)"]
     )
     args = ap.parse_args()
@@ -87,16 +94,25 @@ def main() -> None:
         for name in args.dispatchers:
             case = Case(str(root), str(PHILLY), str(CARBON), name, "01-01", args.load, args.data, 1)
             fed = root / f"{name.replace(' ', '_')}.toml"
-            fed.write_text(federation_text(case))
+            extra = args.settings.replace("\\n", "\n")
+            fed.write_text(
+                federation_text(case).replace("[federation]\n", f"[federation]\n{extra}\n", 1)
+            )
+            options = FederationOptions(trace=str(trace), restart_overhead=args.restart_overhead)
             cpu = time.process_time()
-            result = run_federation(fed, FederationOptions(trace=str(trace)), jobs=jobs)
+            result = run_federation(fed, options, jobs=jobs)
             engine = time.process_time() - cpu
             out = root / f"out-{fed.stem}"
             write_federation(out, result, {"trace": str(trace)})
             deepest = max(int(max(r.ts_queue, default=0)) for r in result.records)
-            cli = time_cli(
-                ["replay", "--federation", str(fed), "--trace", str(trace), "--out", "run"],
-                args.repeat,
+            argv = ["replay", "--federation", str(fed), "--trace", str(trace), "--out", "run"]
+            argv += ["--restart-overhead", f"{args.restart_overhead:g}"]
+            cli = time_cli(argv, args.repeat)
+            g = json.loads((out / "summary.json").read_text())["federation"]["global"]
+            print(
+                f"{name:>16}: mean JCT {g['jct']['mean']:,.0f} s, mean queueing "
+                f"{g['queue_s']['mean']:,.0f} s, {g['carbon_g_per_kwh']:.1f} g CO2e/kWh"
+                + (f", {g['moves']} moves ({g['running_moves']} running)" if "moves" in g else "")
             )
             print(
                 f"{name:>16}: engine {engine:.2f} s CPU ({result.outcome.dispatch_seconds:.2f} s "
