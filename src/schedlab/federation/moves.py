@@ -161,6 +161,9 @@ class Mover:
     def leg_choices(
         self, job: int, here: Site, there: Site, running: bool
     ) -> list[tuple[Leg, ...]]:
+        """The transfers a move may take: the input from ``data_site`` (with a running job's
+        checkpoint from ``here`` beside it), and — where the input is staged at ``here`` — both
+        from ``here`` in one transfer."""
         m = self.m
         src, gb = m.data.data_site[job], float(m.data.data_gb[job])
         ckpt = float(m.data.ckpt_gb[job]) if running else 0.0
