@@ -338,3 +338,45 @@ def test_same_seed_gives_identical_tables(case: Case, combo: tuple[str, str, boo
     a = jobs_frame(first).to_csv(index=False, float_format="%.6f")
     b = jobs_frame(second).to_csv(index=False, float_format="%.6f")
     assert a == b
+
+
+def replay_direct(case: Case, order: str, placement: str, backfill: bool) -> ReplayRecord:
+    """As :func:`replay`, the scheduler given to the engine itself (no wrapper), so that the
+    engine may skip the calls it declares needless (``idle_without_queue``, ``never_wakes``)."""
+    name, _, variant = order.partition("-")
+    params = {"preemptive": "true"} if variant == "preemptive" else None
+    policy, placement_policy = make_scheduler(name, placement, backfill, params)
+    engine = ReplayEngine(
+        parse_cluster_spec(case.spec),
+        case.jobs,
+        policy,
+        placement_policy,
+        TraceDuration(SPEED),
+        ReplayConfig(seed=case.seed, restart_overhead=case.restart_overhead),
+    )
+    return engine.run(stop_runaways())
+
+
+def test_the_plain_orderings_declare_what_the_engine_may_skip() -> None:
+    fifo, _ = make_scheduler("fifo", "bestfit", False, None)
+    tiresias, _ = make_scheduler("tiresias", "bestfit", False, None)
+    assert fifo.idle_without_queue and fifo.never_wakes
+    assert not tiresias.idle_without_queue and not tiresias.never_wakes  # it wakes at thresholds
+    assert not Recording(fifo).idle_without_queue  # a wrapper promises nothing
+
+
+@settings(max_examples=30, deadline=None)
+@given(case=cases(), combo=st.sampled_from(COMBOS))
+def test_skipping_the_calls_a_policy_declares_needless_changes_nothing(
+    case: Case, combo: tuple[str, str, bool]
+) -> None:
+    """The engine skips asking a plain ordering at a point with an empty queue, and its wake-up
+    when it never wakes: the run is the same as one that asks every time (the wrapper)."""
+    asked, recording = replay(case, *combo)
+    assert len(recording.calls) == asked.decision_points  # the wrapper was asked at every one
+    skipped = replay_direct(case, *combo)
+    assert skipped.decision_points == asked.decision_points
+    pd.testing.assert_frame_equal(jobs_frame(asked), jobs_frame(skipped), check_exact=True)
+    pd.testing.assert_frame_equal(
+        timeseries_frame(asked), timeseries_frame(skipped), check_exact=True
+    )

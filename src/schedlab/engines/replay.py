@@ -701,6 +701,12 @@ class _Run:
         self.ts_time, self.ts_queue = array("d"), array("q")
         self.ts_running, self.ts_busy, self.ts_efficiency = array("q"), array("q"), array("d")
         self.check = DecisionCheck(self.policy, self.cluster, j)  # every answer of the policy
+        self.total_gpus = self.cluster.total_gpus
+        # What the policy declares it does not need asking (see SchedulingPolicy); protections
+        # (--min-runtime, --grace) ask it at every point, as they hold back its answers.
+        protects = self.cfg.min_runtime > 0 or self.cfg.grace > 0
+        self.idle_skip = bool(getattr(self.policy, "idle_without_queue", False)) and not protects
+        self.never_wakes = bool(getattr(self.policy, "never_wakes", False)) and not protects
         self.next_arrival = len(j) if external else 0
         self.wakeup, self.decision_points, self.events = INF, 0, 0
         self.withdrawn = []
@@ -779,11 +785,30 @@ class _Run:
 
     def decide(self, now: float, new_pending: list[int]) -> None:
         """Ask the policy once at ``now`` and apply its decisions; record the series."""
-        cfg, rt = self.cfg, self.rt
         self.now = now
+        self.decision_points += 1
+        if self.idle_skip and not new_pending and not self.pending and not self.withdrawn:
+            self.wakeup = INF  # the policy declared it has nothing to do, nor to wake for
+            if self.net is not None:
+                self.settle_network(now)
+        else:
+            self.ask(now, new_pending)
+        total_gpus = self.total_gpus
+        self.ts_time.append(now)
+        self.ts_queue.append(len(self.pending))
+        self.ts_running.append(len(self.running))
+        self.ts_busy.append(total_gpus - self.free_gpus - self.held_gpus)
+        self.ts_efficiency.append(max(0.0, self.speedup_sum) / total_gpus if total_gpus else 0.0)
+        if self.net is not None:
+            self.net.record(now)
+        if self.obs is not None:
+            self.obs.tick(now)
+
+    def ask(self, now: float, new_pending: list[int]) -> None:
+        """The policy's decisions at ``now``, applied, and when it wants to be asked again."""
+        cfg, rt = self.cfg, self.rt
         decisions = self.check.decide(self.snapshot(now, new_pending))
         self.withdrawn = []
-        self.decision_points += 1
         protected_until = INF
         if cfg.min_runtime > 0 or cfg.grace > 0:
             decisions, held = hold_back_preemptions(
@@ -801,18 +826,11 @@ class _Run:
             self.apply(decisions, now)
         if self.net is not None:
             self.settle_network(now)
+        if self.never_wakes:  # (never with protections: protected_until is inf here)
+            self.wakeup = INF
+            return
         wakeup = min(self.check.next_wakeup(self.snapshot(now, [])), protected_until)
         self.wakeup = INF if wakeup <= now else wakeup  # a past wake-up would never let time go
-        total_gpus = self.cluster.total_gpus
-        self.ts_time.append(now)
-        self.ts_queue.append(len(self.pending))
-        self.ts_running.append(len(self.running))
-        self.ts_busy.append(total_gpus - self.free_gpus - self.held_gpus)
-        self.ts_efficiency.append(max(0.0, self.speedup_sum) / total_gpus if total_gpus else 0.0)
-        if self.net is not None:
-            self.net.record(now)
-        if self.obs is not None:
-            self.obs.tick(now)
 
     def loop(self, progress: Callable[[int, int], None] | None) -> ReplayRecord:
         self.begin()

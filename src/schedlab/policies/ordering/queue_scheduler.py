@@ -101,6 +101,16 @@ class QueueScheduler(SchedulingPolicy):
         self.stateful = ordering.stateful  # type: ignore[misc]
         self.preemptive = ordering.preemptive
         self.network_control = ordering.network_control
+        # An ordering that never asks for a wake-up leaves nothing to do with an empty queue
+        # (and, without rounds, nothing to wake for): the engine skips those calls. A subclass
+        # that decides or wakes otherwise does not inherit the promise.
+        plain = (
+            type(ordering).next_wakeup is Ordering.next_wakeup
+            and type(self).decide is QueueScheduler.decide
+            and type(self).next_wakeup is QueueScheduler.next_wakeup
+        )
+        self.idle_without_queue = plain
+        self.never_wakes = plain and slot is None
 
     def describe(self) -> str:
         return f"{self.name} / {self.placement}"
