@@ -183,6 +183,7 @@ class _Run:
         n = len(j)
         self.state = engine.cluster.new_state()
         self.rt = JobRuntime.new(n, engine.work)
+        self.size_log = self.rt.size_log
         self.first_start = np.full(n, np.nan)
         self.end_time = np.full(n, np.nan)
         self.gpu_seconds = np.zeros(n)
@@ -318,6 +319,7 @@ class _Run:
         self.free_gpus -= size
         self.rt.allocation[job] = allocation
         self.rt.alloc_n[job] = size
+        self.size_log.append(job)
 
     def vacate(self, job: int) -> None:
         rt = self.rt
@@ -332,6 +334,7 @@ class _Run:
         self.free_gpus += rt.alloc_n.item(job)
         rt.allocation[job] = None
         rt.alloc_n[job] = 0
+        self.size_log.append(job)
         self.speedup_sum -= self.speedup[job]
         self.speedup[job] = 0.0
 
@@ -655,6 +658,7 @@ class _Run:
         self.free_gpus -= change
         rt.allocation[job] = allocation
         rt.alloc_n[job] += change
+        self.size_log.append(job)
         if self.net is not None:
             self.net.stop(job, now)
             self.net.start(job, allocation, now)

@@ -20,11 +20,13 @@ from schedlab.engines.decision_check import checked_keys, guarded
 from schedlab.model.cluster import GPU_MILLI, ClusterState
 from schedlab.model.snapshot import (
     PENDING,
+    RUNNING,
     Allocation,
     Decision,
     JobRuntime,
     Preempt,
     Reject,
+    RunWatch,
     Snapshot,
     Start,
     allocation_size,
@@ -137,6 +139,11 @@ class QueueScheduler(SchedulingPolicy):
         self._never: dict[tuple[int, int, int, int, bool], str | None] = {}
         self._rejected: set[int] = set()
         self._models: list[int] | None = None  # GPU models of the cluster, for _earliest_end
+        # GPUs the running jobs asked for, kept as jobs start and stop (the runtime's size log):
+        # a preemptive ranking asks at every point whether there is contention at all.
+        self._watch = RunWatch()
+        self._counted: set[int] = set()
+        self._running_need = 0
 
     def export_state(self) -> dict[str, Any]:
         """The ordering's state; the queue itself is rebuilt from a snapshot listing every
@@ -432,7 +439,7 @@ class QueueScheduler(SchedulingPolicy):
         cluster are wanted, skipping any that would overflow it."""
         budget = snap.cluster.total_gpus
         need = self.num_gpus
-        if int(need[running].sum()) + int(need[pending].sum()) <= budget:
+        if self._asked_by_running(snap) + int(need[pending].sum()) <= budget:
             return self._ranked(snap, pending), []  # no contention: everyone is wanted
         ranked = self._ranked(snap, np.concatenate([running, pending]))
         cum = np.cumsum(need[ranked])
@@ -450,6 +457,26 @@ class QueueScheduler(SchedulingPolicy):
         to_start = ranked[wanted & is_pending]
         victims = ranked[~wanted & ~is_pending][::-1].tolist()
         return to_start, victims
+
+    def _asked_by_running(self, snap: Snapshot) -> int:
+        """The GPUs the running jobs asked for (their sum over ``snap.running()``)."""
+        changed = self._watch.changed(snap.runtime)
+        counted, gpus = self._counted, self._gpus
+        if changed is None:  # a runtime not seen before: count afresh
+            counted.clear()
+            counted.update(snap.running_set)
+            self._running_need = sum([gpus[j] for j in counted])
+            return self._running_need
+        status = snap.runtime.status
+        for job in changed:
+            if status.item(job) == RUNNING:
+                if job not in counted:
+                    counted.add(job)
+                    self._running_need += gpus[job]
+            elif job in counted:
+                counted.discard(job)
+                self._running_need -= gpus[job]
+        return self._running_need
 
     def _victims_making_room(
         self,
