@@ -380,3 +380,47 @@ def test_skipping_the_calls_a_policy_declares_needless_changes_nothing(
     pd.testing.assert_frame_equal(
         timeseries_frame(asked), timeseries_frame(skipped), check_exact=True
     )
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    case=cases(),
+    order=st.sampled_from(["fifo", "sjf", "edf"]),
+    placement=st.sampled_from(["bestfit", "random", "consolidate"]),
+    backfill=st.booleans(),
+)
+def test_a_lone_arrival_to_an_empty_queue_is_decided_as_the_queue_walk_decides(
+    case: Case, order: str, placement: str, backfill: bool
+) -> None:
+    """The shortcut for one arrival to an empty queue gives the run the full walk gives, down to
+    the random placement's draws (it places exactly as often)."""
+
+    asked: dict[bool, list[int]] = {False: [], True: []}  # the jobs placed, in order
+
+    def run(shortcut: bool) -> ReplayRecord:
+        policy, placement_policy = make_scheduler(order, placement, backfill, None)
+        if not shortcut:
+            policy._lone_arrival = lambda snap, job: None  # type: ignore[attr-defined]
+        place = policy._place  # type: ignore[attr-defined]
+
+        def spy(job, state):  # type: ignore[no-untyped-def]
+            asked[shortcut].append(job)
+            return place(job, state)
+
+        policy._place = spy  # type: ignore[attr-defined]
+        engine = ReplayEngine(
+            parse_cluster_spec(case.spec),
+            case.jobs,
+            policy,
+            placement_policy,
+            TraceDuration(SPEED),
+            ReplayConfig(seed=case.seed, restart_overhead=case.restart_overhead),
+        )
+        return engine.run(stop_runaways())
+
+    walked, short = run(False), run(True)
+    assert asked[True] == asked[False]
+    pd.testing.assert_frame_equal(jobs_frame(walked), jobs_frame(short), check_exact=True)
+    pd.testing.assert_frame_equal(
+        timeseries_frame(walked), timeseries_frame(short), check_exact=True
+    )

@@ -281,6 +281,10 @@ class QueueScheduler(SchedulingPolicy):
 
     def _decide_queue(self, snap: Snapshot) -> list[Decision]:
         if self.ordering.static:
+            if not self.queue and len(snap.new_pending) == 1:
+                lone = self._lone_arrival(snap, snap.new_pending[0])
+                if lone is not None:
+                    return lone
             self._sync_static(snap)
             if not self.queue or (snap.free_gpus == 0 and self._gpus[self.queue[0][2]] > 0):
                 return []
@@ -330,6 +334,30 @@ class QueueScheduler(SchedulingPolicy):
         for d in decisions:
             self._dequeue(d.job)
         return decisions
+
+    def _lone_arrival(self, snap: Snapshot, job: int) -> list[Decision] | None:
+        """One arrival to an empty queue (most decision points of an uncongested trace): what
+        the queue walk below decides for it, without entering it in the sorted queue when it
+        starts at once. None: not that case after all (the walk decides)."""
+        if job in self.in_queue or snap.runtime.status.item(job) != PENDING:
+            return None
+        key = self._keys(snap, np.array([job], dtype=np.int64)).item(0)
+        item = (key, self._submit[job], job)
+        n, free = self._gpus[job], snap.free_gpus
+        alloc, plan = (None, None)
+        if n <= free:
+            alloc, plan = self._place_planned(job, snap.state)
+        if alloc is not None:
+            return [Start(job, alloc, plan)]
+        self.queue.add(item)
+        self.in_queue[job] = item
+        if not self.backfill or (free == 0 and n > 0):
+            return []
+        # The blocked head with nothing behind it: the backfill pass as the walk makes it.
+        out = self._backfill(snap, job, iter(()), free, copy_state(snap.state), [], {})
+        for d in out:
+            self._dequeue(d.job)
+        return out
 
     def _sync_static(self, snap: Snapshot) -> None:
         """Add jobs that became pending since the last call to the sorted queue."""
