@@ -382,14 +382,19 @@ class _Run:
         return len(kills)
 
     # -- decisions -------------------------------------------------------------------------
-    def apply(self, decisions: list[Decision], now: float) -> None:
-        rt = self.rt
-        status, n = rt.status.item, len(rt.status)
+    def expect(self, job: int, wanted: int, verb: str) -> None:
+        """``job`` is ``wanted`` (pending or running), or the policy erred."""
+        if not 0 <= job < len(self.rt.status) or self.rt.status.item(job) != wanted:
+            what = "pending" if wanted == PENDING else "running"
+            raise PolicyError(f"{self.policy.describe()} {verb} job {job}, which is not {what}")
 
-        def expect(job: int, wanted: int, verb: str) -> None:
-            if not 0 <= job < n or status(job) != wanted:
-                what = "pending" if wanted == PENDING else "running"
-                raise PolicyError(f"{self.policy.describe()} {verb} job {job}, which is not {what}")
+    def apply(self, decisions: list[Decision], now: float) -> None:
+        expect = self.expect
+        if all([type(d) is Start for d in decisions]):  # the usual case: starts only
+            for d in decisions:
+                self.start(d, now)  # type: ignore[arg-type]
+            return
+        rt = self.rt
 
         # Rejections and preemptions first: they free what the starts may use.
         for d in decisions:
@@ -448,33 +453,7 @@ class _Run:
             self.schedule_completion(d.job)
         for d in decisions:
             if isinstance(d, Start):
-                job, plan = d.job, d.net
-                expect(job, PENDING, "started")
-                self.occupy(job, d.allocation, plan)
-                if plan is not None:
-                    for other, moved in plan.moves:
-                        self.move_circuits(other, moved, now)
-                self.set_rate(job, d.allocation)
-                if self.net is not None:
-                    self.start_network(job, d.allocation, now, plan)
-                rt.run_started[job] = now
-                self.run_began[job] = now
-                ran = self.ever_ran[job]
-                restart = self.cfg.restart_overhead if ran else 0.0
-                if plan is not None:  # circuits set up for the job: it waits for the OCS
-                    restart += self.circuit_delay(plan)
-                if self.fail is not None:
-                    restart = self.fail.started(job, now, restart)
-                rt.progress_from[job] = now + restart
-                rt.status[job] = RUNNING
-                if not ran:
-                    self.first_start[job] = now
-                    self.ever_ran[job] = True
-                del self.pending[job]
-                self.running[job] = None
-                self.schedule_completion(job)
-                if self.gate is not None:
-                    self.gate.started(job, now)
+                self.start(d, now)
         # Paces after the starts (a job started now may get its pace at once), before overheads.
         for d in decisions:
             if isinstance(d, Pace):
@@ -501,6 +480,37 @@ class _Run:
                 self.stop_progress(d.job, now)
                 rt.progress_from[d.job] += d.seconds
                 self.schedule_completion(d.job)
+
+    def start(self, d: Start, now: float) -> None:
+        """Apply one start: the job takes its allocation (and plan), and its run begins."""
+        rt = self.rt
+        job, plan = d.job, d.net
+        self.expect(job, PENDING, "started")
+        self.occupy(job, d.allocation, plan)
+        if plan is not None:
+            for other, moved in plan.moves:
+                self.move_circuits(other, moved, now)
+        self.set_rate(job, d.allocation)
+        if self.net is not None:
+            self.start_network(job, d.allocation, now, plan)
+        rt.run_started[job] = now
+        self.run_began[job] = now
+        ran = self.ever_ran[job]
+        restart = self.cfg.restart_overhead if ran else 0.0
+        if plan is not None:  # circuits set up for the job: it waits for the OCS
+            restart += self.circuit_delay(plan)
+        if self.fail is not None:
+            restart = self.fail.started(job, now, restart)
+        rt.progress_from[job] = now + restart
+        rt.status[job] = RUNNING
+        if not ran:
+            self.first_start[job] = now
+            self.ever_ran[job] = True
+        del self.pending[job]
+        self.running[job] = None
+        self.schedule_completion(job)
+        if self.gate is not None:
+            self.gate.started(job, now)
 
     def start_network(
         self, job: int, allocation: Allocation, now: float, plan: NetPlan | None
