@@ -424,3 +424,67 @@ def test_a_lone_arrival_to_an_empty_queue_is_decided_as_the_queue_walk_decides(
     pd.testing.assert_frame_equal(
         timeseries_frame(walked), timeseries_frame(short), check_exact=True
     )
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    case=cases(),
+    order=st.sampled_from(["tiresias", "srtf", "edf-preemptive"]),
+    placement=st.sampled_from(["bestfit", "random", "consolidate"]),
+)
+def test_starts_without_victims_are_the_general_walks(
+    case: Case, order: str, placement: str
+) -> None:
+    """A preemptive ordering with nothing to preempt places its wanted jobs on the live state
+    until a second needs a copy: the same run, and the same placements asked, as planning them
+    all on a copy from the start (the general walk)."""
+    from schedlab.policies.ordering.queue_scheduler import copy_state, take
+
+    asked: dict[bool, list[int]] = {False: [], True: []}
+
+    def run(shortcut: bool) -> ReplayRecord:
+        name, _, variant = order.partition("-")
+        params = {"preemptive": "true"} if variant == "preemptive" else None
+        policy, placement_policy = make_scheduler(name, placement, False, params)
+        place = policy._place  # type: ignore[attr-defined]
+
+        def spy(job, state):  # type: ignore[no-untyped-def]
+            asked[shortcut].append(job)
+            return place(job, state)
+
+        policy._place = spy  # type: ignore[attr-defined]
+        if not shortcut:
+
+            def on_a_copy(snap, to_start):  # type: ignore[no-untyped-def]
+                scratch, free, starts = copy_state(snap.state), snap.free_gpus, []
+                for job in to_start:
+                    need = policy._gpus[job]  # type: ignore[attr-defined]
+                    alloc, plan = (
+                        policy._place_planned(job, scratch)  # type: ignore[attr-defined]
+                        if free >= need
+                        else (None, None)
+                    )
+                    if alloc is not None:
+                        cpu, mem = policy._cpu[job], policy._mem[job]  # type: ignore[attr-defined]
+                        take(scratch, alloc, cpu, mem, job, plan)
+                        free -= need
+                        starts.append(Start(job, alloc, plan))
+                return starts
+
+            policy._start_in_rank = on_a_copy  # type: ignore[attr-defined]
+        engine = ReplayEngine(
+            parse_cluster_spec(case.spec),
+            case.jobs,
+            policy,
+            placement_policy,
+            TraceDuration(SPEED),
+            ReplayConfig(seed=case.seed, restart_overhead=case.restart_overhead),
+        )
+        return engine.run(stop_runaways())
+
+    general, short = run(False), run(True)
+    assert asked[True] == asked[False]
+    pd.testing.assert_frame_equal(jobs_frame(general), jobs_frame(short), check_exact=True)
+    pd.testing.assert_frame_equal(
+        timeseries_frame(general), timeseries_frame(short), check_exact=True
+    )

@@ -534,14 +534,43 @@ class QueueScheduler(SchedulingPolicy):
                 return group
         return []
 
+    def _start_in_rank(self, snap: Snapshot, to_start: list[int]) -> list[Decision]:
+        """With no victims: each wanted job in rank order where it fits with the earlier ones
+        placed. The first is placed on the live state; a copy is made only for a second."""
+        free = snap.free_gpus
+        scratch: ClusterState | None = None
+        starts: list[Decision] = []
+        last = len(to_start) - 1
+        for i, job in enumerate(to_start):
+            need = self._gpus[job]
+            if free < need:
+                continue
+            alloc, plan = self._place_planned(job, snap.state if scratch is None else scratch)
+            if alloc is None:
+                continue
+            if scratch is None and i < last:
+                scratch = copy_state(snap.state)
+            if scratch is not None:
+                take(scratch, alloc, self._cpu[job], self._mem[job], job, plan)
+            free -= need
+            starts.append(Start(job, alloc, plan))
+        return starts
+
     def _decide_preemptive(self, snap: Snapshot) -> list[Decision]:
         if not snap.pending_set:
             return []
-        to_start, victims = self._plan(snap, snap.running(), snap.pending())
+        pending = snap.pending()
+        budget = snap.cluster.total_gpus
+        if self._asked_by_running(snap) + int(self.num_gpus[pending].sum()) <= budget:
+            to_start, victims = self._ranked(snap, pending), []  # _plan's answer, as it gives it
+        else:
+            to_start, victims = self._plan(snap, snap.running(), pending)
         if len(to_start) == 0:
             return []
-        if not victims and snap.free_gpus < int(self.num_gpus[to_start].min()):
-            return []
+        if not victims:
+            if snap.free_gpus < int(self.num_gpus[to_start].min()):
+                return []
+            return self._start_in_rank(snap, to_start.tolist())
         runtime = snap.runtime
         scratch = copy_state(snap.state)
         free = snap.free_gpus
