@@ -51,23 +51,34 @@ def _cells(column: Any) -> list[str]:
     values = np.asarray(column)
     kind = values.dtype.kind
     if kind == "f":
-        fmt = FLOAT_FORMAT.__mod__
-        if not np.isnan(values).any():  # one format string for the column: fewer calls
-            return ((FLOAT_FORMAT + "\n") * len(values) % tuple(values.tolist())).split("\n")[:-1]
-        return [fmt(x) if x == x else "" for x in values.tolist()]
+        missing = np.isnan(values)
+        if not missing.any():  # one format string for the column: fewer calls
+            return _floats(values)
+        cells = np.full(len(values), "", dtype=object)  # a missing value is blank
+        cells[~missing] = _floats(values[~missing])
+        return cells.tolist()
     if kind in "iu":
         return list(map(str, values.tolist()))
     if kind == "b":
         return ["True" if x else "False" for x in values.tolist()]
-    missing = _missing(column, values)
-    cells = [
-        "" if gone else (x if type(x) is str else str(x))
-        for x, gone in zip(values.tolist(), missing, strict=True)
-    ]
+    items = values.tolist()
+    if set(map(type, items)) <= {str} and not callable(getattr(column, "isna", None)):
+        cells = items  # text only (the usual column): nothing missing, nothing to convert
+    else:
+        missing = _missing(column, values)
+        cells = [
+            "" if gone else (x if type(x) is str else str(x))
+            for x, gone in zip(items, missing, strict=True)
+        ]
     joined = "".join(cells)
     if not any(s in joined for s in _SPECIAL):  # the usual case: nothing to quote
         return cells
     return [_quoted(c) for c in cells]
+
+
+def _floats(values: np.ndarray) -> list[str]:
+    """Floats (none NaN) with six decimals: one ``%`` over the whole column."""
+    return ((FLOAT_FORMAT + "\n") * len(values) % tuple(values.tolist())).split("\n")[:-1]
 
 
 def _missing(column: Any, values: np.ndarray) -> list[bool]:
