@@ -206,3 +206,35 @@ def test_c8_fair_sharing_in_a_replay(tmp_path) -> None:
     assert j.loc["x"].transfer_s == pytest.approx(150.0, rel=REL)
     assert j.loc["y"].transfer_s == pytest.approx(150.0, rel=REL)  # 50 → 200
     assert j.loc["y"].start_time == pytest.approx(200.0, rel=REL)
+
+
+def test_wan_energy_counts_in_the_totals_and_in_greenest(tmp_path) -> None:
+    """0.1 kWh/GB: C1's 50 GB into B (at B's 100 g/kWh) is 5 kWh, 0.5 kg; 10 GB of output back
+    to A from B 1 kWh, 0.1 kg; the job's own 2.4 kWh, 0.24 kg."""
+    fed = two_sites(tmp_path, "cheapest", "wan_kwh_per_gb = 0.1")
+    result = run_federation(fed, FederationOptions(trace=str(_trace(tmp_path))))
+    j = federation_jobs(result).set_index("job_id").loc["x"]
+    assert j.site == "B"
+    assert j.wan_kwh == pytest.approx(6.0, rel=REL)
+    assert j.wan_carbon_kg == pytest.approx(0.6, rel=REL)
+    assert j.energy_kwh == pytest.approx(2.4, rel=REL)  # the GPUs' own
+    from schedlab.federation.run import federation_summary
+
+    g = federation_summary(result, federation_jobs(result))["global"]
+    assert g["energy_kwh"] == pytest.approx(8.4, rel=REL)
+    assert g["carbon_kg"] == pytest.approx(0.84, rel=REL)
+    assert g["wan_kwh"] == pytest.approx(6.0, rel=REL)
+    assert g["carbon_g_per_kwh"] == pytest.approx(100.0, rel=REL)
+    # greenest weighs the WAN's carbon: B's 0.24 kg + 50 GB × k × 0.1 kg/kWh against A's 0.96
+    # kg (no output this time) — break-even at k = 0.144 kWh/GB
+    for k, where in ((0.14, "B"), (0.15, "A")):
+        fed = two_sites(tmp_path, "greenest", f"wan_kwh_per_gb = {k}")
+        assert replay(tmp_path, fed, ["x,0,8,3600,A,50,"]).loc["x"].site == where
+
+
+def _trace(tmp_path: Path) -> Path:
+    trace = tmp_path / "out.csv"
+    trace.write_text(
+        "job_id,submit_time,num_gpus,duration,data_site,data_gb,output_gb\nx,0,8,3600,A,50,10\n"
+    )
+    return trace

@@ -96,7 +96,16 @@ GOOD_SITE = '[[site]]\nname = "a"\ncluster = "1x8:V100"\nprice_gpu_hour = { V100
         (GOOD_SITE + 'colour = "red"\n', "key 'colour': unknown"),
         ('[federation]\norigin = "a"\n', "[[site]]: none"),
         (GOOD_SITE + 'ci = "nowhere.csv"\n', "key 'ci'"),
-        (GOOD_SITE + '[federation]\nreconsider = "periodic:60"\n', "key 'reconsider'"),
+        (GOOD_SITE + '[federation]\nreconsider = "hourly"\n', "key 'reconsider': 'none' or"),
+        (
+            GOOD_SITE + '[federation]\nreconsider = "periodic:60"\ndispatcher = "round-robin"\n',
+            "key 'reconsider': moving jobs needs a dispatcher with a score",
+        ),
+        (GOOD_SITE + "[federation]\nmove_running = true\n", "key 'move_running': running jobs"),
+        (
+            GOOD_SITE + '[federation]\nreconsider = "periodic:60"\nmove_margin = 1\n',
+            "key 'move_margin': must be below 1",
+        ),
         ("[[site]\n", "not a TOML file"),
     ],
 )
@@ -173,6 +182,11 @@ def test_a_federation_sweep_compares_dispatchers_over_seeds(tmp_path, capsys) ->
     bad = ["sweep", "--federation", str(fed), "--traces", str(jobs), "--dispatchers", "fastest"]
     assert main([*bad, "--out", str(tmp_path / "bad")]) == 2
     assert "'--dispatchers': unknown 'fastest'" in capsys.readouterr().err
+    moving = fed_file(tmp_path, '[federation]\nreconsider = "periodic:60"\n' + two, "moving.toml")
+    bad = ["sweep", "--federation", str(moving), "--traces", str(jobs), "--dispatchers"]
+    assert main([*bad, "cheapest", "round-robin", "--out", str(tmp_path / "bad")]) == 2
+    assert "moving jobs needs a dispatcher with a score" in capsys.readouterr().err
+    assert not (tmp_path / "bad").exists()
 
 
 def test_a_site_with_a_topology_runs_its_network_model(tmp_path) -> None:

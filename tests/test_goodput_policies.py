@@ -81,6 +81,23 @@ def test_tiresias_hand_computed(tmp_path: Path) -> None:
     assert jct["b"] == 390.0
 
 
+def test_a_faster_gpu_type_speeds_the_job_whichever_policy_placed_it(tmp_path: Path) -> None:
+    """The hand case above on a node whose type is twice as fast (``--speed A100=2``): 1 s steps
+    become 0.5 s, so after the restart (60..90) each 100-progress epoch takes 50 s: done at 190
+    (290 at speed 1). Tiresias knows nothing of types; the physics is the engine's."""
+    from schedlab.model.gpu_models import model_index
+
+    apps = read_applications(toy_apps(tmp_path / "apps"))
+    jobs = read_pollux_workload(toy_workload(tmp_path / "w.csv", [("a", 0, 1, 10)])).jobs
+    for speed, done in ((1.0, 290.0), (2.0, 190.0), (0.5, 490.0)):
+        scheduler, placement = make_scheduler("pollux-sim-tiresias", DEFAULT_PLACEMENT)
+        perf = GoodputPerf(apps, speed={model_index("A100"): speed})
+        record = ReplayEngine(
+            parse_compact("1x4:A100"), jobs, scheduler, placement, perf, ReplayConfig()
+        ).run()
+        assert record.end_time.tolist() == [done]
+
+
 def test_tiresias_demotes_after_the_threshold(tmp_path: Path) -> None:
     """Both jobs take the whole node and train 200 progress in 60 s (10/3 per s) after a 30 s
     restart. Without demotion (16 GPU-hours): a runs 60..150, b starts at the next boundary,

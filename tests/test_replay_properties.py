@@ -338,3 +338,153 @@ def test_same_seed_gives_identical_tables(case: Case, combo: tuple[str, str, boo
     a = jobs_frame(first).to_csv(index=False, float_format="%.6f")
     b = jobs_frame(second).to_csv(index=False, float_format="%.6f")
     assert a == b
+
+
+def replay_direct(case: Case, order: str, placement: str, backfill: bool) -> ReplayRecord:
+    """As :func:`replay`, the scheduler given to the engine itself (no wrapper), so that the
+    engine may skip the calls it declares needless (``idle_without_queue``, ``never_wakes``)."""
+    name, _, variant = order.partition("-")
+    params = {"preemptive": "true"} if variant == "preemptive" else None
+    policy, placement_policy = make_scheduler(name, placement, backfill, params)
+    engine = ReplayEngine(
+        parse_cluster_spec(case.spec),
+        case.jobs,
+        policy,
+        placement_policy,
+        TraceDuration(SPEED),
+        ReplayConfig(seed=case.seed, restart_overhead=case.restart_overhead),
+    )
+    return engine.run(stop_runaways())
+
+
+def test_the_plain_orderings_declare_what_the_engine_may_skip() -> None:
+    fifo, _ = make_scheduler("fifo", "bestfit", False, None)
+    tiresias, _ = make_scheduler("tiresias", "bestfit", False, None)
+    assert fifo.idle_without_queue and fifo.never_wakes
+    assert not tiresias.idle_without_queue and not tiresias.never_wakes  # it wakes at thresholds
+    assert not Recording(fifo).idle_without_queue  # a wrapper promises nothing
+
+
+@settings(max_examples=30, deadline=None)
+@given(case=cases(), combo=st.sampled_from(COMBOS))
+def test_skipping_the_calls_a_policy_declares_needless_changes_nothing(
+    case: Case, combo: tuple[str, str, bool]
+) -> None:
+    """The engine skips asking a plain ordering at a point with an empty queue, and its wake-up
+    when it never wakes: the run is the same as one that asks every time (the wrapper)."""
+    asked, recording = replay(case, *combo)
+    assert len(recording.calls) == asked.decision_points  # the wrapper was asked at every one
+    skipped = replay_direct(case, *combo)
+    assert skipped.decision_points == asked.decision_points
+    pd.testing.assert_frame_equal(jobs_frame(asked), jobs_frame(skipped), check_exact=True)
+    pd.testing.assert_frame_equal(
+        timeseries_frame(asked), timeseries_frame(skipped), check_exact=True
+    )
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    case=cases(),
+    order=st.sampled_from(["fifo", "sjf", "edf"]),
+    placement=st.sampled_from(["bestfit", "random", "consolidate"]),
+    backfill=st.booleans(),
+)
+def test_a_lone_arrival_to_an_empty_queue_is_decided_as_the_queue_walk_decides(
+    case: Case, order: str, placement: str, backfill: bool
+) -> None:
+    """The shortcut for one arrival to an empty queue gives the run the full walk gives, down to
+    the random placement's draws (it places exactly as often)."""
+
+    asked: dict[bool, list[int]] = {False: [], True: []}  # the jobs placed, in order
+
+    def run(shortcut: bool) -> ReplayRecord:
+        policy, placement_policy = make_scheduler(order, placement, backfill, None)
+        if not shortcut:
+            policy._lone_arrival = lambda snap, job: None  # type: ignore[attr-defined]
+        place = policy._place  # type: ignore[attr-defined]
+
+        def spy(job, state):  # type: ignore[no-untyped-def]
+            asked[shortcut].append(job)
+            return place(job, state)
+
+        policy._place = spy  # type: ignore[attr-defined]
+        engine = ReplayEngine(
+            parse_cluster_spec(case.spec),
+            case.jobs,
+            policy,
+            placement_policy,
+            TraceDuration(SPEED),
+            ReplayConfig(seed=case.seed, restart_overhead=case.restart_overhead),
+        )
+        return engine.run(stop_runaways())
+
+    walked, short = run(False), run(True)
+    assert asked[True] == asked[False]
+    pd.testing.assert_frame_equal(jobs_frame(walked), jobs_frame(short), check_exact=True)
+    pd.testing.assert_frame_equal(
+        timeseries_frame(walked), timeseries_frame(short), check_exact=True
+    )
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    case=cases(),
+    order=st.sampled_from(["tiresias", "srtf", "edf-preemptive"]),
+    placement=st.sampled_from(["bestfit", "random", "consolidate"]),
+)
+def test_starts_without_victims_are_the_general_walks(
+    case: Case, order: str, placement: str
+) -> None:
+    """A preemptive ordering with nothing to preempt places its wanted jobs on the live state
+    until a second needs a copy: the same run, and the same placements asked, as planning them
+    all on a copy from the start (the general walk)."""
+    from schedlab.policies.ordering.queue_scheduler import copy_state, take
+
+    asked: dict[bool, list[int]] = {False: [], True: []}
+
+    def run(shortcut: bool) -> ReplayRecord:
+        name, _, variant = order.partition("-")
+        params = {"preemptive": "true"} if variant == "preemptive" else None
+        policy, placement_policy = make_scheduler(name, placement, False, params)
+        place = policy._place  # type: ignore[attr-defined]
+
+        def spy(job, state):  # type: ignore[no-untyped-def]
+            asked[shortcut].append(job)
+            return place(job, state)
+
+        policy._place = spy  # type: ignore[attr-defined]
+        if not shortcut:
+
+            def on_a_copy(snap, to_start):  # type: ignore[no-untyped-def]
+                scratch, free, starts = copy_state(snap.state), snap.free_gpus, []
+                for job in to_start:
+                    need = policy._gpus[job]  # type: ignore[attr-defined]
+                    alloc, plan = (
+                        policy._place_planned(job, scratch)  # type: ignore[attr-defined]
+                        if free >= need
+                        else (None, None)
+                    )
+                    if alloc is not None:
+                        cpu, mem = policy._cpu[job], policy._mem[job]  # type: ignore[attr-defined]
+                        take(scratch, alloc, cpu, mem, job, plan)
+                        free -= need
+                        starts.append(Start(job, alloc, plan))
+                return starts
+
+            policy._start_in_rank = on_a_copy  # type: ignore[attr-defined]
+        engine = ReplayEngine(
+            parse_cluster_spec(case.spec),
+            case.jobs,
+            policy,
+            placement_policy,
+            TraceDuration(SPEED),
+            ReplayConfig(seed=case.seed, restart_overhead=case.restart_overhead),
+        )
+        return engine.run(stop_runaways())
+
+    general, short = run(False), run(True)
+    assert asked[True] == asked[False]
+    pd.testing.assert_frame_equal(jobs_frame(general), jobs_frame(short), check_exact=True)
+    pd.testing.assert_frame_equal(
+        timeseries_frame(general), timeseries_frame(short), check_exact=True
+    )

@@ -32,18 +32,39 @@ _SPECIAL = (",", '"', "\n", "\r")
 
 def csv_text(table: Mapping[str, Any]) -> str:
     """The whole CSV file of ``table`` (header, then one line per row, each ended by ``\\n``)."""
-    names = [str(c) for c in table]  # a DataFrame iterates over its column names too
-    columns = [_cells(table[c]) for c in table]
-    if len(names) == 1:  # a lone empty cell is written as "" by the csv module: let it decide
+    keys = list(table)  # a DataFrame iterates over its column names too
+    names = [str(c) for c in keys]
+    if len(keys) == 1:  # a lone empty cell is written as "" by the csv module: let it decide
         out = io.StringIO()
         writer = csv.writer(out, lineterminator="\n")
         writer.writerow(names)
-        writer.writerows([cell] for cell in columns[0])
+        writer.writerows([cell] for cell in _cells(table[keys[0]]))
         return out.getvalue()
+    columns = [_formatted(table[c]) for c in keys]
     header = ",".join(_quoted(n) for n in names)
-    if not columns or not len(columns[0]):
+    if not columns or not len(columns[0][1]):
         return header + "\n"
-    return header + "\n" + "\n".join(map(",".join, zip(*columns, strict=True))) + "\n"
+    # One row format over every cell at once (a float or integer column formats itself in it,
+    # the others are text already): one % over the table instead of a join per row.
+    rows = np.empty((len(columns[0][1]), len(columns)), dtype=object)
+    for i, (_, cells) in enumerate(columns):
+        if len(cells) != len(rows):
+            raise ValueError(f"column {names[i]!r} has {len(cells)} rows, not {len(rows)}")
+        rows[:, i] = cells
+    row = ",".join(spec for spec, _ in columns) + "\n"
+    return header + "\n" + (row * len(rows)) % tuple(rows.ravel().tolist())
+
+
+def _formatted(column: Any) -> tuple[str, list[Any]]:
+    """A column as a ``%`` spec and the values it formats: floats without a blank and integers
+    as numbers, anything else as its text (:func:`_cells`)."""
+    values = np.asarray(column)
+    kind = values.dtype.kind
+    if kind == "f" and not np.isnan(values).any():
+        return FLOAT_FORMAT, values.tolist()
+    if kind in "iu":
+        return "%d", values.tolist()
+    return "%s", _cells(column)
 
 
 def _cells(column: Any) -> list[str]:
@@ -51,23 +72,34 @@ def _cells(column: Any) -> list[str]:
     values = np.asarray(column)
     kind = values.dtype.kind
     if kind == "f":
-        fmt = FLOAT_FORMAT.__mod__
-        if not np.isnan(values).any():  # one format string for the column: fewer calls
-            return ((FLOAT_FORMAT + "\n") * len(values) % tuple(values.tolist())).split("\n")[:-1]
-        return [fmt(x) if x == x else "" for x in values.tolist()]
+        missing = np.isnan(values)
+        if not missing.any():  # one format string for the column: fewer calls
+            return _floats(values)
+        cells = np.full(len(values), "", dtype=object)  # a missing value is blank
+        cells[~missing] = _floats(values[~missing])
+        return cells.tolist()
     if kind in "iu":
         return list(map(str, values.tolist()))
     if kind == "b":
         return ["True" if x else "False" for x in values.tolist()]
-    missing = _missing(column, values)
-    cells = [
-        "" if gone else (x if type(x) is str else str(x))
-        for x, gone in zip(values.tolist(), missing, strict=True)
-    ]
+    items = values.tolist()
+    if set(map(type, items)) <= {str} and not callable(getattr(column, "isna", None)):
+        cells = items  # text only (the usual column): nothing missing, nothing to convert
+    else:
+        missing = _missing(column, values)
+        cells = [
+            "" if gone else (x if type(x) is str else str(x))
+            for x, gone in zip(items, missing, strict=True)
+        ]
     joined = "".join(cells)
     if not any(s in joined for s in _SPECIAL):  # the usual case: nothing to quote
         return cells
     return [_quoted(c) for c in cells]
+
+
+def _floats(values: np.ndarray) -> list[str]:
+    """Floats (none NaN) with six decimals: one ``%`` over the whole column."""
+    return ((FLOAT_FORMAT + "\n") * len(values) % tuple(values.tolist())).split("\n")[:-1]
 
 
 def _missing(column: Any, values: np.ndarray) -> list[bool]:

@@ -56,7 +56,7 @@ def run_task(task: FederationTask) -> dict[str, Any]:
 
 def run_federation_grid(args: argparse.Namespace) -> int:
     from schedlab.experiments.parallel import run_all
-    from schedlab.federation.config import DISPATCHERS, read_federation
+    from schedlab.federation.config import DISPATCHERS, read_federation, with_dispatcher
     from schedlab.output_dir import staged_dir
     from schedlab.results import write_csv
 
@@ -71,6 +71,9 @@ def run_federation_grid(args: argparse.Namespace) -> int:
         raise InputError(
             f"'--dispatchers': unknown {unknown[0]!r} (known: {', '.join(DISPATCHERS)})"
         )
+    for f in files:  # a dispatcher a file's settings refuse (moves need a score): before any run
+        for d in dispatchers:
+            with_dispatcher(read_federation(f), d)
     seeds = parse_seeds("0" if args.seeds is None else args.seeds)
     workers = check_workers(args.workers)
     power = args.power_model or ["binary"]

@@ -92,5 +92,7 @@ def one_line(fed: dict) -> str:
         f"({g['unplaceable']} unplaceable; {sites}), avg JCT {_f(g['jct']['mean'], ',.0f')} s, "
         f"avg queue {_f(g['queue_s']['mean'], ',.0f')} s, compute ${g['compute_usd']:,.2f}, "
         f"egress ${g['egress_usd']:,.2f}, {_f(g['carbon_kg'], ',.1f')} kg CO2e "
-        f"({_f(g['carbon_g_per_kwh'], '.1f')} g/kWh); {fed['wall_seconds']} s wall"
+        f"({_f(g['carbon_g_per_kwh'], '.1f')} g/kWh)"
+        + (f", {g['moves']} move{'' if g['moves'] == 1 else 's'}" if "moves" in g else "")
+        + f"; {fed['wall_seconds']} s wall"
     )

@@ -91,6 +91,16 @@ class PowerLimited(PerfModel):
     def max_useful_gpus(self, jobs: JobTable, job: int, limit: int) -> int:
         return self.base.max_useful_gpus(jobs, job, limit)
 
+    @property
+    def restricts_counts(self) -> bool:  # type: ignore[override]
+        return self.base.restricts_counts
+
+    def gpu_counts(self, jobs: JobTable, job: int) -> tuple[int, ...] | None:
+        return self.base.gpu_counts(jobs, job)
+
+    def runnable_models(self, jobs: JobTable, job: int, num_gpus: int) -> int | None:
+        return self.base.runnable_models(jobs, job, num_gpus)
+
     def __getattr__(self, name: str) -> object:
         # Throughput-table helpers (``curve``, ``table``) of the wrapped model stay reachable.
         if name == "base":

@@ -183,6 +183,7 @@ class _Run:
         n = len(j)
         self.state = engine.cluster.new_state()
         self.rt = JobRuntime.new(n, engine.work)
+        self.size_log = self.rt.size_log
         self.first_start = np.full(n, np.nan)
         self.end_time = np.full(n, np.nan)
         self.gpu_seconds = np.zeros(n)
@@ -318,6 +319,7 @@ class _Run:
         self.free_gpus -= size
         self.rt.allocation[job] = allocation
         self.rt.alloc_n[job] = size
+        self.size_log.append(job)
 
     def vacate(self, job: int) -> None:
         rt = self.rt
@@ -332,6 +334,7 @@ class _Run:
         self.free_gpus += rt.alloc_n.item(job)
         rt.allocation[job] = None
         rt.alloc_n[job] = 0
+        self.size_log.append(job)
         self.speedup_sum -= self.speedup[job]
         self.speedup[job] = 0.0
 
@@ -379,14 +382,19 @@ class _Run:
         return len(kills)
 
     # -- decisions -------------------------------------------------------------------------
-    def apply(self, decisions: list[Decision], now: float) -> None:
-        rt = self.rt
-        status, n = rt.status.item, len(rt.status)
+    def expect(self, job: int, wanted: int, verb: str) -> None:
+        """``job`` is ``wanted`` (pending or running), or the policy erred."""
+        if not 0 <= job < len(self.rt.status) or self.rt.status.item(job) != wanted:
+            what = "pending" if wanted == PENDING else "running"
+            raise PolicyError(f"{self.policy.describe()} {verb} job {job}, which is not {what}")
 
-        def expect(job: int, wanted: int, verb: str) -> None:
-            if not 0 <= job < n or status(job) != wanted:
-                what = "pending" if wanted == PENDING else "running"
-                raise PolicyError(f"{self.policy.describe()} {verb} job {job}, which is not {what}")
+    def apply(self, decisions: list[Decision], now: float) -> None:
+        expect = self.expect
+        if all([type(d) is Start for d in decisions]):  # the usual case: starts only
+            for d in decisions:
+                self.start(d, now)  # type: ignore[arg-type]
+            return
+        rt = self.rt
 
         # Rejections and preemptions first: they free what the starts may use.
         for d in decisions:
@@ -445,33 +453,7 @@ class _Run:
             self.schedule_completion(d.job)
         for d in decisions:
             if isinstance(d, Start):
-                job, plan = d.job, d.net
-                expect(job, PENDING, "started")
-                self.occupy(job, d.allocation, plan)
-                if plan is not None:
-                    for other, moved in plan.moves:
-                        self.move_circuits(other, moved, now)
-                self.set_rate(job, d.allocation)
-                if self.net is not None:
-                    self.start_network(job, d.allocation, now, plan)
-                rt.run_started[job] = now
-                self.run_began[job] = now
-                ran = self.ever_ran[job]
-                restart = self.cfg.restart_overhead if ran else 0.0
-                if plan is not None:  # circuits set up for the job: it waits for the OCS
-                    restart += self.circuit_delay(plan)
-                if self.fail is not None:
-                    restart = self.fail.started(job, now, restart)
-                rt.progress_from[job] = now + restart
-                rt.status[job] = RUNNING
-                if not ran:
-                    self.first_start[job] = now
-                    self.ever_ran[job] = True
-                del self.pending[job]
-                self.running[job] = None
-                self.schedule_completion(job)
-                if self.gate is not None:
-                    self.gate.started(job, now)
+                self.start(d, now)
         # Paces after the starts (a job started now may get its pace at once), before overheads.
         for d in decisions:
             if isinstance(d, Pace):
@@ -498,6 +480,37 @@ class _Run:
                 self.stop_progress(d.job, now)
                 rt.progress_from[d.job] += d.seconds
                 self.schedule_completion(d.job)
+
+    def start(self, d: Start, now: float) -> None:
+        """Apply one start: the job takes its allocation (and plan), and its run begins."""
+        rt = self.rt
+        job, plan = d.job, d.net
+        self.expect(job, PENDING, "started")
+        self.occupy(job, d.allocation, plan)
+        if plan is not None:
+            for other, moved in plan.moves:
+                self.move_circuits(other, moved, now)
+        self.set_rate(job, d.allocation)
+        if self.net is not None:
+            self.start_network(job, d.allocation, now, plan)
+        rt.run_started[job] = now
+        self.run_began[job] = now
+        ran = self.ever_ran[job]
+        restart = self.cfg.restart_overhead if ran else 0.0
+        if plan is not None:  # circuits set up for the job: it waits for the OCS
+            restart += self.circuit_delay(plan)
+        if self.fail is not None:
+            restart = self.fail.started(job, now, restart)
+        rt.progress_from[job] = now + restart
+        rt.status[job] = RUNNING
+        if not ran:
+            self.first_start[job] = now
+            self.ever_ran[job] = True
+        del self.pending[job]
+        self.running[job] = None
+        self.schedule_completion(job)
+        if self.gate is not None:
+            self.gate.started(job, now)
 
     def start_network(
         self, job: int, allocation: Allocation, now: float, plan: NetPlan | None
@@ -655,6 +668,7 @@ class _Run:
         self.free_gpus -= change
         rt.allocation[job] = allocation
         rt.alloc_n[job] += change
+        self.size_log.append(job)
         if self.net is not None:
             self.net.stop(job, now)
             self.net.start(job, allocation, now)
@@ -701,6 +715,12 @@ class _Run:
         self.ts_time, self.ts_queue = array("d"), array("q")
         self.ts_running, self.ts_busy, self.ts_efficiency = array("q"), array("q"), array("d")
         self.check = DecisionCheck(self.policy, self.cluster, j)  # every answer of the policy
+        self.total_gpus = self.cluster.total_gpus
+        # What the policy declares it does not need asking (see SchedulingPolicy); protections
+        # (--min-runtime, --grace) ask it at every point, as they hold back its answers.
+        protects = self.cfg.min_runtime > 0 or self.cfg.grace > 0
+        self.idle_skip = bool(getattr(self.policy, "idle_without_queue", False)) and not protects
+        self.never_wakes = bool(getattr(self.policy, "never_wakes", False)) and not protects
         self.next_arrival = len(j) if external else 0
         self.wakeup, self.decision_points, self.events = INF, 0, 0
         self.withdrawn = []
@@ -766,6 +786,44 @@ class _Run:
         self.rt.status[job] = FUTURE
         self.withdrawn.append(job)
 
+    def evict(self, job: int, now: float) -> tuple[float, float, float]:
+        """A running ``job`` leaves this run at ``now`` to go on elsewhere (a federation moves
+        it): it stops as a preemption stops it — progress banked, or lost without a checkpoint
+        — gives back its GPUs and is as if it had never arrived; the policy hears of it as
+        withdrawn. Returns its remaining work, attained GPU-seconds and executed seconds."""
+        rt = self.rt
+        if rt.status[job] != RUNNING:
+            raise PolicyError(f"job {job} was moved away while not running")
+        self.now = now
+        if self.fail is not None:
+            self.fail.stopped(job, now)
+        self.stop_progress(job, now)
+        if not self.jobs.checkpoint[job]:
+            rt.remaining[job] = self.e.work[job]
+            rt.attained[job] = 0.0
+            rt.executed[job] = 0.0
+        self.vacate(job)
+        if self.net is not None:
+            self.net.stop(job, now)
+        rt.rate[job] = 0.0
+        rt.status[job] = FUTURE
+        del self.running[job]
+        self.withdrawn.append(job)
+        self.schedule_completion(job)  # voids its completion here
+        return float(rt.remaining[job]), float(rt.attained[job]), float(rt.executed[job])
+
+    def inject_resumed(
+        self, job: int, now: float, remaining: float, attained: float, executed: float
+    ) -> None:
+        """``job``, which ran elsewhere and was moved here, arrives in the queue at ``now`` with
+        what it carries (:meth:`evict`'s values); its next start pays the restart overhead."""
+        self.inject(job, now)
+        rt = self.rt
+        rt.remaining[job] = remaining
+        rt.attained[job] = attained
+        rt.executed[job] = executed
+        self.ever_ran[job] = True
+
     def pause_progress(self, job: int) -> None:
         """A running ``job`` holds its GPUs but makes no progress until :meth:`resume_progress`
         (a federation stages its input data after admission)."""
@@ -779,11 +837,30 @@ class _Run:
 
     def decide(self, now: float, new_pending: list[int]) -> None:
         """Ask the policy once at ``now`` and apply its decisions; record the series."""
-        cfg, rt = self.cfg, self.rt
         self.now = now
+        self.decision_points += 1
+        if self.idle_skip and not new_pending and not self.pending and not self.withdrawn:
+            self.wakeup = INF  # the policy declared it has nothing to do, nor to wake for
+            if self.net is not None:
+                self.settle_network(now)
+        else:
+            self.ask(now, new_pending)
+        total_gpus = self.total_gpus
+        self.ts_time.append(now)
+        self.ts_queue.append(len(self.pending))
+        self.ts_running.append(len(self.running))
+        self.ts_busy.append(total_gpus - self.free_gpus - self.held_gpus)
+        self.ts_efficiency.append(max(0.0, self.speedup_sum) / total_gpus if total_gpus else 0.0)
+        if self.net is not None:
+            self.net.record(now)
+        if self.obs is not None:
+            self.obs.tick(now)
+
+    def ask(self, now: float, new_pending: list[int]) -> None:
+        """The policy's decisions at ``now``, applied, and when it wants to be asked again."""
+        cfg, rt = self.cfg, self.rt
         decisions = self.check.decide(self.snapshot(now, new_pending))
         self.withdrawn = []
-        self.decision_points += 1
         protected_until = INF
         if cfg.min_runtime > 0 or cfg.grace > 0:
             decisions, held = hold_back_preemptions(
@@ -801,18 +878,11 @@ class _Run:
             self.apply(decisions, now)
         if self.net is not None:
             self.settle_network(now)
+        if self.never_wakes:  # (never with protections: protected_until is inf here)
+            self.wakeup = INF
+            return
         wakeup = min(self.check.next_wakeup(self.snapshot(now, [])), protected_until)
         self.wakeup = INF if wakeup <= now else wakeup  # a past wake-up would never let time go
-        total_gpus = self.cluster.total_gpus
-        self.ts_time.append(now)
-        self.ts_queue.append(len(self.pending))
-        self.ts_running.append(len(self.running))
-        self.ts_busy.append(total_gpus - self.free_gpus - self.held_gpus)
-        self.ts_efficiency.append(max(0.0, self.speedup_sum) / total_gpus if total_gpus else 0.0)
-        if self.net is not None:
-            self.net.record(now)
-        if self.obs is not None:
-            self.obs.tick(now)
 
     def loop(self, progress: Callable[[int, int], None] | None) -> ReplayRecord:
         self.begin()

@@ -46,6 +46,7 @@ from schedlab.perf.throughput_matrix import (
     is_matrix_file,
     matrix_gaps,
     read_throughput_matrix,
+    unrunnable_jobs,
 )
 from schedlab.policies.api import REPLAY
 from schedlab.policies.protection import check_min_runtime
@@ -196,6 +197,26 @@ def check_table_coverage(
     notify(f"{what}; they run on linear scaling of their trace duration")
 
 
+def check_matrix_runnable(
+    jobs: JobTable, perf: MatrixPerf, cluster: Cluster, spec: ReplaySpec, scheduler: object
+) -> None:
+    """A job the throughput matrix runs at 0 steps/s on every GPU model of the cluster — at its
+    own GPU count, or at every count the matrix has when the policy sizes jobs itself — would
+    hold its GPUs, or wait, forever: refuse the run, naming the policy, the job and why."""
+    elastic = bool(getattr(scheduler, "elastic", False))
+    bad = unrunnable_jobs(perf, jobs, cluster, elastic)
+    if not bad:
+        return
+    j, reason = bad[0]
+    more = f" ({len(bad)} jobs like it)" if len(bad) > 1 else ""
+    raise InputError(
+        f"policy {spec.policy!r} on cluster {spec.cluster!r}: job {jobs.job_id[j]!r} "
+        f"({jobs.model_name[j]}, {int(jobs.num_gpus[j])} GPU(s)) {reason}, "
+        f"according to the throughput matrix {perf.matrix.source}{more}",
+        path=spec.trace,
+    )
+
+
 def check_runnable(jobs: JobTable, perf: PerfModel, source: str) -> None:
     """Every job needs work the perf model can use: fail before the run, naming the job."""
     work = perf.work(jobs)
@@ -285,6 +306,8 @@ def run_replay(
     check_speed_models(spec, cluster)
     policies = build(REPLAY, spec.choice)
     assert policies.scheduler is not None
+    if isinstance(perf, MatrixPerf):
+        check_matrix_runnable(jobs, perf, cluster, spec, policies.scheduler)
     if network is not None and spec.topology is not None:
         from schedlab.experiments.replay_network import check_static_wiring
 

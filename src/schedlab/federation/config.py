@@ -28,8 +28,10 @@ WAN_SHARING = ("fair", "none")
 FEDERATION_KEYS = {
     "dispatcher", "weights", "runtime_estimate", "stage_in", "reconsider", "move_running",
     "wan_sharing", "default_data_site", "default_data_gb", "origin", "incremental",
-    "ci_offset_s", "wan_kwh_per_gb",
+    "ci_offset_s", "wan_kwh_per_gb", "move_margin", "default_ckpt_gb",
 }  # fmt: skip
+#: Dispatchers whose score a queued or running job can be re-scored by (``reconsider``).
+RESCORABLE = ("least-loaded", "cheapest", "greenest", "earliest-finish", "joint")
 SITE_KEYS = {
     "name", "cluster", "topology", "ordering", "backfill", "placement", "params", "ci", "pue",
     "price_gpu_hour", "egress", "wan",
@@ -89,6 +91,14 @@ class Federation:
     wan_kwh_per_gb: float = 0.0
     #: ``stage_in`` as the file gives it (MultiKueue forces on-admit whatever it says).
     declared_stage_in: str = "before-queue"
+    #: Seconds between re-scorings of the jobs (``reconsider = "periodic:S"``); 0: never.
+    reconsider_s: float = 0.0
+    #: Running jobs move too (checkpoint, restart overhead, checkpoint data over the WAN).
+    move_running: bool = False
+    #: A job moves only if another site's score is below ``(1 − margin)`` × its own site's.
+    move_margin: float = 0.1
+    default_ckpt_gb: float = 0.0
+    ckpt_gb_per_gpu: bool = False
 
     @property
     def places(self) -> dict[str, Place]:
@@ -111,10 +121,54 @@ def with_dispatcher(fed: Federation, name: str) -> Federation:
 
     if name not in DISPATCHERS:
         raise InputError(f"unknown dispatcher {name!r} (known: {', '.join(DISPATCHERS)})")
+    if fed.reconsider_s > 0:
+        check_rescorable(name, f"{fed.path}: [federation], key 'reconsider'")
     stage_in = "on-admit" if name in MULTIKUEUE else fed.stage_in
     if fed.dispatcher in MULTIKUEUE and name not in MULTIKUEUE:
         stage_in = fed.declared_stage_in
     return replace(fed, dispatcher=name, stage_in=stage_in)
+
+
+def check_rescorable(dispatcher: str, where: str) -> None:
+    """Moving jobs re-scores them by the dispatcher's own score: round-robin has none, and
+    MultiKueue's copies already wait at every nominated site."""
+    if dispatcher not in RESCORABLE:
+        raise InputError(
+            f"{where}: moving jobs needs a dispatcher with a score ({', '.join(RESCORABLE)}); "
+            f"{dispatcher!r} has none"
+        )
+
+
+def _tagged(value: object, tag: str) -> float:
+    """The number of ``"TAG:NUMBER"``; NaN when ``value`` is not so written."""
+    kind, _, text = str(value).partition(":")
+    try:
+        number = float(text)
+    except ValueError:
+        return math.nan
+    return number if kind == tag and math.isfinite(number) else math.nan
+
+
+def _amount(value: object, where: str, key: str) -> tuple[float, bool]:
+    """GB as a number ≥ 0 or ``"per_gpu:X"``: (amount, per GPU?)."""
+    if not isinstance(value, str):
+        return _number(value, where, key), False
+    amount = _tagged(value, "per_gpu")
+    if not amount >= 0:
+        raise InputError(f"{where}, key '{key}': GB ≥ 0 or 'per_gpu:X' (got {value!r})")
+    return amount, True
+
+
+def _reconsider(value: object, where: str) -> float:
+    """``none`` → 0, ``periodic:S`` → S (> 0)."""
+    if value == "none":
+        return 0.0
+    seconds = _tagged(value, "periodic")
+    if not seconds > 0:
+        raise InputError(
+            f"{where}, key 'reconsider': 'none' or 'periodic:S' with S > 0 seconds (got {value!r})"
+        )
+    return seconds
 
 
 def _number(value: object, where: str, key: str, low: float = 0.0, strict: bool = False) -> float:
@@ -255,12 +309,8 @@ def read_federation(path: str | Path) -> Federation:
     estimate = str(settings.get("runtime_estimate", "oracle"))
     factor = 1.0
     if estimate != "oracle":
-        kind, _, value = estimate.partition(":")
-        try:
-            factor = float(value)
-        except ValueError:
-            factor = math.nan
-        if kind != "user-factor" or not (factor > 0 and math.isfinite(factor)):
+        factor = _tagged(estimate, "user-factor")
+        if not factor > 0:
             raise InputError(
                 f"{where}, key 'runtime_estimate': oracle or user-factor:F with F > 0 "
                 f"(got {estimate!r})"
@@ -269,31 +319,30 @@ def read_federation(path: str | Path) -> Federation:
     declared = stage_in
     if dispatcher in MULTIKUEUE:
         stage_in = "on-admit"  # a copy's data moves only once a site admits it
-    reconsider = settings.get("reconsider", "none")
-    if reconsider != "none":
+    reconsider_s = _reconsider(settings.get("reconsider", "none"), where)
+    move_running = settings.get("move_running", False)
+    if not isinstance(move_running, bool):
         raise InputError(
-            f"{where}, key 'reconsider': only 'none' is supported (moving queued jobs between "
-            f"sites is not built; got {reconsider!r})"
+            f"{where}, key 'move_running': must be true or false (got {move_running!r})"
         )
-    if settings.get("move_running", False) is not False:
-        raise InputError(f"{where}, key 'move_running': only false is supported (not built)")
+    if move_running and reconsider_s == 0:
+        raise InputError(
+            f"{where}, key 'move_running': running jobs move when jobs are reconsidered; "
+            'set reconsider = "periodic:S"'
+        )
+    if reconsider_s > 0:
+        check_rescorable(dispatcher, f"{where}, key 'reconsider'")
+    margin = _number(settings.get("move_margin", 0.1), where, "move_margin")
+    if margin >= 1:
+        raise InputError(f"{where}, key 'move_margin': must be below 1 (got {margin!r})")
+    ckpt_gb, ckpt_per_gpu = _amount(settings.get("default_ckpt_gb", 0.0), where, "default_ckpt_gb")
     origin = settings.get("origin", sites[0].name)
     if origin not in {s.name for s in sites}:
         raise InputError(f"{where}, key 'origin': no site is named {origin!r}")
     data_site = settings.get("default_data_site", "origin")
     if data_site != "origin" and data_site not in names:
         raise InputError(f"{where}, key 'default_data_site': no site or data store {data_site!r}")
-    gb = settings.get("default_data_gb", 0.0)
-    per_gpu = isinstance(gb, str)
-    if per_gpu:
-        kind, _, value = gb.partition(":")
-        try:
-            amount = float(value)
-        except ValueError:
-            amount = math.nan
-        if kind != "per_gpu" or not (amount >= 0 and math.isfinite(amount)):
-            raise InputError(f"{where}, key 'default_data_gb': GB ≥ 0 or 'per_gpu:X' (got {gb!r})")
-        gb = amount
+    gb, per_gpu = _amount(settings.get("default_data_gb", 0.0), where, "default_data_gb")
     incremental = settings.get("incremental", {})
     if not isinstance(incremental, dict) or set(incremental) - {"step", "round_s"}:
         raise InputError(f"{where}, key 'incremental': a table {{step, round_s}}")
@@ -312,7 +361,7 @@ def read_federation(path: str | Path) -> Federation:
         declared_stage_in=declared,
         wan_sharing=_choice(settings.get("wan_sharing", "fair"), where, "wan_sharing", WAN_SHARING),
         default_data_site=str(data_site),
-        default_data_gb=_number(gb, where, "default_data_gb"),
+        default_data_gb=gb,
         data_gb_per_gpu=per_gpu,
         origin=str(origin),
         step=step,
@@ -321,6 +370,11 @@ def read_federation(path: str | Path) -> Federation:
         ),
         ci_offset_s=_number(settings.get("ci_offset_s", 0.0), where, "ci_offset_s"),
         wan_kwh_per_gb=_number(settings.get("wan_kwh_per_gb", 0.0), where, "wan_kwh_per_gb"),
+        reconsider_s=reconsider_s,
+        move_running=move_running,
+        move_margin=margin,
+        default_ckpt_gb=ckpt_gb,
+        ckpt_gb_per_gpu=ckpt_per_gpu,
     )
 
 

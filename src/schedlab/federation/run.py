@@ -90,6 +90,10 @@ def run_federation(
         record.observer = s.observer.meter  # the energy columns read the meter
         record.isolated_jct = _isolated_at_site(jobs, manager.out.site, s)
         records.append(record)
+    if fed.wan_kwh_per_gb > 0:
+        ends = np.stack([r.end_time for r in records])
+        site_of = np.maximum(manager.out.site, 0)
+        manager.output_wan_energy(ends[site_of, np.arange(len(jobs))])
     _check_carbon_span(fed, sites, records, manager)
     return FederationResult(fed, sites, records, manager.out, jobs, data.data_site, data.data_gb)
 
@@ -141,20 +145,47 @@ def federation_jobs(result: FederationResult) -> pd.DataFrame:
     if unplaced.any():
         frame.loc[unplaced, "status"] = "unplaceable"
     names = [s.name for s in result.sites]
-    cost = np.stack([s.observer.compute_usd for s in result.sites])[where, np.arange(len(where))]
+    # a job's GPU time is billed at every site it held GPUs at (one, unless it moved running)
+    cost = np.stack([s.observer.compute_usd for s in result.sites]).sum(axis=0)
     start = frame["start_time"].to_numpy(dtype=np.float64)
+    queue_s = start - out.arrived
+    moved = np.flatnonzero(out.moves > 0)
+    if len(moved):
+        _add_earlier_sites(frame, frames, moved)
+        queue_s[moved] = out.wait_before[moved] + (out.visit_start[moved] - out.arrived[moved])
     frame["site"] = [names[k] if k >= 0 else "" for k in out.site.tolist()]
     frame["data_site"] = result.data_site
     frame["data_gb"] = result.data_gb
     frame["transfer_s"] = out.transfer_s
-    frame["queue_s"] = start - out.arrived
+    frame["queue_s"] = queue_s
     frame["egress_gb"] = out.egress_gb
     frame["egress_usd"] = out.egress_usd
     frame["compute_usd"] = np.where(unplaced, 0.0, cost)
     frame["nominated"] = out.nominated
-    frame["moves"] = 0
+    frame["moves"] = out.moves
+    if result.fed.wan_kwh_per_gb > 0:
+        frame["wan_kwh"] = out.wan_kwh
+        frame["wan_carbon_kg"] = out.wan_g / 1000.0
     frame["hold_gpu_s"] = out.hold_gpu_s
     return frame
+
+
+#: Per-job columns a moved job adds up over the sites it ran at.
+ADDED_OVER_SITES = ("gpu_seconds", "energy_kwh", "carbon_kg", "preemptions")
+
+
+def _add_earlier_sites(frame: pd.DataFrame, frames: list[pd.DataFrame], moved: np.ndarray) -> None:
+    """The rows of moved jobs (taken from the site they ended at) made whole: their first start
+    anywhere, and the GPU time, energy, carbon and preemptions of every site they ran at."""
+    starts = np.stack([f["start_time"].to_numpy(dtype=np.float64)[moved] for f in frames])
+    earliest = np.where(np.isnan(starts), np.inf, starts).min(axis=0)
+    first = np.where(np.isinf(earliest), np.nan, earliest)
+    frame.loc[moved, "start_time"] = first
+    frame.loc[moved, "queue_delay"] = first - frame["submit_time"].to_numpy(dtype=np.float64)[moved]
+    for column in ADDED_OVER_SITES:
+        if column in frame:
+            total = sum(f[column].to_numpy()[moved] for f in frames if column in f)
+            frame.loc[moved, column] = total
 
 
 def _stats(values: pd.Series) -> dict[str, float | None]:
@@ -172,7 +203,7 @@ def _stats(values: pd.Series) -> dict[str, float | None]:
 def _block(frame: pd.DataFrame, gpus: int, span: float) -> dict[str, Any]:
     done = frame[frame["status"] == "completed"]
     gpu_s = float(frame["gpu_seconds"].sum())
-    return {
+    block = {
         "jobs": len(frame),
         "completed": len(done),
         "gpu_hours": gpu_s / 3600.0,
@@ -186,6 +217,13 @@ def _block(frame: pd.DataFrame, gpus: int, span: float) -> dict[str, Any]:
         "energy_kwh": float(frame["energy_kwh"].sum()) if "energy_kwh" in frame else None,
         "carbon_kg": float(frame["carbon_kg"].sum()) if "carbon_kg" in frame else None,
     }
+    if "wan_kwh" in frame:  # the WAN's energy and carbon count in the totals
+        wan_kwh, wan_kg = float(frame["wan_kwh"].sum()), float(frame["wan_carbon_kg"].sum())
+        block["wan_kwh"], block["wan_carbon_kg"] = wan_kwh, wan_kg
+        block["energy_kwh"] = (block["energy_kwh"] or 0.0) + wan_kwh
+        if block["carbon_kg"] is not None:
+            block["carbon_kg"] += wan_kg
+    return block
 
 
 def federation_summary(result: FederationResult, frame: pd.DataFrame) -> dict[str, Any]:
@@ -202,23 +240,38 @@ def federation_summary(result: FederationResult, frame: pd.DataFrame) -> dict[st
         block["site_energy_kwh"] = totals.facility_j / J_PER_KWH
         block["site_carbon_kg"] = totals.carbon_g / 1000.0
         block.update(describe(s))
+        if fed.reconsider_s > 0:
+            block["moves_in"] = sum(1 for m in out.move_log if m[3] == s.index)
+            block["moves_out"] = sum(1 for m in out.move_log if m[2] == s.index)
         per_site[s.name] = block
     total_gpus = sum(s.cluster.total_gpus for s in result.sites)
     glob = _block(frame[frame["site"] != ""], total_gpus, span)
     glob["unplaceable"] = int(out.unplaceable)
     done = frame["status"] == "completed"
     kwh = frame.loc[done, "energy_kwh"].sum() if "energy_kwh" in frame else 0.0
+    kg = frame.loc[done, "carbon_kg"].sum() if "carbon_kg" in frame else 0.0
+    if "wan_kwh" in frame:  # the WAN's energy and carbon of the completed jobs too
+        kwh += frame.loc[done, "wan_kwh"].sum()
+        kg += frame.loc[done, "wan_carbon_kg"].sum()
     glob["carbon_g_per_kwh"] = (
-        float(frame.loc[done, "carbon_kg"].sum() * 1000.0 / kwh)
-        if "carbon_kg" in frame and kwh > 0
-        else None
+        float(kg * 1000.0 / kwh) if "carbon_kg" in frame and kwh > 0 else None
     )
+    moves = {}
+    if fed.reconsider_s > 0:
+        glob["moves"] = len(out.move_log)
+        glob["running_moves"] = sum(1 for m in out.move_log if m[4])
+        moves = {
+            "reconsider": f"periodic:{fed.reconsider_s:g}",
+            "move_running": fed.move_running,
+            "move_margin": fed.move_margin,
+        }
     return {
         "dispatcher": fed.dispatcher,
         "weights": dict(zip(("time", "cost", "carbon"), fed.weights, strict=True)),
         "runtime_estimate": fed.runtime_estimate,
         "stage_in": fed.stage_in,
         "wan_sharing": fed.wan_sharing,
+        **moves,
         "origin": fed.origin,
         "defaults": {
             "data_site": fed.default_data_site,
@@ -274,6 +327,9 @@ def sites_frame(summary: dict[str, Any]) -> pd.DataFrame:
                 "compute_usd": b["compute_usd"],
                 "energy_kwh": b["energy_kwh"],
                 "carbon_kg": b["carbon_kg"],
+                **{
+                    k: b[k] for k in ("wan_kwh", "wan_carbon_kg", "moves_in", "moves_out") if k in b
+                },
             }
         )
     return pd.DataFrame(rows)

@@ -72,6 +72,17 @@ class Wan:
         self._progress(now)
         return done
 
+    def expected_end(self, key: int) -> float:
+        """When transfer ``key`` ends if rates stay as they are (its bytes at the rate it would
+        get once they start moving); INF if there is no such transfer."""
+        t = self.active.get(key)
+        if t is None:
+            return INF
+        if math.isfinite(t.finish):
+            return t.finish
+        sharers = self.sharers.get((t.src, t.dst), 0) + 1 if self.sharing == "fair" else 1
+        return max(self.last, t.bytes_from) + t.left / (t.link.gbps / 8.0 / sharers)
+
     def _progress(self, now: float) -> None:
         """Bank the bytes moved since the last change (no rate changes in between)."""
         if now <= self.last:

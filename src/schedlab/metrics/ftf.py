@@ -136,53 +136,48 @@ def isolated_completion(
     finish = [math.nan] * len(order)
     active, i, count = 0, 0, len(order)
     now = arrivals[0]
+    heappush, heappop, inf = heapq.heappush, heapq.heappop, math.inf
     while i < count or active:
-        arrival = arrivals[i] if i < count else math.inf
+        arrival = arrivals[i] if i < count else inf
         # The next completion: per GPU count, its head's virtual distance at that count's pace.
-        soonest, group = math.inf, -1
+        soonest, group = inf, -1
         for g in busy:
-            dt = (heaps[g][0][0] - clocks[g]) * max(active * scales[g], n_total)
+            pace = active * scales[g]
+            dt = (heaps[g][0][0] - clocks[g]) * (pace if pace > n_total else n_total)
             if dt < soonest:
                 soonest, group = dt, g
-        if arrival - now <= soonest:  # the next event is an arrival: land on its time exactly
-            _advance(clocks, busy, arrival - now, active, scales, n_total)
+        step = arrival - now
+        if step <= soonest:  # the next event is an arrival: land on its time exactly
+            if step > 0:  # every active count's virtual clock moves on at its pace
+                for g in busy:
+                    pace = active * scales[g]
+                    clocks[g] += step / (pace if pace > n_total else n_total)
             now = arrival
             while i < count and arrivals[i] <= now:
                 g = groups[i]
                 if g not in busy:  # an idle count's clock starts again from 0
                     busy[g], clocks[g] = None, 0.0
-                heapq.heappush(heaps[g], (clocks[g] + size[i], i))
+                heappush(heaps[g], (clocks[g] + size[i], i))
                 active += 1
                 i += 1
             continue
-        _advance(clocks, busy, max(soonest, 0.0), active, scales, n_total)
-        now += max(soonest, 0.0)
+        step = soonest if soonest > 0.0 else 0.0
+        if step > 0:
+            for g in busy:
+                pace = active * scales[g]
+                clocks[g] += step / (pace if pace > n_total else n_total)
+        now += step
         if heaps[group][0][0] > clocks[group]:
             clocks[group] = heaps[group][0][0]
         for g in list(busy):  # every job due by now (ties finish together)
             heap, due = heaps[g], clocks[g] * (1 + 1e-12)
             while heap and heap[0][0] <= due:
-                finish[heapq.heappop(heap)[1]] = now
+                finish[heappop(heap)[1]] = now
                 active -= 1
             if not heap:
                 del busy[g]
     done[order] = finish
     return done
-
-
-def _advance(
-    clocks: list[float],
-    busy: dict[int, None],
-    step: float,
-    active: int,
-    scales: list[float],
-    n_total: float,
-) -> None:
-    """Move the virtual clock of every GPU count with active jobs on by ``step`` seconds at
-    its pace."""
-    if step > 0:
-        for g in busy:
-            clocks[g] += step / max(active * scales[g], n_total)
 
 
 def isolated_jct(jobs: JobTable, cluster: Cluster, perf: PerfModel) -> np.ndarray:

@@ -123,15 +123,17 @@ def as_text(frame: Table, column: str) -> np.ndarray:
     """A text column as an object array, missing cells (None, NaN) as ""."""
     values = np.asarray(frame[column], dtype=object)
     isna = getattr(frame[column], "isna", None)
-    missing = (
-        np.asarray(isna(), dtype=bool)
-        if callable(isna)
-        else np.fromiter(
-            (x is None or (isinstance(x, float) and x != x) for x in values.tolist()),
+    if callable(isna):
+        missing = np.asarray(isna(), dtype=bool)
+    else:
+        items = values.tolist()
+        if set(map(type, items)) <= {str}:  # text only (the usual column): nothing missing
+            return values
+        missing = np.fromiter(
+            (x is None or (isinstance(x, float) and x != x) for x in items),
             dtype=bool,
             count=len(values),
         )
-    )
     if missing.any():
         values = values.copy()
         values[missing] = ""

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import itertools
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -86,8 +87,9 @@ class Cluster:
     def size(self) -> int:
         return len(self.names)
 
-    @property
+    @cached_property
     def total_gpus(self) -> int:
+        """GPUs of the cluster (kept: schedulers ask at every decision point)."""
         return int(self.num_gpus.sum())
 
     @property

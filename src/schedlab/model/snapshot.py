@@ -11,6 +11,7 @@ costs time in proportion to the jobs it looks at, not to the whole trace.
 
 from __future__ import annotations
 
+from array import array
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -121,6 +122,12 @@ class JobRuntime:
     preemptions: np.ndarray
     resizes: np.ndarray
     allocation: list[Allocation | None]
+    #: Every job whose allocation the engine changed (took, gave up, resized, moved), in order,
+    #: appended at each change: a policy that keeps values per running job (Tiresias's next
+    #: threshold crossing) reads the entries since its last look (:class:`RunWatch`) instead of
+    #: scanning every running job at every decision point. Empty in a runtime built from a live
+    #: cluster's records, which every policy meets afresh.
+    size_log: array = field(default_factory=lambda: array("q"))
 
     @classmethod
     def new(cls, n: int, work: np.ndarray) -> JobRuntime:
@@ -227,3 +234,24 @@ class Snapshot:
         with np.errstate(divide="ignore", invalid="ignore"):
             left = np.where(rt.rate[idx] > 0, self.remaining_work(idx) / rt.rate[idx], np.inf)
         return np.maximum(self.now, rt.progress_from[idx]) + left
+
+
+class RunWatch:
+    """What changed among the running jobs since the last look, from a runtime's ``size_log``.
+
+    :meth:`changed` returns None the first time it meets a runtime (or a new one: every serve
+    cycle builds its own), when the caller must rebuild from the running jobs; afterwards, the
+    jobs whose allocation changed since the previous call (a job may come more than once).
+    """
+
+    def __init__(self) -> None:
+        self._log: array | None = None
+        self._seen = 0
+
+    def changed(self, runtime: JobRuntime) -> list[int] | None:
+        log = runtime.size_log
+        if log is not self._log:
+            self._log, self._seen = log, len(log)
+            return None
+        seen, self._seen = self._seen, len(log)
+        return log[seen:].tolist() if len(log) > seen else []

@@ -477,17 +477,29 @@ def _burst(u: np.ndarray, lam: np.ndarray, others: np.ndarray) -> np.ndarray:
 
     = (1 + λ) + Σ_{m : (m+1)u < 1} P(m)·(1 − (m + 1)·u) / u; the sum runs over at most
     :data:`BURST_TERMS` values of m, and the result is kept ≥ max(1/u, 1 + λ) (Jensen).
+    The terms are computed in place, in the order the formula's operations take (the same
+    floats as a fresh array per operation, without the allocations).
     """
     n = np.maximum(others, 0.0)
     q = np.where(n > 0, np.minimum(lam / np.where(n > 0, n, 1.0), 1.0 - 1e-12), 0.0)
     pm = (1.0 - q) ** n  # P(m = 0)
+    rest = 1.0 - q
     extra = np.zeros_like(u)
+    gap, term, count = np.empty_like(u), np.empty_like(u), np.empty_like(u)
     for m in range(BURST_TERMS):
-        gap = 1.0 - (m + 1) * u
+        np.multiply(u, m + 1, out=gap)
+        np.subtract(1.0, gap, out=gap)  # 1 − (m + 1)·u
         if not (gap > 0).any():
             break
-        extra += pm * np.maximum(gap, 0.0)
-        pm = pm * np.maximum(n - m, 0.0) / (m + 1) * q / (1.0 - q)
+        np.maximum(gap, 0.0, out=gap)
+        np.multiply(pm, gap, out=term)
+        extra += term
+        np.subtract(n, m, out=count)
+        np.maximum(count, 0.0, out=count)
+        np.multiply(pm, count, out=pm)
+        np.divide(pm, m + 1, out=pm)
+        np.multiply(pm, q, out=pm)
+        np.divide(pm, rest, out=pm)
     return np.maximum(np.maximum(1.0 / u, 1.0 + lam), 1.0 + lam + extra / u)
 
 

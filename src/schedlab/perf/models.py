@@ -18,6 +18,7 @@ import numpy as np
 
 from schedlab.errors import InputError
 from schedlab.input_files import check_input_file, reading
+from schedlab.model.cluster import Cluster
 from schedlab.model.gpu_models import GPU_MODELS, is_known_model, model_index
 from schedlab.model.jobs import JobTable
 
@@ -54,6 +55,24 @@ class PerfModel(ABC):
         ``--resize-overhead``; the LLM planner charges a checkpoint and a restart instead)."""
         return default
 
+    #: Whether :meth:`gpu_counts` or :meth:`runnable_models` may restrict a job (False: they
+    #: never do, and callers skip asking).
+    restricts_counts: bool = False
+
+    def gpu_counts(self, jobs: JobTable, job: int) -> tuple[int, ...] | None:
+        """The GPU counts this model has a rate for ``job`` at, ascending; None (the default):
+        any count, the model having a rule for every one.
+
+        A model built from measurements alone (a throughput matrix knows a job type at 1, 2, 4
+        and 8 GPUs and nothing in between or beyond) declares its counts, so that policies which
+        choose a job's size choose among them instead of landing on a count it gives 0 for."""
+        return None
+
+    def runnable_models(self, jobs: JobTable, job: int, num_gpus: int) -> int | None:
+        """Bitmask of the GPU models on which ``job`` makes progress (rate > 0) on ``num_gpus``
+        GPUs; None (the default): every model. Placement keeps jobs off the others."""
+        return None
+
     def max_useful_gpus(self, jobs: JobTable, job: int, limit: int) -> int:
         """Largest GPU count worth giving (where the rate stops growing); elastic policies cap
         jobs here."""
@@ -79,6 +98,23 @@ def allocation_rate(
     """
     models = set(gpu_models)
     return min(perf.rate(jobs, job, size, m) for m in models) if models else 0.0
+
+
+def runs_on_cluster(
+    perf: PerfModel, jobs: JobTable, job: int, num_gpus: int, cluster: Cluster
+) -> bool:
+    """The cluster has ``num_gpus`` GPUs of models the job accepts and progresses on at that
+    count (a gang may span models; it runs at its slowest one's rate, which is then > 0)."""
+    mask = perf.runnable_models(jobs, job, num_gpus)
+    if mask is None:
+        return True
+    return gpus_of_models(cluster, mask & int(jobs.gpu_model_mask[job])) >= num_gpus
+
+
+def gpus_of_models(cluster: Cluster, mask: int) -> int:
+    """GPUs the cluster has of the models in bitmask ``mask``."""
+    bits = np.where(cluster.model >= 0, np.left_shift(1, np.maximum(cluster.model, 0)), 0)
+    return int(cluster.num_gpus[(bits & mask) != 0].sum())
 
 
 def _speed_of(speed: Mapping[int, float], gpu_model: int) -> float:

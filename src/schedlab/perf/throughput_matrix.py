@@ -29,7 +29,7 @@ from __future__ import annotations
 import ast
 import json
 import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -40,7 +40,7 @@ from schedlab.input_files import read_text
 from schedlab.model.cluster import Cluster
 from schedlab.model.gpu_models import GPU_MODELS, is_known_model, model_index
 from schedlab.model.jobs import JobTable
-from schedlab.perf.models import PerfModel
+from schedlab.perf.models import PerfModel, gpus_of_models, runs_on_cluster
 
 #: A job type: (model, scale factor).
 JobType = tuple[str, int]
@@ -217,6 +217,11 @@ class MatrixPerf(PerfModel):
     oracle run-time estimates) is ``reference``. Jobs the matrix does not cover run on their trace
     duration with linear scaling, as with throughput tables (:func:`matrix_gaps` lists them so a
     run can refuse or announce it).
+
+    The matrix declares what it knows (:meth:`gpu_counts`, :meth:`runnable_models`): policies
+    that size jobs choose among those counts, placement keeps a job off the GPU types where its
+    count runs at 0, and a run refuses a job that can make progress nowhere on its cluster
+    (:func:`unrunnable_jobs`) — the matrix has no scaling rule to fill its gaps with.
     """
 
     matrix: ThroughputMatrix
@@ -224,6 +229,8 @@ class MatrixPerf(PerfModel):
     #: Steps/s by (model name, GPUs, GPU model): jobs of a type share them (keyed by name, not
     #: by job index, since the engine and the checks see the jobs in different orders).
     _cache: dict[tuple[str, int, int], float] = field(default_factory=dict, compare=False)
+    _counts: dict[str, tuple[int, ...]] = field(default_factory=dict, compare=False)
+    _masks: dict[tuple[str, int], int] = field(default_factory=dict, compare=False)
 
     def __post_init__(self) -> None:
         if self.reference not in self.matrix.types:
@@ -269,6 +276,42 @@ class MatrixPerf(PerfModel):
             else self.matrix.type_of_model(gpu_model)
         )
         return 0.0 if col is None else float(self.matrix.isolated[row, col])
+
+    restricts_counts = True
+
+    def gpu_counts(self, jobs: JobTable, job: int) -> tuple[int, ...] | None:
+        """The scales the matrix has the job's model at with steps/s > 0 on some type (None for
+        a job it does not cover: those scale linearly)."""
+        if not self.covers(jobs, job):
+            return None
+        model = str(jobs.model_name[job])
+        counts = self._counts.get(model)
+        if counts is None:
+            counts = self._counts[model] = tuple(
+                sorted(
+                    s
+                    for m, s in self.matrix.job_types
+                    if m == model and self.runnable_models(jobs, job, s)
+                )
+            )
+        return counts
+
+    def runnable_models(self, jobs: JobTable, job: int, num_gpus: int) -> int | None:
+        """GPU models whose column runs the job's model at ``num_gpus`` GPUs above 0 steps/s (0:
+        the matrix has no such job type); None for a job it does not cover."""
+        if not self.covers(jobs, job):
+            return None
+        key = (str(jobs.model_name[job]), num_gpus)
+        mask = self._masks.get(key)
+        if mask is None:
+            row = self.matrix.index.get(key)
+            mask = 0
+            if row is not None:
+                for k, model in enumerate(self.matrix.models):
+                    if self.matrix.isolated[row, k] > 0:
+                        mask |= 1 << model
+            self._masks[key] = mask
+        return mask
 
     def max_useful_gpus(self, jobs: JobTable, job: int, limit: int) -> int:
         """The scale with the highest reference steps/s among those the matrix has."""
@@ -319,16 +362,45 @@ def check_matrix_columns(matrix: ThroughputMatrix, cluster: Cluster, cluster_nam
             )
 
 
-def unrunnable_on(
-    perf: MatrixPerf, jobs: JobTable, cluster: Cluster, job_indices: Iterable[int]
+def unrunnable_jobs(
+    perf: MatrixPerf, jobs: JobTable, cluster: Cluster, elastic: bool
 ) -> list[tuple[int, str]]:
-    """Jobs whose steps/s is 0 on every GPU model the cluster has, at their scale."""
+    """Jobs that can make no progress on ``cluster``: at their GPU count (a policy that keeps
+    sizes), or at every count the matrix has for them (a policy that sizes jobs itself, which
+    may pick any of those), the cluster has too few GPUs of the models the matrix gives a
+    non-zero rate for. ``(job index, reason)``, in job order."""
     present = sorted({int(m) for m in cluster.model[cluster.num_gpus > 0].tolist()})
-    out = []
-    for j in job_indices:
-        n = int(jobs.num_gpus[j])
-        if perf.covers(jobs, j) and not any(perf.rate(jobs, j, n, m) > 0 for m in present):
-            out.append((j, f"runs at 0 steps/s on every GPU model of the cluster at {n} GPUs"))
+    verdicts: dict[tuple[str, int, int], bool] = {}
+    out: list[tuple[int, str]] = []
+    for j in range(len(jobs)):
+        known = perf.gpu_counts(jobs, j)
+        if known is None:
+            continue
+        counts = known if elastic else (int(jobs.num_gpus[j]),)
+        model, mask = str(jobs.model_name[j]), int(jobs.gpu_model_mask[j])
+        runs = False
+        for n in counts:
+            key = (model, n, mask)
+            if key not in verdicts:
+                verdicts[key] = runs_on_cluster(perf, jobs, j, n, cluster)
+            if verdicts[key]:
+                runs = True
+                break
+        if runs:
+            continue
+        if elastic:
+            where = ", ".join(map(str, known)) or "none"
+            out.append((j, f"runs at 0 steps/s at every GPU count the matrix has for it ({where})"))
+            continue
+        n = counts[0]
+        mask_n = perf.runnable_models(jobs, j, n) or 0
+        on = [GPU_MODELS[m] for m in present if (mask_n >> m) & 1 and (mask >> m) & 1]
+        if on:
+            have = gpus_of_models(cluster, mask_n & mask)
+            reason = f"runs at {n} GPUs only on {', '.join(on)}, of which the cluster has {have}"
+        else:
+            reason = f"runs at 0 steps/s at {n} GPUs on every GPU model of the cluster"
+        out.append((j, reason))
     return out
 
 

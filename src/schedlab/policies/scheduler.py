@@ -46,6 +46,13 @@ class SchedulingPolicy(Policy, ABC):
     """Base of every time-based policy; capabilities as in :mod:`schedlab.policies.api`. A
     round-based policy takes ``slot`` (seconds a round) as a constructor parameter."""
 
+    #: With no job pending (none new, none withdrawn), ``decide`` returns no decision and
+    #: ``next_wakeup`` inf, and not asking changes nothing later: an engine may skip the call.
+    #: Half the decision points of an uncongested trace are completions with an empty queue.
+    idle_without_queue: bool = False
+    #: ``next_wakeup`` is inf whatever the snapshot: an engine need not ask it.
+    never_wakes: bool = False
+
     @abstractmethod
     def decide(self, snap: Snapshot) -> list[Decision]:
         """Decisions to apply now (possibly none)."""

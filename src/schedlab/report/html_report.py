@@ -220,15 +220,26 @@ def duration_axis(ax: Any, lo: float, hi: float) -> None:
 
 
 def figure_jct_cdf(runs: Sequence[Run]) -> str:
-    fig, ax = _figure()
-    lo, hi, drawn = math.inf, 0.0, False
+    curves = []
     for run in runs:
         cdf = jct_cdf(run.jobs)
         cdf = cdf[cdf["jct"] > 0]  # a log axis cannot show zero
-        if cdf.empty:
+        curves.append((run.label, cdf["jct"].to_numpy(), cdf["fraction"].to_numpy(), _style(run)))
+    return jct_cdf_figure(curves, "fig-jct-cdf", "CDF of job completion time per run")
+
+
+def jct_cdf_figure(
+    curves: Sequence[tuple[str, np.ndarray, np.ndarray, dict[str, Any]]], name: str, alt: str
+) -> str:
+    """JCT CDFs on a log axis: one (label, JCTs ascending and > 0, fractions, line style) per
+    curve; an empty one is left out."""
+    fig, ax = _figure()
+    lo, hi, drawn = math.inf, 0.0, False
+    for label, jct, fraction, style in curves:
+        if not len(jct):
             continue
-        x, y = _cdf_points(cdf["jct"].to_numpy(), cdf["fraction"].to_numpy())
-        ax.step(x, y, where="post", lw=1.6, label=run.label, **_style(run))
+        x, y = _cdf_points(jct, fraction)
+        ax.step(x, y, where="post", lw=1.6, label=label, **style)
         lo, hi, drawn = min(lo, float(x[0])), max(hi, float(x[-1])), True
     ax.set_xscale("log")
     if drawn:
@@ -240,7 +251,7 @@ def figure_jct_cdf(runs: Sequence[Run]) -> str:
     ax.set_ylim(0, 1.02)
     ax.set_xlabel("Job completion time (log scale)")
     ax.set_ylabel("Fraction of completed jobs")
-    return _svg(fig, "fig-jct-cdf", "CDF of job completion time per run")
+    return _svg(fig, name, alt)
 
 
 def _time_unit(runs: Sequence[Run]) -> tuple[float, str]:

@@ -108,8 +108,9 @@ from schedlab.traces.slurm_habits import SLURM_COLUMNS, expand, read_columns
 
 FORMAT = "generic"
 #: Where a job's input is, for ``replay --federation``: a site or data store, GB staged in, GB
-#: written back, and a site it is pinned to (blank: the federation's defaults).
-FEDERATION_COLUMNS = ["data_site", "data_gb", "output_gb", "site"]
+#: written back, a site it is pinned to, and GB of checkpoint a move of the running job carries
+#: (blank: the federation's defaults).
+FEDERATION_COLUMNS = ["data_site", "data_gb", "output_gb", "site", "ckpt_gb"]
 COLUMNS = ["job_id", "submit_time", "num_gpus"]
 OPTIONAL = [
     "duration",
@@ -293,7 +294,7 @@ def _with_federation(
         return result
     values: dict[str, np.ndarray] = {}
     for column in present:
-        if column in ("data_gb", "output_gb"):
+        if column in ("data_gb", "output_gb", "ckpt_gb"):
             values[column] = float_column(frame, column, path, allow_blank=True, low=0.0)
         else:
             values[column] = frame.stripped(column)

@@ -74,13 +74,14 @@ def datetime_seconds(
     """
     text = frame.stripped(column)
     blank = text == ""
-    seconds = np.empty(len(text), dtype=np.float64)
     seen: dict[str, float] = {}
-    for i, cell in enumerate(text.tolist()):
+    values = []
+    for cell in text.tolist():
         value = seen.get(cell)
         if value is None:
             value = seen[cell] = _epoch_seconds(cell)
-        seconds[i] = value
+        values.append(value)
+    seconds = np.array(values, dtype=np.float64)
     bad = np.isnan(seconds) & ~(blank & allow_blank)
     fail_at_first(
         frame,
@@ -97,6 +98,7 @@ def datetime_seconds(
 
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+_EPOCH_NAIVE = datetime(1970, 1, 1)  # the same instant, for times without a zone (read as UTC)
 
 
 def _epoch_seconds(cell: str) -> float:
@@ -108,9 +110,8 @@ def _epoch_seconds(cell: str) -> float:
         when = datetime.fromisoformat(cell)
     except ValueError:
         return math.nan
-    if when.tzinfo is None:
-        when = when.replace(tzinfo=UTC)
-    since = when - _EPOCH  # days (may be negative), seconds and microseconds ≥ 0
+    # days (may be negative), seconds and microseconds ≥ 0; a time without a zone is UTC's
+    since = when - (_EPOCH_NAIVE if when.tzinfo is None else _EPOCH)
     return (since.days * 86_400 + since.seconds) + since.microseconds / 1e6
 
 

@@ -24,7 +24,7 @@ from schedlab.model.snapshot import Decision, Reject, Snapshot
 from schedlab.policies.api import never_fits
 from schedlab.policies.carbon.base import SlackScheduler
 from schedlab.policies.carbon.elastic import apply_counts
-from schedlab.policies.elastic.edf_greedy import gpu_caps
+from schedlab.policies.elastic.edf_greedy import job_levels
 from schedlab.policies.scheduler import ReplayContext, between_rounds
 
 Segment = tuple[float, float, int]
@@ -88,11 +88,13 @@ class CarbonScaler(SlackScheduler):
 
     def reset(self, ctx: ReplayContext) -> None:
         self.ctx = ctx
-        cap = gpu_caps(ctx, "peak")
+        cap, known = job_levels(self.name, ctx, "peak")
         self.levels = {
             j: [1 << k for k in range(int(cap[j]).bit_length()) if 1 << k <= cap[j]] or [1]
             for j in range(len(ctx.jobs))
         }
+        if known is not None:  # the model knows only some counts: only those
+            self.levels = dict(enumerate(known))
         self.window_end: dict[int, float] = {}
         self.plans: dict[int, list[Segment]] = {}
         self.replan: set[int] = set()

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from schedlab.model.snapshot import Snapshot
 from schedlab.policies.elastic.admission import PlanRequest
-from schedlab.policies.elastic.edf_greedy import gpu_caps, greedy_sizes
+from schedlab.policies.elastic.edf_greedy import greedy_sizes, job_levels
 from schedlab.policies.elastic.elasticflow import ElasticFlow
 from schedlab.policies.elastic.planning import FreeTimeline, Plan
 from schedlab.policies.scheduler import ReplayContext
@@ -32,7 +32,7 @@ class EdfAdmissionControl(ElasticFlow):
     def reset(self, ctx: ReplayContext) -> None:
         super().reset(ctx)
         # EDF's own cap: min(64, batch size, cluster), even past where throughput peaks.
-        self.greedy_cap = gpu_caps(ctx, "table")
+        self.greedy_cap, self.greedy_levels = job_levels(self.name, ctx, "table")
 
     def _targets(
         self,
@@ -44,7 +44,7 @@ class EdfAdmissionControl(ElasticFlow):
         order = sorted(
             self.admitted, key=lambda j: (requests[j].deadline, snap.jobs.submit_time[j], j)
         )
-        target = greedy_sizes(order, self.greedy_cap, snap.cluster.total_gpus)
+        target = greedy_sizes(order, self.greedy_cap, snap.cluster.total_gpus, self.greedy_levels)
         for job in snap.running().tolist():
             target.setdefault(int(job), 0)  # running, but no GPUs left for it: preempted
         return target

@@ -19,6 +19,7 @@ import numpy as np
 from schedlab.model.cluster import ClusterState
 from schedlab.model.snapshot import Allocation, Decision, Preempt, Resize, Snapshot, Start
 from schedlab.policies.api import REPLAY_ONLY
+from schedlab.policies.elastic.counts import sized_levels
 from schedlab.policies.ordering.queue_scheduler import copy_state, give_back, take
 from schedlab.policies.scheduler import (
     ReplayContext,
@@ -36,31 +37,52 @@ def level_at_most(x: int) -> int:
     return 0 if x < 1 else 1 << (int(x).bit_length() - 1)
 
 
-def gpu_caps(ctx: ReplayContext, rule: str) -> np.ndarray:
-    """Each job's largest GPU level: at most 64 GPUs, its batch size (one sample per GPU) and
-    the cluster; with ``rule="peak"`` also no more than where its throughput stops growing."""
+def gpu_limits(ctx: ReplayContext, rule: str) -> np.ndarray:
+    """Each job's most GPUs: at most 64, its batch size (one sample per GPU) and the cluster;
+    with ``rule="peak"`` also no more than where its throughput stops growing."""
     jobs = ctx.jobs
-    cap = np.empty(len(jobs), dtype=np.int64)
+    limits = np.empty(len(jobs), dtype=np.int64)
     for j in range(len(jobs)):
         limit = min(MAX_LEVEL, ctx.cluster.total_gpus)
         if jobs.batch_size[j] > 0:
             limit = min(limit, int(jobs.batch_size[j]))
         if rule == "peak":
             limit = ctx.perf.max_useful_gpus(jobs, j, limit)
-        cap[j] = level_at_most(limit)
-    return cap
+        limits[j] = limit
+    return limits
 
 
-def greedy_sizes(order: list[int], cap: np.ndarray, gpus: int) -> dict[int, int]:
+def job_levels(
+    policy: str, ctx: ReplayContext, rule: str
+) -> tuple[np.ndarray, list[list[int]] | None]:
+    """Each job's cap and, when the performance model declares the GPU counts it knows (a
+    throughput matrix), each job's counts up to its limit that run on the cluster — the cap is
+    then the largest of them. Levels None: the caps are the powers of two at most the limits."""
+    limits = gpu_limits(ctx, rule)
+    levels = sized_levels(policy, ctx.perf, ctx.jobs, ctx.cluster, limits)
+    if levels is None:
+        return np.array([level_at_most(int(n)) for n in limits], dtype=np.int64), None
+    return np.array([lv[-1] for lv in levels], dtype=np.int64), levels
+
+
+def greedy_sizes(
+    order: list[int], cap: np.ndarray, gpus: int, levels: list[list[int]] | None = None
+) -> dict[int, int]:
     """EDF's sizing: in ``order``, each job its cap if that many GPUs are free, else the largest
-    level that is; jobs after the GPUs run out are left out (they get none)."""
+    level that is (of its ``levels`` when given, powers of two otherwise); jobs after the GPUs
+    run out are left out (they get none)."""
     free = gpus
     target: dict[int, int] = {}
     for job in order:
         if free == 0:
             break
         want = int(cap[job])
-        n = want if free >= want else level_at_most(free)
+        if free >= want:
+            n = want
+        elif levels is None:
+            n = level_at_most(free)
+        else:
+            n = max((x for x in levels[job] if x <= free), default=0)
         target[job] = n
         free -= n
     return target
@@ -86,7 +108,7 @@ class ElasticEdf(SchedulingPolicy):
     def reset(self, ctx: ReplayContext) -> None:
         self.ctx = ctx
         jobs = ctx.jobs
-        self.cap = gpu_caps(ctx, self.cap_rule)
+        self.cap, self.levels_known = job_levels(self.name, ctx, self.cap_rule)
         deadline = jobs.deadline
         self.key = np.where(np.isfinite(deadline), deadline, np.inf)
         self.arrivals_seen = 0
@@ -111,7 +133,7 @@ class ElasticEdf(SchedulingPolicy):
         if len(active) == 0:
             return []
         order = active[np.lexsort((active, snap.jobs.submit_time[active], self.key[active]))]
-        target = greedy_sizes(order.tolist(), self.cap, snap.cluster.total_gpus)
+        target = greedy_sizes(order.tolist(), self.cap, snap.cluster.total_gpus, self.levels_known)
         for job in snap.running().tolist():
             target.setdefault(int(job), 0)  # running, but no GPUs left for it: preempted
         return self._apply_targets(snap, target)

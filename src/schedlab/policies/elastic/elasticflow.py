@@ -42,6 +42,7 @@ from schedlab.model.gpu_models import GPU_MODELS
 from schedlab.model.snapshot import Decision, Overhead, Reject, Snapshot
 from schedlab.perf.models import ThroughputTable
 from schedlab.policies.elastic.admission import Admission, PlanRequest, admit, plan_all
+from schedlab.policies.elastic.counts import no_count_error, runnable_counts
 from schedlab.policies.elastic.edf_greedy import ElasticEdf
 from schedlab.policies.elastic.handout import HANDOUT_RULES, hand_out
 from schedlab.policies.elastic.planning import FreeTimeline, Plan
@@ -153,9 +154,15 @@ class ElasticFlow(ElasticEdf):
                 points = {n: float(r) for n, r in curve.items() if n <= cap and r > 0}
             else:
                 points = {n: ctx.perf.rate(jobs, j, n, -1) for n in LEVELS if n <= cap}
-            points = {n: r for n, r in points.items() if r > 0} or {
-                1: ctx.perf.rate(jobs, j, 1, -1)
-            }
+            if self.levels_known is not None:  # a model that knows only some counts
+                ok = set(runnable_counts(ctx.perf, jobs, j, ctx.cluster, sorted(points)))
+                points = {n: r for n, r in points.items() if r > 0 and n in ok}
+                if not points:
+                    raise no_count_error(self.name, ctx.perf, jobs, j, cap)
+            else:
+                points = {n: r for n, r in points.items() if r > 0} or {
+                    1: ctx.perf.rate(jobs, j, 1, -1)
+                }
             self.curves.append(points)
             self.levels.append(sorted(points))
         self.admitted: set[int] = set()

@@ -18,7 +18,10 @@ simulator's:
 * interference: a multi-node job on a node that hosts another multi-node job runs at
   ``1 − interference`` of its speed (0 by default);
 * jobs without application tables progress at their performance model's rate (a trace without
-  tables still runs; such jobs have linear speedup for Pollux).
+  tables still runs; such jobs have linear speedup for Pollux);
+* on GPU types with a ``--speed`` factor a job runs that much faster (a gang spanning types at
+  its slowest GPUs' factor), whichever policy placed it; what a policy *believes* is its own
+  affair (Pollux's agents fit the tables' own times, i.e. they do not see the types).
 
 Allocations are lists of node indices (one entry per GPU), as in the simulator; GPUs within a
 node are given lowest index first, and a job whose list is unchanged keeps its GPUs.
@@ -313,6 +316,10 @@ class IntervalPolicy(SchedulingPolicy):
                 state.step(now, self.interval, slow)
                 paces.append(self._pace(job, now, before, before - state.remaining, state))
             else:
+                if self.goodput is not None:  # a gang runs at the pace of its slowest GPUs
+                    state.speed = min(
+                        self.goodput.factor(int(self.cluster.model[n])) for n in nodes
+                    )
                 total = state.app.total_progress
                 before = total - state.progress
                 state.step(now, self.interval, slow)

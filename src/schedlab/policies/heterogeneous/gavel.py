@@ -82,8 +82,10 @@ class RoundRecord:
 
     start: float
     end: float
-    #: GPU-busy seconds credited per worker index, and per job (Gavel's accounting).
-    busy: dict[int, float] = field(default_factory=dict)
+    #: GPU-busy seconds credited (Gavel's accounting): ``busy_seconds[i]`` to worker
+    #: ``busy_workers[i]`` (each worker at most once a round), and per job.
+    busy_workers: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+    busy_seconds: np.ndarray = field(default_factory=lambda: np.zeros(0))
     job_busy: dict[int, float] = field(default_factory=dict)
     lease_opportunities: int = 0
     lease_extensions: int = 0
@@ -91,14 +93,35 @@ class RoundRecord:
 
 
 @dataclass
-class _Planned:
-    """A job placed in the current round."""
+class _Round:
+    """The jobs placed in the current round (ascending ids) and what each does in it."""
 
-    type: int
-    workers: tuple[int, ...]
-    steps: float
-    finish: float  # now + steps / T (Gavel's clock)
-    failed: bool
+    jobs: list[int]
+    types: list[int]
+    workers: list[tuple[int, ...]]
+    steps: np.ndarray
+    finish: np.ndarray  # now + steps / T (Gavel's clock)
+    failed: np.ndarray
+    #: Indices in Gavel's crediting order: latest finish first, then job id.
+    order: list[int]
+
+
+@dataclass
+class _Frame:
+    """The active jobs, in arrival order, and their rows per type: received seconds since the
+    reset, deficits, throughputs, allocated shares; and their GPU counts."""
+
+    order: list[int]
+    recv: np.ndarray
+    deficit: np.ndarray
+    T: np.ndarray
+    x: np.ndarray
+    scale: list[int]
+
+    @staticmethod
+    def empty(types: int) -> _Frame:
+        blank = np.zeros((0, types))
+        return _Frame([], blank, blank, blank, blank, [])
 
 
 class GavelRounds(SchedulingPolicy):
@@ -160,6 +183,10 @@ class GavelRounds(SchedulingPolicy):
                 self.workers.append((node, gpu))
             self.servers[k].append(ids)
         self.capacity = np.array([sum(len(s) for s in self.servers[k]) for k in range(n)])
+        # Each type's workers in server order: the placement walk reads them front to back.
+        self.flat: list[list[int]] = [[w for s in self.servers[k] for w in s] for k in range(n)]
+        self.scale: list[int] = ctx.jobs.num_gpus.tolist()
+        self.alloc_of: dict[tuple[int, ...], Allocation] = {}
         self.T: dict[int, np.ndarray] = {}
         self.pick_order = self._pick_order()
         seed = self.shuffle_seed
@@ -178,12 +205,15 @@ class GavelRounds(SchedulingPolicy):
         self.need_update = False
         self.failures: dict[int, int] = {}
         self.assigned: dict[int, tuple[int, tuple[int, ...]]] = {}
-        self.planned: dict[int, _Planned] = {}
+        self.planned: _Round | None = None
         self.round_end: float | None = None
         self.credit_from: float | None = None  # end of the last round that ran anything
         self.log: list[RoundRecord] = []
         self.solves = 0
         self.dropped: set[int] = set()
+        self.frame = _Frame.empty(n)
+        self.frame_stale = True  # the active set changed since the frame was built
+        self.shares_stale = True  # the allocation changed since then
 
     def _throughputs(self, job: int) -> np.ndarray:
         row = self.T.get(job)
@@ -231,28 +261,33 @@ class GavelRounds(SchedulingPolicy):
     def _close_round(self, snap: Snapshot) -> list[Decision]:
         """Credit the round that just ended (in Gavel's order: latest finish first), retire the
         jobs the engine completed, count failures and drop the jobs that failed too often."""
-        rt = snap.runtime
+        status = snap.runtime.status
         record = self.log[-1]
         decisions: list[Decision] = []
-        for job, plan in sorted(self.planned.items(), key=lambda kv: (-kv[1].finish, kv[0])):
-            if plan.failed:
+        rnd = self.planned
+        assert rnd is not None
+        failed = rnd.failed.tolist()
+        for i in rnd.order:
+            job = rnd.jobs[i]
+            if failed[i]:
                 if job in self.active:
                     self.failures[job] = self.failures.get(job, 0) + 1
                     self.need_update = True
                     if self.failures[job] >= MAX_FAILED_ROUNDS:
                         self._retire(job)
                         self.dropped.add(job)
-                        if rt.status[job] == RUNNING:
+                        if status.item(job) == RUNNING:
                             decisions.append(Preempt(job))
                         decisions.append(Reject(job, f"failed {MAX_FAILED_ROUNDS} rounds in a row"))
                 continue
             self.failures[job] = 0
             e = record.job_busy[job]
-            self.recv[job][plan.type] += e
-            self.busy[plan.type] += e
-            if rt.status[job] == DONE:
+            k = rnd.types[i]
+            self.recv[job][k] += e
+            self.busy[k] += e
+            if status.item(job) == DONE:
                 self._retire(job)
-        self.planned = {}
+        self.planned = None
         self.round_end = None
         return decisions
 
@@ -261,6 +296,7 @@ class GavelRounds(SchedulingPolicy):
         del self.recv[job]
         del self.deficit[job]
         self.need_update = True
+        self.frame_stale = True
 
     def _admit(self, snap: Snapshot) -> list[Decision]:
         """Jobs that arrived since the last boundary join (in job-id order); a job no GPU type
@@ -278,6 +314,7 @@ class GavelRounds(SchedulingPolicy):
             self.recv[job] = np.full(len(self.types), self.half)
             self.deficit[job] = np.zeros(len(self.types))
             self.need_update = True
+            self.frame_stale = True
         return rejected
 
     def _never_runs(self, job: int) -> str | None:
@@ -309,6 +346,7 @@ class GavelRounds(SchedulingPolicy):
         self.x = self._solve(snap)
         self.solves += 1
         self.need_update = False
+        self.shares_stale = True
 
     def _solve(self, snap: Snapshot) -> dict[int, np.ndarray]:
         jobs = np.array(sorted(self.active), dtype=np.int64)
@@ -338,91 +376,120 @@ class GavelRounds(SchedulingPolicy):
 
     @staticmethod
     def remaining(snap: Snapshot, jobs: np.ndarray) -> np.ndarray:
-        """Steps left, exactly as the engine will bank them now."""
+        """Steps left, exactly as the engine will bank them now (the engine's own arithmetic,
+        element by element)."""
         rt, now = snap.runtime, snap.now
-        out = np.empty(len(jobs))
-        for r, job in enumerate(jobs.tolist()):
-            left = float(rt.remaining[job])
-            if rt.status[job] == RUNNING:
-                left = max(0.0, left - max(0.0, now - float(rt.progress_from[job])) * rt.rate[job])
-            out[r] = left
-        return out
+        left = rt.remaining[jobs].astype(np.float64)
+        running = rt.status[jobs] == RUNNING
+        if not running.any():
+            return left
+        done = np.maximum(0.0, now - rt.progress_from[jobs]) * rt.rate[jobs]
+        return np.where(running, np.maximum(0.0, left - done), left)
 
     # -- one round -----------------------------------------------------------------------
-    def _priorities(self) -> list[tuple[int, int, float]]:
-        """(job, type, priority) entries in picking order."""
+    def _frame(self) -> _Frame:
+        """The active jobs' per-type rows as matrices (rebuilt when the active set or the
+        allocation changed; the received-time and deficit rows stay shared with the per-job
+        arrays, which the rounds update in place)."""
+        f = self.frame
+        if self.frame_stale:
+            order = list(self.active)
+            n = len(self.types)
+            f = _Frame.empty(n)
+            f.order = order
+            if order:
+                f.recv = np.array([self.recv[j] for j in order])
+                f.deficit = np.array([self.deficit[j] for j in order])
+                for i, job in enumerate(order):  # the per-job arrays become views of the rows
+                    self.recv[job] = f.recv[i]
+                    self.deficit[job] = f.deficit[i]
+                f.T = np.array([self._throughputs(j) for j in order])
+            f.scale = [self.scale[j] for j in order]
+            self.frame = f
+            self.frame_stale = False
+            self.shares_stale = True
+        if self.shares_stale:
+            zero = np.zeros(len(self.types))
+            rows = [self.x.get(j, zero) for j in f.order]
+            f.x = np.array(rows) if rows else np.zeros((0, len(self.types)))
+            self.shares_stale = False
+        return f
+
+    def _pick(self) -> dict[int, list[int]]:
+        """Jobs to run this round per type: Gavel's greedy pass over its priority queue.
+
+        Types in picking order (shuffled every round for the agnostic policies); per type the
+        jobs by (priority, deficit, share) descending, ties in arrival order; priority
+        ``x_jk / f_jk`` with ``f_jk`` the job's share of the type's busy time since the reset
+        (``x_jk · 1e9`` while that is 0; 0 without allocation, share or speed). Taken in that
+        order while the type has room, skipping jobs already taken, jobs at 0 steps/s there and
+        (FIFO policies) jobs of priority 0."""
         order = list(self.pick_order)
         if not self.allocation.perf_aware:
             self.shuffler.shuffle(order)
-        queue: list[tuple[int, int]] = []
-        for k in order:
-            busy = self.busy[k]
-            entries = []
-            for job in self.active:
-                x = self.x.get(job)
-                if x is None:
-                    p, d, share = 0.0, self.deficit[job][k], 0.0
-                else:
-                    share = float(x[k])
-                    p = share * 1e9
-                    if share != 0.0:
-                        f = self.recv[job][k] / busy if busy != 0.0 else 0.0
-                        if self.T[job][k] == 0:
-                            p = 0.0
-                        elif f > 0.0:
-                            p = share / f
-                    d = self.deficit[job][k]
-                entries.append((p, float(d), share, job))
-            entries.sort(key=lambda e: (e[0], e[1], e[2]), reverse=True)
-            queue += [(e[3], k, e[0]) for e in entries]
-        return queue
-
-    def _pick(self) -> dict[int, list[int]]:
-        """Jobs to run this round per type (Gavel's greedy pass over the priority queue)."""
-        left = self.capacity.astype(np.int64).copy()
+        f = self._frame()
+        left = self.capacity.tolist()
         taken: set[int] = set()
         picked: dict[int, list[int]] = {k: [] for k in range(len(self.types))}
-        for job, k, priority in self._priorities():
-            if left[k] == 0 or job in taken or self.T[job][k] <= 0:
+        if not f.order:
+            return picked
+        # Every type's priorities at once: x/f where the job has a share and a fraction,
+        # x·1e9 where it has a share but no fraction yet, 0 without a share or speed.
+        share, busy = f.x, self.busy
+        nonzero = share != 0.0
+        frac = np.divide(f.recv, busy, out=np.zeros_like(f.recv), where=busy != 0.0)
+        use = nonzero & (frac > 0.0)
+        priority = np.where(use, share / np.where(use, frac, 1.0), share * 1e9)
+        priority[nonzero & (f.T == 0)] = 0.0
+        valid = f.T > 0
+        if self.allocation.fifo:
+            valid &= priority > 0.0
+        # Per type: (priority, deficit, share) descending, ties in arrival order.
+        keys = (-share, -f.deficit, -priority)
+        for k in order:
+            if left[k] == 0:
                 continue
-            if self.allocation.fifo and priority <= 0.0:
-                continue
-            s = int(self.jobs.num_gpus[job])
-            if s > left[k]:
-                continue
-            left[k] -= s
-            taken.add(job)
-            picked[k].append(job)
+            ranked = np.lexsort([key[:, k] for key in keys])
+            room = left[k]
+            for i in ranked[valid[ranked, k]].tolist():
+                job = f.order[i]
+                s = f.scale[i]
+                if job in taken or s > room:
+                    continue
+                room -= s
+                taken.add(job)
+                picked[k].append(job)
+                if room == 0:
+                    break
+            left[k] = room
         return picked
 
     def _place(self, picked: dict[int, list[int]]) -> dict[int, tuple[int, tuple[int, ...]]]:
         """GPUs for the picked jobs: lease extensions first, then a walk over the servers."""
         out: dict[int, tuple[int, tuple[int, ...]]] = {}
-        scale = self.jobs.num_gpus
+        scale = self.scale
         for k, jobs in picked.items():
             if not jobs:
                 continue
-            ordered = sorted(jobs, key=lambda j: int(scale[j]), reverse=True)
-            servers = [list(s) for s in self.servers[k]]
+            ordered = sorted(jobs, key=scale.__getitem__, reverse=True)
+            flat = self.flat[k]
             taken: set[int] = set()
             ptr = 0
-            for size in sorted({int(scale[j]) for j in ordered}, reverse=True):
+            for size in sorted({scale[j] for j in ordered}, reverse=True):
                 for job in ordered:
-                    if int(scale[job]) != size:
+                    if scale[job] != size:
                         continue
                     prev = self.assigned.get(job)
-                    if prev is not None and prev[0] == k and not any(w in taken for w in prev[1]):
+                    if prev is not None and prev[0] == k and taken.isdisjoint(prev[1]):
                         out[job] = prev
                         taken.update(prev[1])
                 for job in ordered:
-                    if int(scale[job]) != size or job not in self.x:
+                    if scale[job] != size or job not in self.x:
                         continue
                     ids = list(out[job][1]) if job in out else []
-                    while len(ids) < size and ptr < len(servers):
-                        if not servers[ptr]:
-                            ptr += 1
-                            continue
-                        w = servers[ptr].pop(0)
+                    while len(ids) < size and ptr < len(flat):
+                        w = flat[ptr]
+                        ptr += 1
                         if w not in taken:
                             ids.append(w)
                             taken.add(w)
@@ -444,10 +511,11 @@ class GavelRounds(SchedulingPolicy):
             placed = self._place(self._pick())
         record = RoundRecord(start=now, end=now)
         record.lease_opportunities = sum(1 for j in self.assigned if j in self.active)
+        assigned = self.assigned
         record.lease_extensions = sum(
             1
             for j, a in placed.items()
-            if j in self.assigned and set(self.assigned[j][1]) == set(a[1])
+            if j in assigned and (assigned[j][1] == a[1] or set(assigned[j][1]) == set(a[1]))
         )
         decisions = self._decisions(snap, placed, earlier, record)
         self.assigned = placed
@@ -471,43 +539,49 @@ class GavelRounds(SchedulingPolicy):
             if job not in dropped and job not in placed:
                 decisions.append(Preempt(job))
         jobs = np.array(sorted(placed), dtype=np.int64)
-        left = dict(zip(jobs.tolist(), self.remaining(snap, jobs).tolist(), strict=True))
+        ids = jobs.tolist()
+        left = self.remaining(snap, jobs)
+        running = (rt.status[jobs] == RUNNING).tolist()
         starts: list[Decision] = []
-        ends: dict[int, float] = {}
-        for job in jobs.tolist():
-            k, workers = placed[job]
-            alloc = self._allocation(workers)
-            moving = rt.status[job] != RUNNING or rt.allocation[job] != alloc
-            if rt.status[job] != RUNNING:
+        moving = np.zeros(len(ids), dtype=bool)
+        types: list[int] = []
+        workers: list[tuple[int, ...]] = []
+        for i, job in enumerate(ids):
+            k, held_by = placed[job]
+            types.append(k)
+            workers.append(held_by)
+            alloc = self.alloc_of.get(held_by)
+            if alloc is None:
+                alloc = self.alloc_of[held_by] = self._allocation(held_by)
+            if not running[i]:
                 starts.append(Start(job, alloc))
-            elif moving:
-                starts.append(Resize(job, alloc))
-            t = float(self.T[job][k])
-            r = left[job]
-            steps = min(int(t * self.slot), r)
-            s = int(self.jobs.num_gpus[job])
-            failed = steps <= 0 or (s > 1 and steps // s <= 0)
-            finish = now + steps / t
-            self.planned[job] = _Planned(k, workers, steps, finish, failed)
-            if steps == r and not failed:
-                # The engine completes it at (start of progress) + remaining / T.
-                begin = now if moving else max(now, float(rt.progress_from[job]))
-                ends[job] = begin + r / t
+                moving[i] = True
             else:
-                ends[job] = finish
+                held = rt.allocation[job]
+                if held is not alloc and held != alloc:
+                    starts.append(Resize(job, alloc))
+                    moving[i] = True
         decisions += starts
-        if not placed:
+        if not ids:
             return decisions
-        end = max(ends.values())
-        for job in jobs.tolist():
-            plan = self.planned[job]
-            if plan.failed:
-                wait = end - now
-            elif plan.steps == left[job]:
-                wait = 0.0
-            else:
-                wait = end - plan.finish
-            decisions.append(Overhead(job, wait))
+        # Element by element the arithmetic of Gavel's loop: n = min(int(T·slot), R) steps,
+        # done at now + n/T; a multi-GPU job whose n is below its GPU count fails the round.
+        t = np.array([self.T[j].item(k) for j, k in zip(ids, types, strict=True)])
+        whole = np.floor(t * self.slot)
+        steps = np.where(left < whole, left, whole)
+        scale = np.array([self.scale[j] for j in ids])
+        failed = (steps <= 0) | ((scale > 1) & (steps < scale))
+        finish = now + steps / t
+        # A job that finishes in the round: the engine completes it at (start of progress) +
+        # remaining / T.
+        done = (steps == left) & ~failed
+        begin = np.where(moving, now, np.maximum(now, rt.progress_from[jobs]))
+        ends = np.where(done, begin + left / t, finish)
+        end = float(ends.max())
+        wait = np.where(failed, end - now, np.where(done, 0.0, end - finish))
+        order = np.lexsort((jobs, -finish)).tolist()
+        self.planned = _Round(ids, types, workers, steps, finish, failed, order)
+        decisions += [Overhead(j, w) for j, w in zip(ids, wait.tolist(), strict=True)]
         self._credit(record, end)
         self.round_end = end
         return decisions
@@ -515,17 +589,16 @@ class GavelRounds(SchedulingPolicy):
     def _credit(self, record: RoundRecord, end: float) -> None:
         """Gavel's busy time of the round: from the end of the last round that ran anything."""
         start = self.credit_from if self.credit_from is not None else 0.0
+        rnd = self.planned
+        assert rnd is not None
         record.end = end
-        record.jobs = len(self.planned)
-        per_job: dict[int, float] = {}
-        for job, plan in sorted(self.planned.items(), key=lambda kv: (-kv[1].finish, kv[0])):
-            if plan.failed:
-                continue
-            e = plan.finish - start
-            per_job[job] = e
-            for w in plan.workers:
-                record.busy[w] = record.busy.get(w, 0.0) + e
-        record.job_busy = per_job
+        record.jobs = len(rnd.jobs)
+        seconds = (rnd.finish - start).tolist()
+        failed = rnd.failed.tolist()
+        kept = [i for i in rnd.order if not failed[i]]
+        record.job_busy = {rnd.jobs[i]: seconds[i] for i in kept}
+        record.busy_workers = np.array([w for i in kept for w in rnd.workers[i]], dtype=np.int64)
+        record.busy_seconds = np.array([seconds[i] for i in kept for _ in rnd.workers[i]])
         self.credit_from = end
 
     def _allocation(self, workers: tuple[int, ...]) -> Allocation:
@@ -574,8 +647,7 @@ class GavelRounds(SchedulingPolicy):
         busy = np.zeros(len(self.workers))
         for record in self.log:
             if record.end <= end and record.jobs:
-                for w, e in record.busy.items():
-                    busy[w] += e
+                busy[record.busy_workers] += record.busy_seconds  # each worker once a round
         return float(busy.mean() / end) if end > 0 and len(busy) else 0.0
 
     def lease_extension_percent(self, until: float) -> float:

@@ -91,6 +91,30 @@ def with_tau(rows: sparse.spmatrix, tau: np.ndarray) -> sparse.csr_matrix:
     return sparse.hstack([rows, sparse.csr_matrix(tau.reshape(-1, 1))]).tocsr()
 
 
+def floor_rows(scale: np.ndarray, weights: np.ndarray, tau: bool = False) -> sparse.csr_matrix:
+    """The base rows (:func:`base_rows`) then, per job j, ``−Σ_k weights_jk x_jk`` (plus τ when
+    ``tau``): every LP of the max-min and feasibility families, built straight into CSR.
+
+    The same matrix, entry for entry (explicit zeros and their signs included), as stacking
+    :func:`base_rows`, ``−throughput_rows(weights)`` and :func:`with_tau` — so HiGHS gets the
+    same input and returns the same vertex — at a fraction of the cost of scipy's generic
+    constructors (the LP family is built thousands of times in a run)."""
+    m, n = weights.shape
+    width = n + 1 if tau else n
+    capacity = (np.arange(m)[None, :] * n + np.arange(n)[:, None]).ravel()
+    per_job = np.arange(m * n)
+    if tau:
+        own = np.concatenate([per_job.reshape(m, n), np.full((m, 1), m * n)], axis=1).ravel()
+        floor = np.concatenate([-weights, np.ones((m, 1))], axis=1).ravel()
+    else:
+        own, floor = per_job, (-weights).ravel()
+    indices = np.concatenate([capacity, per_job, own]).astype(np.int32)
+    data = np.concatenate([np.tile(scale.astype(np.float64), n), np.ones(m * n), floor])
+    lengths = np.concatenate([np.full(n, m), np.full(m, n), np.full(m, width)])
+    indptr = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int32)
+    return sparse.csr_matrix((data, indices, indptr), shape=(n + 2 * m, m * n + int(tau)))
+
+
 def _solve(c, a_ub, b_ub, bounds, what: str):
     result = linprog(c, A_ub=a_ub, b_ub=b_ub, bounds=bounds, method="highs")
     if result.status != 0 or result.x is None:
@@ -101,9 +125,8 @@ def _solve(c, a_ub, b_ub, bounds, what: str):
 def _feasible(problem: AllocationProblem, need: np.ndarray, throughput: np.ndarray):
     """An X meeting ``thr_j ≥ need_j`` under the base constraints, or None."""
     m, n = throughput.shape
-    base = base_rows(problem)
-    a_ub = sparse.vstack([base.a_ub, -throughput_rows(throughput)]).tocsr()
-    b_ub = np.concatenate([base.b_ub, -need])
+    a_ub = floor_rows(problem.scale, throughput)
+    b_ub = np.concatenate([problem.capacity.astype(np.float64), np.ones(m), -need])
     result = linprog(np.zeros(m * n), A_ub=a_ub, b_ub=b_ub, bounds=(0, None), method="highs")
     if result.status == 2:  # infeasible
         return None
@@ -121,20 +144,20 @@ def max_min_allocation(
     with np.errstate(divide="ignore", invalid="ignore"):
         c = np.where(share > 0, problem.scale / (problem.weight * share), 0.0)
     weighted = throughput * c[:, None]
-    base = base_rows(problem, extra=1)
-    tau_rows = with_tau(-throughput_rows(weighted), np.ones(m))
-    a_ub = sparse.vstack([base.a_ub, tau_rows]).tocsr()
-    b_ub = np.concatenate([base.b_ub, np.zeros(m)])
+    limits = np.concatenate([problem.capacity.astype(np.float64), np.ones(m)])
+    a_ub = floor_rows(problem.scale, weighted, tau=True)
+    b_ub = np.concatenate([limits, np.zeros(m)])
     cost = np.zeros(m * n + 1)
     cost[-1] = -1.0
-    bounds = [(0, None)] * (m * n) + [(None, None)]
+    bounds = np.zeros((m * n + 1, 2))  # x ≥ 0, τ free (what linprog makes of None)
+    bounds[:, 1] = np.inf
+    bounds[-1, 0] = -np.inf
     first = _solve(cost, a_ub, b_ub, bounds, "max-min LP")
     tau = float(first.x[-1])
     if tiebreak == "none" or tau <= 0:
         return first.x[: m * n].reshape(m, n)
-    base2 = base_rows(problem)
-    a2 = sparse.vstack([base2.a_ub, -throughput_rows(weighted)]).tocsr()
-    b2 = np.concatenate([base2.b_ub, np.full(m, -tau * (1 - 1e-6))])
+    a2 = floor_rows(problem.scale, weighted)
+    b2 = np.concatenate([limits, np.full(m, -tau * (1 - 1e-6))])
     try:
         second = _solve(-weighted.ravel(), a2, b2, (0, None), "max-min tie-break LP")
     except SolverFailure:

@@ -7,15 +7,18 @@ Names follow Gavel's (``max_min_fairness_perf`` → ``gavel-max-min-fairness-per
 
 from __future__ import annotations
 
+from types import ModuleType
+
 from schedlab.policies.heterogeneous.allocation import AllocationPolicy, Fifo, FifoPerf, Isolated
 from schedlab.policies.heterogeneous.gavel import DEFAULT_RESET_INTERVAL, GavelRounds
-from schedlab.policies.heterogeneous.gavel_lp import (
-    FinishTimeFairness,
-    MaxMinFairness,
-    MaxSumThroughput,
-    MinTotalDuration,
-    WaterFilling,
-)
+
+
+def _lp() -> ModuleType:
+    """The LP family, imported when a policy that solves one is built (it loads scipy's
+    optimisers, which the FIFO and isolated policies never need)."""
+    from schedlab.policies.heterogeneous import gavel_lp
+
+    return gavel_lp
 
 
 class GavelFifoPerf(GavelRounds):
@@ -71,7 +74,7 @@ class _TieBroken(GavelRounds):
         super().__init__(slot, reset_interval, shuffle_seed)
 
     def make_allocation(self) -> AllocationPolicy:
-        return MaxMinFairness(perf=self.perf, tiebreak=self.tiebreak)
+        return _lp().MaxMinFairness(perf=self.perf, tiebreak=self.tiebreak)
 
 
 class GavelLasPerf(_TieBroken):
@@ -90,7 +93,7 @@ class GavelFtfPerf(GavelRounds):
     summary = "Gavel: heterogeneity-aware finish-time fairness (min max ρ by bisection of LPs)"
 
     def make_allocation(self) -> AllocationPolicy:
-        return FinishTimeFairness(perf=True)
+        return _lp().FinishTimeFairness(perf=True)
 
 
 class GavelFtf(GavelRounds):
@@ -98,7 +101,7 @@ class GavelFtf(GavelRounds):
     summary = "Gavel: finish-time fairness blind to GPU types (V100 speed everywhere)"
 
     def make_allocation(self) -> AllocationPolicy:
-        return FinishTimeFairness(perf=False)
+        return _lp().FinishTimeFairness(perf=False)
 
 
 class GavelMakespanPerf(GavelRounds):
@@ -106,7 +109,7 @@ class GavelMakespanPerf(GavelRounds):
     summary = "Gavel: heterogeneity-aware minimum makespan (smallest feasible horizon, LPs)"
 
     def make_allocation(self) -> AllocationPolicy:
-        return MinTotalDuration(perf=True)
+        return _lp().MinTotalDuration(perf=True)
 
 
 class GavelMakespan(GavelRounds):
@@ -114,7 +117,7 @@ class GavelMakespan(GavelRounds):
     summary = "Gavel: minimum makespan blind to GPU types (V100 speed everywhere)"
 
     def make_allocation(self) -> AllocationPolicy:
-        return MinTotalDuration(perf=False)
+        return _lp().MinTotalDuration(perf=False)
 
 
 class GavelMaxThroughputPerf(GavelRounds):
@@ -122,7 +125,7 @@ class GavelMaxThroughputPerf(GavelRounds):
     summary = "Gavel: maximum total steps/s over GPU types (an LP by HiGHS)"
 
     def make_allocation(self) -> AllocationPolicy:
-        return MaxSumThroughput()
+        return _lp().MaxSumThroughput()
 
 
 class GavelCostPerf(GavelRounds):
@@ -130,7 +133,7 @@ class GavelCostPerf(GavelRounds):
     summary = "Gavel: maximum total steps per dollar (GCP prices: v100 0.74, p100 0.43, k80 0.135)"
 
     def make_allocation(self) -> AllocationPolicy:
-        return MaxSumThroughput(cost=True)
+        return _lp().MaxSumThroughput(cost=True)
 
 
 class GavelCostSloPerf(GavelRounds):
@@ -138,7 +141,7 @@ class GavelCostSloPerf(GavelRounds):
     summary = "Gavel: maximum steps per dollar with each job's deadline as a throughput floor"
 
     def make_allocation(self) -> AllocationPolicy:
-        return MaxSumThroughput(slos=True)
+        return _lp().MaxSumThroughput(slos=True)
 
 
 class _Hierarchical(GavelRounds):
@@ -160,7 +163,9 @@ class _Hierarchical(GavelRounds):
         super().__init__(slot, reset_interval, shuffle_seed)
 
     def make_allocation(self) -> AllocationPolicy:
-        return WaterFilling(perf=self.perf, entities=self.entities, weights=self.entity_weights)
+        return _lp().WaterFilling(
+            perf=self.perf, entities=self.entities, weights=self.entity_weights
+        )
 
 
 class GavelWaterFillingPerf(_Hierarchical):

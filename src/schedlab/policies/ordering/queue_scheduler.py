@@ -20,11 +20,13 @@ from schedlab.engines.decision_check import checked_keys, guarded
 from schedlab.model.cluster import GPU_MILLI, ClusterState
 from schedlab.model.snapshot import (
     PENDING,
+    RUNNING,
     Allocation,
     Decision,
     JobRuntime,
     Preempt,
     Reject,
+    RunWatch,
     Snapshot,
     Start,
     allocation_size,
@@ -101,6 +103,16 @@ class QueueScheduler(SchedulingPolicy):
         self.stateful = ordering.stateful  # type: ignore[misc]
         self.preemptive = ordering.preemptive
         self.network_control = ordering.network_control
+        # An ordering that never asks for a wake-up leaves nothing to do with an empty queue
+        # (and, without rounds, nothing to wake for): the engine skips those calls. A subclass
+        # that decides or wakes otherwise does not inherit the promise.
+        plain = (
+            type(ordering).next_wakeup is Ordering.next_wakeup
+            and type(self).decide is QueueScheduler.decide
+            and type(self).next_wakeup is QueueScheduler.next_wakeup
+        )
+        self.idle_without_queue = plain
+        self.never_wakes = plain and slot is None
 
     def describe(self) -> str:
         return f"{self.name} / {self.placement}"
@@ -127,6 +139,11 @@ class QueueScheduler(SchedulingPolicy):
         self._never: dict[tuple[int, int, int, int, bool], str | None] = {}
         self._rejected: set[int] = set()
         self._models: list[int] | None = None  # GPU models of the cluster, for _earliest_end
+        # GPUs the running jobs asked for, kept as jobs start and stop (the runtime's size log):
+        # a preemptive ranking asks at every point whether there is contention at all.
+        self._watch = RunWatch()
+        self._counted: set[int] = set()
+        self._running_need = 0
 
     def export_state(self) -> dict[str, Any]:
         """The ordering's state; the queue itself is rebuilt from a snapshot listing every
@@ -264,6 +281,10 @@ class QueueScheduler(SchedulingPolicy):
 
     def _decide_queue(self, snap: Snapshot) -> list[Decision]:
         if self.ordering.static:
+            if not self.queue and len(snap.new_pending) == 1:
+                lone = self._lone_arrival(snap, snap.new_pending[0])
+                if lone is not None:
+                    return lone
             self._sync_static(snap)
             if not self.queue or (snap.free_gpus == 0 and self._gpus[self.queue[0][2]] > 0):
                 return []
@@ -313,6 +334,30 @@ class QueueScheduler(SchedulingPolicy):
         for d in decisions:
             self._dequeue(d.job)
         return decisions
+
+    def _lone_arrival(self, snap: Snapshot, job: int) -> list[Decision] | None:
+        """One arrival to an empty queue (most decision points of an uncongested trace): what
+        the queue walk below decides for it, without entering it in the sorted queue when it
+        starts at once. None: not that case after all (the walk decides)."""
+        if job in self.in_queue or snap.runtime.status.item(job) != PENDING:
+            return None
+        key = self._keys(snap, np.array([job], dtype=np.int64)).item(0)
+        item = (key, self._submit[job], job)
+        n, free = self._gpus[job], snap.free_gpus
+        alloc, plan = (None, None)
+        if n <= free:
+            alloc, plan = self._place_planned(job, snap.state)
+        if alloc is not None:
+            return [Start(job, alloc, plan)]
+        self.queue.add(item)
+        self.in_queue[job] = item
+        if not self.backfill or (free == 0 and n > 0):
+            return []
+        # The blocked head with nothing behind it: the backfill pass as the walk makes it.
+        out = self._backfill(snap, job, iter(()), free, copy_state(snap.state), [], {})
+        for d in out:
+            self._dequeue(d.job)
+        return out
 
     def _sync_static(self, snap: Snapshot) -> None:
         """Add jobs that became pending since the last call to the sorted queue."""
@@ -422,7 +467,7 @@ class QueueScheduler(SchedulingPolicy):
         cluster are wanted, skipping any that would overflow it."""
         budget = snap.cluster.total_gpus
         need = self.num_gpus
-        if int(need[running].sum()) + int(need[pending].sum()) <= budget:
+        if self._asked_by_running(snap) + int(need[pending].sum()) <= budget:
             return self._ranked(snap, pending), []  # no contention: everyone is wanted
         ranked = self._ranked(snap, np.concatenate([running, pending]))
         cum = np.cumsum(need[ranked])
@@ -440,6 +485,26 @@ class QueueScheduler(SchedulingPolicy):
         to_start = ranked[wanted & is_pending]
         victims = ranked[~wanted & ~is_pending][::-1].tolist()
         return to_start, victims
+
+    def _asked_by_running(self, snap: Snapshot) -> int:
+        """The GPUs the running jobs asked for (their sum over ``snap.running()``)."""
+        changed = self._watch.changed(snap.runtime)
+        counted, gpus = self._counted, self._gpus
+        if changed is None:  # a runtime not seen before: count afresh
+            counted.clear()
+            counted.update(snap.running_set)
+            self._running_need = sum([gpus[j] for j in counted])
+            return self._running_need
+        status = snap.runtime.status
+        for job in changed:
+            if status.item(job) == RUNNING:
+                if job not in counted:
+                    counted.add(job)
+                    self._running_need += gpus[job]
+            elif job in counted:
+                counted.discard(job)
+                self._running_need -= gpus[job]
+        return self._running_need
 
     def _victims_making_room(
         self,
@@ -469,14 +534,43 @@ class QueueScheduler(SchedulingPolicy):
                 return group
         return []
 
+    def _start_in_rank(self, snap: Snapshot, to_start: list[int]) -> list[Decision]:
+        """With no victims: each wanted job in rank order where it fits with the earlier ones
+        placed. The first is placed on the live state; a copy is made only for a second."""
+        free = snap.free_gpus
+        scratch: ClusterState | None = None
+        starts: list[Decision] = []
+        last = len(to_start) - 1
+        for i, job in enumerate(to_start):
+            need = self._gpus[job]
+            if free < need:
+                continue
+            alloc, plan = self._place_planned(job, snap.state if scratch is None else scratch)
+            if alloc is None:
+                continue
+            if scratch is None and i < last:
+                scratch = copy_state(snap.state)
+            if scratch is not None:
+                take(scratch, alloc, self._cpu[job], self._mem[job], job, plan)
+            free -= need
+            starts.append(Start(job, alloc, plan))
+        return starts
+
     def _decide_preemptive(self, snap: Snapshot) -> list[Decision]:
         if not snap.pending_set:
             return []
-        to_start, victims = self._plan(snap, snap.running(), snap.pending())
+        pending = snap.pending()
+        budget = snap.cluster.total_gpus
+        if self._asked_by_running(snap) + int(self.num_gpus[pending].sum()) <= budget:
+            to_start, victims = self._ranked(snap, pending), []  # _plan's answer, as it gives it
+        else:
+            to_start, victims = self._plan(snap, snap.running(), pending)
         if len(to_start) == 0:
             return []
-        if not victims and snap.free_gpus < int(self.num_gpus[to_start].min()):
-            return []
+        if not victims:
+            if snap.free_gpus < int(self.num_gpus[to_start].min()):
+                return []
+            return self._start_in_rank(snap, to_start.tolist())
         runtime = snap.runtime
         scratch = copy_state(snap.state)
         free = snap.free_gpus

@@ -37,6 +37,11 @@ class GangPlacer:
         # A whole-job placement decides every GPU job itself (the network needs the whole job).
         policy = placer.policy
         self.whole_job = policy if isinstance(policy, JobPlacementPolicy) else None
+        # A performance model that gives some jobs 0 progress on some GPU models at some counts
+        # (a throughput matrix): those GPUs are never offered to the job at that count.
+        perf, jobs = placer.ctx.perf, placer.ctx.jobs
+        restricts = perf is not None and jobs is not None and perf.restricts_counts
+        self._runnable = (lambda j, n: perf.runnable_models(jobs, j, n)) if restricts else None
 
     def plan_for(self, job: int, allocation: Allocation) -> NetPlan | None:
         """The links and circuits the whole-job placement reserved with ``allocation``, the
@@ -57,6 +62,12 @@ class GangPlacer:
         exclusive: bool = False,
         job: int = -1,
     ) -> Allocation | None:
+        if self._runnable is not None and job >= 0 and num_gpus > 0:
+            runs_on = self._runnable(job, num_gpus)
+            if runs_on is not None:
+                model_mask &= runs_on
+                if not model_mask:
+                    return None
         if self.whole_job is not None and num_gpus > 0:
             request = JobRequest(
                 job, num_gpus, cpu_milli, memory_mib, model_mask, per_node, nodes, exclusive
