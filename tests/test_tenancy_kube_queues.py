@@ -314,3 +314,13 @@ def test_a_bad_object_stops_the_server_before_it_starts(tmp_path: Path):
     api = cluster({KAI_QUEUES: [kai_queue("a", "gone")]})
     with pytest.raises(InputError, match=r"Queue 'a': spec\.parentQueue names 'gone'"):
         serve(api, tmp_path, Clock(), policy="kai")
+
+
+def test_the_config_file_may_ask_for_the_clusters_queues(tmp_path: Path, capsys):
+    config = tmp_path / "serve.toml"
+    config.write_text('policy = "fifo"\nqueues_from_cluster = true\n')
+    assert main(["serve", "kubernetes", "--config", str(config)]) == 2
+    assert "'--queues-from-cluster' needs '--tenancy POLICY'" in capsys.readouterr().err
+    config.write_text('policy = "fifo"\nqueues_from_cluster = "yes"\n')
+    assert main(["serve", "kubernetes", "--config", str(config)]) == 2
+    assert "queues_from_cluster" in capsys.readouterr().err
