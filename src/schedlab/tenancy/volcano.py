@@ -413,12 +413,47 @@ class Hdrf(SharePolicy):
         self, st: TenantState, fair: np.ndarray, leaf: int, job: int, victim: int
     ) -> bool:
         vleaf = int(st.leaf_of[victim])
-        moved = st.alloc.copy()
         tree = st.tree
+        if tree.flat:
+            return self._allow_flat(st, leaf, job, victim, vleaf)
+        moved = st.alloc.copy()
         moved[tree.ancestors[vleaf]] -= st.demand[victim]
         moved[tree.ancestors[leaf]] += st.demand[job]
         figures = self._figures(st, moved)
         return goes_before(self._path(st, leaf, figures), self._path(st, vleaf, figures))
+
+    def _allow_flat(self, st: TenantState, leaf: int, job: int, victim: int, vleaf: int) -> bool:
+        """:meth:`allow_victim` on a flat tree: the figures of the two queues that move (the
+        same arithmetic as :func:`hdrf_shares`, the cluster's exhaustion from every leaf)."""
+        tree = st.tree
+        mine = st.alloc[leaf] + st.demand[job]
+        theirs = st.alloc[vleaf] - st.demand[victim]
+        own = st.alloc[tree.leaves]
+        at = self._positions(tree)
+        own[at[leaf]] = mine
+        own[at[vleaf]] = theirs
+        exhausted = (own.sum(axis=0) >= st.capacity - EPS).tolist()
+        total = st.capacity.tolist()
+
+        def key(q: int, held: np.ndarray) -> tuple[bool, float]:
+            # In plain floats (a handful of resources: numpy's per-call cost would rule).
+            own_q = held.tolist()
+            demand = (held + st.pending[q]).tolist()
+            asks = [d > 0 for d in demand]
+            granted = [h >= d - EPS for h, d in zip(own_q, demand, strict=True)]
+            saturated = any(
+                a and (g or x) for a, g, x in zip(asks, granted, exhausted, strict=True)
+            ) or not any(asks)
+            return saturated, dominant_of(own_q, total) / max(float(tree.weight[q]), 1.0)
+
+        return key(leaf, mine) < key(vleaf, theirs)
+
+    def _positions(self, tree: QueueTree) -> dict[int, int]:
+        """Each leaf's row among ``tree.leaves``."""
+        if getattr(self, "_positions_of", None) is not tree:
+            self._positions_of = tree
+            self._at = {q: i for i, q in enumerate(tree.leaves.tolist())}
+        return self._at
 
     def reason(self, st: TenantState, fair: np.ndarray, leaf: int, job: int, victim: int) -> str:
         return FAIR_SHARE
