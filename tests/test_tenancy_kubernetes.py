@@ -159,3 +159,62 @@ def test_serve_check_refuses_a_tenancy_journal(tmp_path: Path, capsys):
     assert main(["serve", "check", "--journal", str(tmp_path / "j.jsonl")]) == 2
     err = capsys.readouterr().err
     assert "re-deriving tenancy decisions from the journal is not supported" in err
+
+
+def test_a_pod_of_an_unknown_queue_is_told_why_and_the_others_are_served(tmp_path: Path):
+    # LIVE_QUEUES says unknown_tenant = "error": queue c is nobody's.
+    api = cluster()
+    api.add_pod(team_pod("c0", "c", "2026-01-01T00:00:00Z"))
+    api.add_pod(team_pod("a0", "a", "2026-01-01T00:00:01Z"))
+    clock = Clock()
+    server = make(api, tmp_path, clock)
+    cycle(server)
+    assert api.pods["default/a0"]["spec"].get("nodeName")
+    assert not api.pods["default/c0"]["spec"].get("nodeName")  # left pending
+    condition = api.pods["default/c0"]["status"]["conditions"][-1]
+    assert condition["reason"] == "Unschedulable" and condition["status"] == "False"
+    assert "belongs to tenant 'c'" in condition["message"]
+    assert 'unknown_tenant = "error"' in condition["message"]
+    events = [e for e in api.events if e["involvedObject"]["name"] == "c0"]
+    assert [e["reason"] for e in events] == ["FailedScheduling"]
+    (reject,) = records(server, "reject")
+    assert reject["job"] == "default/c0" and "tenant 'c'" in reject["reason"]
+    # More cycles: said once, the server keeps going, other pods keep being served.
+    api.add_pod(team_pod("b0", "b", "2026-01-01T00:00:02Z"))
+    for _ in range(2):
+        clock.t += 5
+        cycle(server)
+    assert api.pods["default/b0"]["spec"].get("nodeName")
+    assert len(records(server, "reject")) == 1
+    assert len([e for e in api.events if e["involvedObject"]["name"] == "c0"]) == 1
+
+
+def test_a_bound_pod_whose_queue_is_gone_keeps_its_node(tmp_path: Path):
+    api = cluster()
+    for k in range(4):
+        running = team_pod(f"x{k}", "x", "2026-01-01T00:00:00Z")
+        running["spec"]["nodeName"] = f"node{k + 1}"
+        running["status"] = {"phase": "Running"}
+        api.add_pod(running)
+    api.add_pod(team_pod("a0", "a", "2026-01-01T00:00:01Z"))
+    server = make(api, tmp_path, Clock())
+    cycle(server)
+    assert not api.pods["default/a0"]["spec"].get("nodeName")  # every node is x's
+    warnings = [r for r in records(server, "warning") if "outside every queue" in r["reason"]]
+    assert sorted(r["job"] for r in warnings) == [f"default/x{k}" for k in range(4)]
+    cycle(server)
+    assert len([r for r in records(server, "warning") if "outside" in r["reason"]]) == 4
+
+
+def test_status_counts_the_served_queues_beside_a_pod_no_queue_takes(tmp_path: Path):
+    api = cluster()
+    api.add_pod(team_pod("c0", "c", "2026-01-01T00:00:00Z"))
+    api.add_pod(team_pod("a0", "a", "2026-01-01T00:00:01Z"))
+    clock = Clock()
+    server = make(api, tmp_path, clock)
+    cycle(server)
+    status = gather(api, "schedlab", ("default", "schedlab"), server.journal.path, None, clock.t)
+    rows = {r["queue"]: r for r in status["tenancy"]}
+    assert rows["a"]["alloc"]["gpu"] == 8 and "c" not in rows
+    (reason,) = [r for r in status["reasons"] if "tenant 'c'" in r[1]]
+    assert reason[2] == ["default/c0"]

@@ -147,3 +147,47 @@ def test_a_queue_held_to_its_limit_loses_a_pod_when_the_lender_asks(tmp_path: Pa
     assert {k: p["status"]["phase"] for k, p in pods.items()} == dict.fromkeys(
         ["a0", "a1", "a2", "a3", "b0", "b1"], "Succeeded"
     )
+
+
+def test_a_pod_of_an_unknown_queue_is_told_why_and_the_others_run(tmp_path: Path) -> None:
+    """LIVE_QUEUES says ``unknown_tenant = "error"``: a pod of queue ``c`` stays pending with
+    ``PodScheduled=False`` (reason Unschedulable, the cause in the message) and an Event, the
+    server goes on, and the pods of ``a`` and ``b`` end Succeeded."""
+    api, kubeconfig = live_cluster()
+    ns = fresh_namespace(api, "e2e-stray")
+    name = ns
+    queues = tmp_path / "queues.toml"
+    queues.write_text(LIVE_QUEUES)
+    journal = tmp_path / "serve.jsonl"
+    create_pod(api, pod("c0", 1, ns=ns, scheduler=name, labels={"schedlab.io/queue": "c"}))
+    create_pod(api, team_pod("a0", ns, name, "a", 2))
+    create_pod(api, team_pod("b0", ns, name, "b", 2))
+    proc = serve(kubeconfig, journal, name, "--queues", str(queues))
+    try:
+        wait_for(
+            "a0 and b0 were not bound",
+            lambda: all(phases(api, ns)[k]["spec"].get("nodeName") for k in ("a0", "b0")),
+            60,
+        )
+        create_pod(api, team_pod("a1", ns, name, "a", 1))  # served after the refusal, too
+        _, err = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.terminate()
+            proc.wait(timeout=30)
+    assert proc.returncode == 0, err
+    pods = phases(api, ns)
+    assert {k: pods[k]["status"]["phase"] for k in ("a0", "a1", "b0")} == dict.fromkeys(
+        ("a0", "a1", "b0"), "Succeeded"
+    )
+    stray = pods["c0"]
+    assert not stray["spec"].get("nodeName") and stray["status"].get("phase") == "Pending"
+    (condition,) = [c for c in stray["status"]["conditions"] if c["type"] == "PodScheduled"]
+    assert condition["status"] == "False" and condition["reason"] == "Unschedulable"
+    assert "belongs to tenant 'c'" in condition["message"]
+    events = api.list(f"/api/v1/namespaces/{ns}/events")[0]
+    mine = [e for e in events if e["involvedObject"]["name"] == "c0"]
+    assert [e["reason"] for e in mine] == ["FailedScheduling"]
+    assert "belongs to tenant 'c'" in mine[0]["message"]
+    rejects = [r for r in read_journal(journal) if r["action"] == "reject"]
+    assert [r["job"] for r in rejects] == [f"{ns}/c0"]

@@ -143,18 +143,55 @@ def test_no_accounting_is_a_clear_error(tmp_path: Path):
         Server(fake, cfg, Journal(tmp_path / "j.jsonl"))
 
 
-def test_an_unknown_account_with_unknown_tenant_error_stops_the_cycle(tmp_path: Path):
+def test_a_job_of_an_unknown_account_is_rejected_alone_and_the_others_are_served(
+    tmp_path: Path,
+):
     queues = tmp_path / "queues.toml"
     queues.write_text(
         QUEUES.replace(
             'tenant_key = ["account"]', 'tenant_key = ["account"]\nunknown_tenant = "error"'
         )
     )
-    fake = FakeSlurm([fake_node("node1")], [fake_job(3, 2, T0, account="c")])
+    fake = FakeSlurm(
+        [fake_node("node1")],
+        [fake_job(3, 2, T0, account="c"), fake_job(4, 2, T0 + 1, account="a")],
+    )
     cfg = ServeConfig(policy="fifo", tenancy=TenancySpec(queues=str(queues)))
     srv = Server(fake, cfg, Journal(tmp_path / "j.jsonl"), clock=Clock(T0 + 10))
-    with pytest.raises(InputError, match="tenant 'c'"):
-        srv.cycle()
+    srv.cycle()
+    # Job 3 is held with the reason in its comment, as a job that can never fit would be;
+    # job 4 of a known account starts.
+    comment = fake.jobs[3]["comment"]
+    assert comment.startswith("schedlab: rejected: belongs to tenant 'c'")
+    assert "unknown_tenant = 'error'" in comment
+    assert fake.jobs[3]["priority"] == 0  # still held
+    assert fake.jobs[4]["priority"] > 0 and fake.jobs[4]["required_nodes"] == "node1"
+    rejects = [r for r in read_journal(tmp_path / "j.jsonl") if r["action"] == "reject"]
+    assert [r["job"] for r in rejects] == [3] and "tenant 'c'" in rejects[0]["reason"]
+    # Later cycles leave the rejected job alone, and keep serving.
+    fake.jobs[5] = fake_job(5, 2, T0 + 20, account="b")
+    srv.cycle()
+    assert fake.jobs[5]["priority"] > 0
+    assert len([r for r in read_journal(tmp_path / "j.jsonl") if r["action"] == "reject"]) == 1
+
+
+def test_a_running_job_whose_account_is_no_queue_keeps_its_gpus(tmp_path: Path):
+    queues = tmp_path / "queues.toml"
+    queues.write_text(
+        QUEUES.replace(
+            'tenant_key = ["account"]', 'tenant_key = ["account"]\nunknown_tenant = "error"'
+        )
+    )
+    fake = FakeSlurm(
+        [fake_node("node1")],
+        [running(1, "node1", "gone"), fake_job(2, 8, T0 + 1, account="a")],
+    )
+    cfg = ServeConfig(policy="fifo", tenancy=TenancySpec(queues=str(queues)))
+    srv = Server(fake, cfg, Journal(tmp_path / "j.jsonl"), clock=Clock(T0 + 10))
+    srv.cycle()
+    assert fake.jobs[2]["priority"] == 0  # node1's 8 GPUs are still the running job's
+    warnings = [r for r in read_journal(tmp_path / "j.jsonl") if r["action"] == "warning"]
+    assert any(r["job"] == 1 and "outside every queue" in r["reason"] for r in warnings)
 
 
 def test_tenancy_refuses_non_orderings(tmp_path: Path):

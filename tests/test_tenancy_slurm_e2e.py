@@ -111,3 +111,53 @@ def test_a_queue_over_its_share_loses_jobs_to_the_other_queue_and_nothing_is_los
     assert rows["a"]["deserved"]["gpu"] == 8
     rows = {r["queue"]: r for r in status["tenancy"]}
     assert rows["a"]["fair_share"]["gpu"] == 16 and rows["b"]["fair_share"]["gpu"] == 16
+
+
+def test_a_job_of_an_unknown_account_is_held_with_the_reason_and_the_rest_run(
+    slurm,  # noqa: F811  (the imported fixture)
+    clean,  # noqa: F811  (the imported fixture)
+    tmp_path: Path,
+) -> None:
+    """LIVE_QUEUES says ``unknown_tenant = "error"``: a job of account ``c`` is held with the
+    reason in its comment (what ``squeue`` and ``scontrol show job`` show the operator), the
+    server goes on, and the jobs of ``a`` and ``b`` complete."""
+    ours, _ = clean
+    queues = tmp_path / "queues.toml"
+    queues.write_text(LIVE_QUEUES)
+    journal = tmp_path / "serve.jsonl"
+    stray = submit(ours, "c", 1, 2, "c0")
+    good = [submit(ours, "a", 2, 2, "a0"), submit(ours, "b", 4, 2, "b0")]
+    late = []
+    t0 = time.monotonic()
+    argv = serve_argv(journal, "--policy", "fifo", "--queues", str(queues))
+    proc = subprocess.Popen(
+        argv, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+    try:
+        wait_until(
+            lambda: journal.exists() and all(journal_starts(journal).get(j) for j in good),
+            t0 + 30.0,
+        )
+        late.append(submit(ours, "a", 8, 1, "a1"))  # served after the refusal, too
+        wait_until(lambda: journal_starts(journal).get(late[0]), t0 + 45.0)
+    finally:
+        finish(proc, t0 + 60.0)
+    shown = subprocess.run(
+        ["squeue", "-h", "-j", str(stray), "-o", "%T|%r|%k"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
+    state, reason, comment = shown.split("|", 2)
+    assert state == "PENDING" and reason.startswith("JobHeld")
+    assert comment.startswith("schedlab: rejected: belongs to tenant 'c'"), comment
+    detail = subprocess.run(
+        ["scontrol", "show", "job", str(stray)], capture_output=True, text=True, check=True
+    ).stdout
+    assert "Comment=schedlab: rejected: belongs to tenant 'c'" in detail
+    rejects = [r for r in read_journal(journal) if r["action"] == "reject"]
+    assert [int(r["job"]) for r in rejects] == [stray]
+    runs = records_for([*good, *late])
+    for job in [*good, *late]:
+        assert [r.state for r in runs[job]] == ["COMPLETED"], (job, runs[job])
+    assert not journal_starts(journal).get(stray)

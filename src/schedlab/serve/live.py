@@ -25,7 +25,7 @@ free.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -183,11 +183,15 @@ def build_view(
     now: float,
     reject_impossible: bool = True,
     credit: Mapping[int, tuple[float, float]] | None = None,
+    refuse: Callable[[list[JobInfo]], dict[int, str]] | None = None,
 ) -> LiveView:
     """The snapshot for one cycle (see the module docstring for how jobs are classed).
 
     ``credit``: GPU-seconds attained and seconds run in earlier runs, by job id, for the jobs
-    that checkpoint (:mod:`schedlab.serve.preemption`); every other job starts from nothing."""
+    that checkpoint (:mod:`schedlab.serve.preemption`); every other job starts from nothing.
+    ``refuse``: why a job may not be scheduled at all (tenancy: no queue takes it), by job id:
+    such a job, queued, is rejected as one that can never fit; running or launching, it keeps
+    its GPUs but stays out of the job table (reported among the problems)."""
     cluster = build_cluster(nodes)
     state = cluster.new_state()
     where = {name: i for i, name in enumerate(cluster.names.tolist())}
@@ -198,9 +202,10 @@ def build_view(
     impossible: list[tuple[JobInfo, str]] = []
     problems: list[tuple[int, str]] = []
     verdicts: dict[tuple[str, int, int, int], str | None] = {}  # one check per job shape
+    refused = refuse(jobs) if refuse is not None else {}
     for job in classes.queued:
-        why = None
-        if reject_impossible:
+        why = refused.get(job.job_id)
+        if why is None and reject_impossible:
             shape = (job.gpu_type, job.num_gpus, job.gpus_per_node, job.node_count)
             if shape not in verdicts:
                 verdicts[shape] = impossible_reason(job, nodes)
@@ -210,8 +215,13 @@ def build_view(
             continue
         queued.append(job)
     by_id = {j.job_id: j for j in jobs}
-    stranded: dict[int, str] = dict(classes.rehold)
-    queued += [by_id[j] for j in classes.rehold]
+    stranded: dict[int, str] = {}
+    for j, why in classes.rehold.items():
+        if j in refused:
+            impossible.append((by_id[j], refused[j]))
+            continue
+        stranded[j] = why
+        queued.append(by_id[j])
     # Running jobs hold what Slurm says, on every node (available or not); only schedlab's own
     # enter the job table.
     placed_running: list[tuple[JobInfo, Allocation]] = []
@@ -234,6 +244,9 @@ def build_view(
             for node, _ in alloc:
                 state.set_gpu_free(node, np.zeros(state.gpu_free.shape[1], dtype=np.int64))
         if job.admin_comment in (MARK_QUEUED, MARK_RELEASED):
+            if job.job_id in refused:
+                problems.append((job.job_id, f"runs outside every queue: {refused[job.job_id]}"))
+                continue
             placed_running.append((job, taken))
     # Unavailable nodes lend nothing to new work.
     for i, node in enumerate(nodes):
@@ -241,6 +254,9 @@ def build_view(
             state.set_gpu_free(i, np.zeros(state.gpu_free.shape[1], dtype=np.int64))
     placed_launching: list[tuple[JobInfo, Allocation]] = []
     for job in launching:
+        if job.job_id in refused:  # not started yet: held again, with the reason
+            impossible.append((job, refused[job.job_id]))
+            continue
         pinned = [where.get(n) for n in job.required_nodes]
         down = [
             n

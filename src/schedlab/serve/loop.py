@@ -492,7 +492,9 @@ class Server(ServeLoop):
             self._write(None, "error", reason=f"topology: {exc}")
             self.journal.sync()
             return CycleReport(self.cycle_no, ok=False, time=self.now)
-        view = build_view(jobs, nodes, self.now, credit=self._credit)
+        # With tenancy, a job no queue takes is turned away alone (the others are served).
+        refuse = self.tenancy.refused_slurm if self.tenancy is not None else None
+        view = build_view(jobs, nodes, self.now, credit=self._credit, refuse=refuse)
         self._observe(view, jobs)
         for job_id, what in view.problems:
             self._write(job_id, "warning", reason=what)

@@ -24,13 +24,16 @@ from typing import Any, ClassVar
 import numpy as np
 
 from schedlab.tenancy.config import parse_duration
-from schedlab.tenancy.kai_division import divide_tree
+from schedlab.tenancy.kai_division import TreeDivider
 from schedlab.tenancy.policy import DESERVED, FAIR_SHARE, SharePolicy
 from schedlab.tenancy.state import TenantState
 from schedlab.tenancy.tree import QueueTree
 from schedlab.tenancy.usage import MODES, WINDOW_TYPES, UsageLedger, UsageSettings
 
 EPS = 1e-9
+#: Generosity of the quick reclaim test against float rounding when demands do not sum exactly
+#: (a relative margin; with exact sums it matches the victim rule to the bit).
+SLACK = 1e-9
 
 
 class KaiPolicy(SharePolicy):
@@ -89,7 +92,8 @@ class KaiPolicy(SharePolicy):
     def reset(self, tree: QueueTree, capacity: np.ndarray) -> None:
         super().reset(tree, capacity)
         self._lists = (tree.deserved.tolist(), tree.limit.tolist(), tree.priority.tolist())
-        self._cache: tuple[bytes, np.ndarray] | None = None
+        self.divider = TreeDivider(tree, self.k)
+        self._room_cache: tuple | None = None
         self._candidates: tuple[tuple, list[int]] | None = None
         if self.usage_settings is not None:
             self.ledger = UsageLedger(
@@ -118,12 +122,7 @@ class KaiPolicy(SharePolicy):
         # A queue never gets more than the cluster: requests are capped there, so a busy
         # cluster's shares repeat from one decision to the next and are kept.
         request = np.minimum(st.request, st.capacity[None, :])
-        key = request.tobytes() + (st.usage.tobytes() if st.usage is not None else b"")
-        if self._cache is not None and self._cache[0] == key:
-            return self._cache[1]
-        fair = divide_tree(st.tree, st.capacity, request, st.usage, self.k)
-        self._cache = (key, fair)
-        return fair
+        return self.divider.divide(st.capacity, request, st.usage)
 
     def _allocatable(self, fair: list[float], node: int) -> list[float]:
         """``max(deserved, F)`` capped by the limit (deserved -1: the fair share)."""
@@ -165,7 +164,8 @@ class KaiPolicy(SharePolicy):
     # -- reclaim ---------------------------------------------------------------------------
     def reclaimer(self, st: TenantState, fair: np.ndarray, leaf: int, job: int) -> bool:
         req = st.demand[job]
-        if not (st.alloc[leaf] + req <= fair[leaf] + EPS).all():
+        within = zip(st.alloc[leaf].tolist(), req.tolist(), fair[leaf].tolist(), strict=True)
+        if not all(a + r <= f + EPS for a, r, f in within):
             return False
         if st.non_preemptible is not None and st.non_preemptible[job]:
             d = np.where(st.tree.deserved[leaf] < 0, np.inf, st.tree.deserved[leaf])
@@ -191,6 +191,74 @@ class KaiPolicy(SharePolicy):
         return self._within_deserved(st.alloc[qr].tolist(), req, qr) and any(
             d >= 0 and x > d + EPS for x, d in zip(remaining, dv, strict=True)
         )
+
+    def cannot_make_room(
+        self, st: TenantState, fair: np.ndarray, leaf: int, job: int, fits: object
+    ) -> bool:
+        """Whether even every job the flat victim rule could ever offer leaves no room for
+        ``job`` of a reclaimer leaf (the placement's quick test, :meth:`_Fits.possible`, on a
+        superset of the candidates): most reclaims on a busy cluster fail so, and this answers
+        without ordering the running jobs.
+
+        A queue above its share loses its running jobs latest run first while what it keeps
+        stays above its share: walking its jobs from the latest run back, each is taken while
+        the room left exceeds ``EPS``, so the walk is as long as what it could lose. Where
+        demands do not sum exactly, a margin keeps float rounding on the generous side; the
+        victims already taken in the decision are passed over. Only for a flat tree and equal
+        job priorities."""
+        index, possible = st.index, getattr(fits, "possible", None)
+        if index is None or possible is None or not st.tree.flat:
+            return False
+        gone = getattr(fits, "gone", ())
+        if st.job_priority is not None:
+            return False
+        within = self._within_deserved(st.alloc[leaf].tolist(), st.demand[job].tolist(), leaf)
+        superset: list[int] = []
+        slack = 0.0 if index.exact else SLACK
+        single = st.demand.shape[1] == 1
+        for q, left in self._rooms(st, fair, within):
+            if q == leaf:
+                continue
+            walk = index.oldest_first[q]
+            i = len(walk) - 1
+            if single:
+                room = left[0]
+                while i >= 0 and room > EPS - slack * (1.0 + abs(room)):
+                    v = -walk[i][1]
+                    i -= 1
+                    if v not in gone:
+                        superset.append(v)
+                        room -= index.first[v]
+                continue
+            while i >= 0 and any(x > EPS - slack * (1.0 + abs(x)) for x in left):
+                v = -walk[i][1]
+                i -= 1
+                if v not in gone:
+                    superset.append(v)
+                    left = [x - d for x, d in zip(left, index.rows[v], strict=True)]
+        return not possible(superset)
+
+    def _rooms(self, st: TenantState, fair: np.ndarray, within: bool) -> list:
+        """``(leaf, room per resource)`` of every leaf above its share by more than ``EPS``
+        in some resource (the flat victim rule's ``room``), kept for the decision's state."""
+        key = (st.serial, st.version, within)
+        cached = self._room_cache
+        if cached is not None and cached[0] == key and cached[1] is fair:
+            return cached[2]
+        deserved, limit, _ = self._lists
+        out = []
+        # Plain floats over the leaves (a handful of rows: numpy's per-call cost would rule).
+        for node, (a_row, f_row) in enumerate(zip(st.alloc.tolist(), fair.tolist(), strict=True)):
+            room = []
+            for a, f, d, lim in zip(a_row, f_row, deserved[node], limit[node], strict=True):
+                x = a - min(max(f if d < 0 else d, f), lim)
+                if within and d >= 0:
+                    x = max(x, a - d)
+                room.append(x)
+            if any(x > EPS for x in room):
+                out.append((node, room))
+        self._room_cache = (key, fair, out)
+        return out
 
     def victim_candidates(
         self, st: TenantState, fair: np.ndarray, leaf: int, job: int
@@ -231,7 +299,7 @@ class KaiPolicy(SharePolicy):
         would no longer be above its allocatable share (or its deserved quota, under the
         second rule): the first job that crosses is kept, later ones could never be taken.
         Vectorised over the running jobs (this runs at most decisions of a busy cluster)."""
-        jobs = st.running_jobs
+        jobs = st.running_array()
         if jobs is None:
             jobs = np.asarray([v for vs in st.by_leaf().values() for v in vs], dtype=np.int64)
         if not len(jobs):

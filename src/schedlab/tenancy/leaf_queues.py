@@ -16,6 +16,7 @@ import numpy as np
 from sortedcontainers import SortedList
 
 Item = tuple  # (key, submit, job) or (rank, job): comparable, job last
+NONE = 1 << 30  # the smallest size of a leaf with no waiting job
 
 
 class LeafQueues:
@@ -27,6 +28,7 @@ class LeafQueues:
         self.where: dict[int, tuple[int, int, Item]] = {}  # job → (leaf, size, item)
         self.pending = np.zeros((nodes, resources))  # demand waiting at each leaf
         self.count = np.zeros(nodes, dtype=np.int64)
+        self.small = np.full(nodes, NONE, dtype=np.int64)  # each leaf's smallest waiting job
 
     def __contains__(self, job: int) -> bool:
         return job in self.where
@@ -43,12 +45,18 @@ class LeafQueues:
         self.where[job] = (leaf, size, item)
         self.pending[leaf] += demand
         self.count[leaf] += 1
+        if size < self.small[leaf]:
+            self.small[leaf] = size
 
     def remove(self, job: int, demand: np.ndarray) -> None:
         leaf, size, item = self.where.pop(job)
-        self.buckets[leaf][size].remove(item)
+        bucket = self.buckets[leaf][size]
+        bucket.remove(item)
         self.pending[leaf] -= demand
         self.count[leaf] -= 1
+        if not bucket and size == self.small[leaf]:
+            buckets = self.buckets[leaf]
+            self.small[leaf] = next((n for n in self.sizes[leaf] if buckets[n]), NONE)
 
     def head(self, leaf: int, cap: int) -> Item | None:
         """The best pending job of ``leaf`` asking fewer than ``cap`` GPUs (None: none)."""
@@ -66,12 +74,6 @@ class LeafQueues:
         return list(self.where)
 
     def smallest(self) -> np.ndarray:
-        """Each leaf's smallest waiting job in GPUs (a very large number where none waits)."""
-        out = np.full(len(self.buckets), 1 << 30, dtype=np.int64)
-        for leaf in np.flatnonzero(self.count).tolist():
-            buckets = self.buckets[leaf]
-            for size in self.sizes[leaf]:
-                if buckets[size]:
-                    out[leaf] = size
-                    break
-        return out
+        """Each leaf's smallest waiting job in GPUs (a very large number where none waits);
+        kept as jobs come and go (read only)."""
+        return self.small

@@ -27,7 +27,7 @@ import numpy as np
 from schedlab.errors import InputError
 from schedlab.serve.slurm_state import JobInfo
 from schedlab.tenancy.config import TenancyConfig
-from schedlab.tenancy.tenants import Tenancy, assign
+from schedlab.tenancy.tenants import Tenancy, assign, job_paths, misfits
 from schedlab.tenancy.tree import QueueSpec
 
 SACCTMGR_ARGV = [
@@ -119,6 +119,15 @@ def merge(associations: Sequence[QueueSpec], config: TenancyConfig) -> TenancyCo
     return replace(config, queues=tuple(out.values()))
 
 
+def slurm_attributes(infos: Sequence[JobInfo]) -> dict[str, list[str]]:
+    """What Slurm jobs offer as tenant keys (:data:`JOB_ATTRIBUTES`)."""
+    return {
+        "account": [i.account for i in infos],
+        "user": [i.user for i in infos],
+        "partition": [i.partition for i in infos],
+    }
+
+
 class LiveTenancy:
     """The tenancy of a live cluster, refreshed from the jobs every cycle.
 
@@ -148,16 +157,23 @@ class LiveTenancy:
         tree, _ = assign(self.config, {k: np.zeros(0, dtype=object) for k in key}, np.zeros(0))
         self.tenancy = Tenancy(self.config, tree, np.zeros(0, dtype=np.int64))
 
+    def refusals(self, attrs: Mapping[str, Sequence[str]]) -> dict[int, str]:
+        """Which jobs (by position in ``attrs``' columns) no queue takes, each with a one-line
+        reason: a live engine turns those away one by one (as it does jobs that can never fit)
+        where a replay would stop."""
+        columns = {k: np.asarray(list(v), dtype=object) for k, v in attrs.items()}
+        n = len(next(iter(columns.values()))) if columns else 0
+        bad = misfits(self.config, job_paths(self.config, columns, n))
+        return {i: f"belongs to {what}, {why}" for i, (what, why) in bad.items()}
+
+    def refused_slurm(self, infos: Sequence[JobInfo]) -> dict[int, str]:
+        """:meth:`refusals` of Slurm jobs, by job id."""
+        bad = self.refusals(slurm_attributes(infos))
+        return {infos[i].job_id: why for i, why in bad.items()}
+
     def refresh(self, infos: Sequence[JobInfo]) -> Tenancy:
         """Map a Slurm snapshot's jobs (``infos``, in snapshot order) to queues, in place."""
-        return self.refresh_jobs(
-            [str(i.job_id) for i in infos],
-            {
-                "account": [i.account for i in infos],
-                "user": [i.user for i in infos],
-                "partition": [i.partition for i in infos],
-            },
-        )
+        return self.refresh_jobs([str(i.job_id) for i in infos], slurm_attributes(infos))
 
     def refresh_jobs(self, ids: Sequence[str], attrs: Mapping[str, Sequence[str]]) -> Tenancy:
         """Map jobs (``ids``, in snapshot order, with their ``attrs``) to queues, in place."""

@@ -165,7 +165,9 @@ class SharePolicy:
         :meth:`allow_victim` refuses, until the quota and the placement fit. ``st`` is left
         as it was found.
         """
-        if not self.reclaimer(st, fair, leaf, job):
+        if not self.reclaimer(st, fair, leaf, job) or self.cannot_make_room(
+            st, fair, leaf, job, fits
+        ):
             return None
         candidates = self.victim_candidates(st, fair, leaf, job)
         possible = getattr(fits, "possible", None)
@@ -184,6 +186,14 @@ class SharePolicy:
         for v in chosen:
             st.take(v)
         return chosen if found else None
+
+    def cannot_make_room(
+        self, st: TenantState, fair: np.ndarray, leaf: int, job: int, fits: object
+    ) -> bool:
+        """A quick test a policy may offer before its victims are ordered and tried: True when
+        no set of victims its rule could accept makes room (typically ``fits.possible`` on a
+        superset of them); False when it cannot tell."""
+        return False
 
     def reason(self, st: TenantState, fair: np.ndarray, leaf: int, job: int, victim: int) -> str:
         """Why ``victim`` is reclaimed for ``job`` (one of :data:`REASONS`)."""

@@ -45,6 +45,7 @@ from schedlab.tenancy.leaf_queues import LeafQueues
 from schedlab.tenancy.policy import PRIORITY, SharePolicy, first_queue, limit_reason
 from schedlab.tenancy.recorder import TenancyRecorder
 from schedlab.tenancy.resources import capacity, job_demand
+from schedlab.tenancy.running import RunningIndex
 from schedlab.tenancy.state import TenantState, roll_up
 from schedlab.tenancy.tenants import Tenancy
 
@@ -90,10 +91,12 @@ class TenantScheduler(SchedulingPolicy):
         self.leaf_of = self.tenancy.leaves_for(jobs.job_id)
         self.demand = job_demand(jobs, tree.resources)
         self.gpus = jobs.num_gpus
+        self.one_node = one_node_jobs(ctx, jobs)
         self.capacity = capacity(ctx.cluster, tree.resources)
         self.share.reset(tree, self.capacity)
         self.ceiling = self.share.ceiling()
         self.queues = LeafQueues(len(tree), len(tree.resources))
+        self.index = RunningIndex(self.leaf_of, self.demand, len(tree))
         self.static = self.ordering.static
         self.watch: list[int] = []  # started or reclaimed last time: check they really were
         self.limit_rejected: set[int] = set()
@@ -210,27 +213,23 @@ class TenantScheduler(SchedulingPolicy):
     # -- the state -------------------------------------------------------------------------
     def _state(self, snap: Snapshot) -> TenantState:
         tree = self.tree
-        n, r = len(tree), len(tree.resources)
-        running = snap.running()
-        leaves = self.leaf_of[running]
-        held = np.zeros((n, r))
-        if len(running):
-            for k in range(r):
-                held[:, k] = np.bincount(leaves, self.demand[running, k], minlength=n)
+        index = self.index
+        index.sync(snap, self.watch)
         st = TenantState(
             tree=tree,
             now=snap.now,
             capacity=self.capacity,
-            alloc=roll_up(tree, held),
+            alloc=roll_up(tree, index.holdings()),
             pending=roll_up(tree, self.queues.pending),
-            alloc_np=np.zeros((n, r)),
+            alloc_np=np.zeros((len(tree), len(tree.resources))),
             demand=self.demand,
             leaf_of=self.leaf_of,
-            running_jobs=running,
+            running_of=index.array,
             run_began=snap.runtime.run_started,
             submit=snap.jobs.submit_time,
             queued=self.queues.jobs,
             serial=self._serial,
+            index=index,
         )
         self._serial += 1
         if self.share.time_based:
@@ -309,7 +308,7 @@ class TenantScheduler(SchedulingPolicy):
         free = snap.free_gpus
         gone: set[int] = set()  # reclaimed in this decision
         heads: dict[int, int] = {}  # leaf → its best job under its cap
-        keys: dict[int, list] = {}  # leaf → the policy's key path for that job
+        keys: dict[int, list] = {}  # leaf → the policy's key path for that job (when asked)
         stale = set(cap)  # leaves whose head or key must be looked at again
         local = self.share.local_keys
         preemptive = self.ordering.preemptive
@@ -335,20 +334,27 @@ class TenantScheduler(SchedulingPolicy):
                         cap[leaf] = 0 if self.strict else min(cap[leaf], n)
                         continue
                     heads[leaf] = j
-                    keys[leaf] = self.share.queue_key(st, fair, leaf, j)
+                    keys.pop(leaf, None)
                     break
             if not heads:
                 break
-            if not local:
-                keys = {q: self.share.queue_key(st, fair, q, j) for q, j in heads.items()}
-            leaf = first_queue(keys)
+            if len(heads) == 1:  # nothing to order
+                leaf = next(iter(heads))
+            else:
+                if not local:
+                    keys.clear()
+                for q, j in heads.items():
+                    if q not in keys:
+                        keys[q] = self.share.queue_key(st, fair, q, j)
+                leaf = first_queue(keys)
             job = heads[leaf]
             n = int(self.gpus[job])
             why = self.share.admit(st, fair, leaf, job) or limit_reason(st, leaf, job)
             alloc: Allocation | None = None
             plan: NetPlan | None = None
             taken: list[int] = []
-            if why is None and n <= free:
+            roomless = self.one_node[job] and state.room().max() < n  # nowhere to place it
+            if why is None and n <= free and not roomless:
                 alloc, plan = self.inner._place_planned(job, state.view())
             before = free
             if alloc is None:  # the policy's reclaim rule keeps its own gate with the victims
@@ -363,8 +369,9 @@ class TenantScheduler(SchedulingPolicy):
                 victims.append(v)
                 gone.add(v)
                 st.by_leaf()[int(self.leaf_of[v])].remove(v)
-                if st.running_jobs is not None:
-                    st.running_jobs = st.running_jobs[st.running_jobs != v]
+                running = st.running_array()
+                if running is not None:
+                    st.running_jobs = running[running != v]
                 free += int(snap.runtime.alloc_n[v])
             state.take(job, alloc, plan, self.ctx.jobs)
             st.take(job)
@@ -404,7 +411,7 @@ class TenantScheduler(SchedulingPolicy):
         if cache and self._failed.get(key) == seen:
             return None, None, []
         need = int(self.gpus[job])
-        fits = _Fits(self.inner, job, need, free, state, rt, jobs, gone)
+        fits = _Fits(self.inner, job, need, free, state, rt, jobs, gone, self.one_node[job])
         found = fits.found
 
         chosen: list[int] | None = None
@@ -460,6 +467,20 @@ class TenantScheduler(SchedulingPolicy):
         return below[::-1]
 
 
+def one_node_jobs(ctx: ReplayContext, jobs: Any) -> list[bool]:
+    """Which jobs the gang placement puts on one node (asking GPUs, no node shape, no more
+    than the largest node of their models holds): such a job finds no place while no node has
+    that many GPUs free, which the scheduler checks before asking the placement."""
+    placer = ctx.placer
+    if placer is None or getattr(placer, "whole_job", True) is not None:
+        return [False] * len(jobs)
+    largest = {m: placer._largest_node(m) for m in np.unique(jobs.gpu_model_mask).tolist()}
+    cap = np.asarray([largest[m] for m in jobs.gpu_model_mask.tolist()], dtype=np.int64)
+    n = jobs.num_gpus
+    one = (n > 0) & (n <= cap) & (jobs.gpus_per_node == 0) & ~jobs.exclusive.astype(bool)
+    return one.tolist()
+
+
 def _plain(resources: tuple[str, ...], values: np.ndarray) -> dict[str, float | None]:
     """A per-resource row as ``{resource: value}``, JSON-ready (no limit: None)."""
     return {
@@ -486,9 +507,11 @@ class _Fits:
         rt: Any,
         jobs: Any,
         gone: set[int],
+        one_node: bool,
     ) -> None:
         self.inner, self.job, self.need, self.free = inner, job, need, free
         self.state, self.rt, self.jobs, self.gone = state, rt, jobs, gone
+        self.one_node = one_node
         self.found: dict[str, Any] = {}
         self.scratch: ClusterState | None = None
         self.released: list[int] = []
@@ -498,26 +521,26 @@ class _Fits:
         """Could all of ``candidates`` together make room (a quick necessary test)? Enough
         GPUs in all; and a job that fits in one node (and asks no node shape) goes on one
         node, so some node must have that many free with the candidates on it gone."""
-        rt = self.rt
-        if self.free + sum(int(rt.alloc_n[v]) for v in candidates) < self.need:
+        rt, need = self.rt, self.need
+        if candidates and self.free + int(rt.alloc_n[candidates].sum()) < need:
             return False
-        placer, j = self.inner.ctx.placer, self.job
-        one_node = (
-            placer.whole_job is None
-            and int(self.jobs.gpus_per_node[j]) == 0
-            and not bool(self.jobs.exclusive[j])
-            and self.need <= placer._largest_node(int(self.jobs.gpu_model_mask[j]))
-        )
-        if not one_node:
+        if not candidates and self.free < need:
+            return False
+        if not self.one_node:
             return True
-        room = self.state.view().gpu_full_count
+        room = self.state.room()
+        if int(room.max(initial=0)) >= need:
+            return True
+        free = room.tolist()
         gain: dict[int, int] = {}
+        allocation = rt.allocation
         for v in candidates:
-            for node, gpus in rt.allocation[v] or ():
-                gain[node] = gain.get(node, 0) + len(gpus)
-                if int(room[node]) + gain[node] >= self.need:
+            for node, gpus in allocation[v] or ():
+                g = gain.get(node, free[node]) + len(gpus)
+                if g >= need:
                     return True
-        return bool(int(room.max(initial=0)) >= self.need)
+                gain[node] = g
+        return False
 
     def __call__(self, victims: list[int]) -> bool:
         rt = self.rt
@@ -537,6 +560,8 @@ class _Fits:
             give_back(self.scratch, rt.allocation[v] or (), cpu, mem, v)
             self.released.append(v)
         self.freed += extra
+        if self.one_node and self.scratch.gpu_full_count.max() < self.need:
+            return False  # no node has room: the placement would find none
         alloc, plan = self.inner._place_planned(self.job, self.scratch)
         if alloc is not None:
             self.found.update(alloc=alloc, plan=plan)
@@ -545,24 +570,55 @@ class _Fits:
 
 class _Planning:
     """The cluster state decisions are planned on: the live state until the first change,
-    then a copy (most decisions start at most one job; copying costs more than placing)."""
+    then a copy. The copy is made only when a placement needs the whole state: until then the
+    starts and releases are kept as a list, and the whole free GPUs per node (all a quick
+    test needs) are derived from it — most decisions start at most one job and then only test
+    whether anything else could fit, and copying costs more than placing."""
 
     def __init__(self, live: ClusterState) -> None:
         self.live = live
         self.copy: ClusterState | None = None
+        self.moves: list[tuple[bool, int, Allocation, NetPlan | None, int, int]] = []
+        self._room: np.ndarray | None = None
 
     def view(self) -> ClusterState:
+        if self.copy is None and self.moves:
+            self.copy = copy_state(self.live)
+            for taking, job, alloc, plan, cpu, mem in self.moves:
+                if taking:
+                    take(self.copy, alloc, cpu, mem, job, plan)
+                else:
+                    give_back(self.copy, alloc, cpu, mem, job)
+            self.moves.clear()
         return self.copy if self.copy is not None else self.live
 
-    def _own(self) -> ClusterState:
-        if self.copy is None:
-            self.copy = copy_state(self.live)
-        return self.copy
+    def room(self) -> np.ndarray:
+        """Whole free GPUs per node in the planned state (jobs hold whole GPUs: a start takes
+        as many whole GPUs as it is given, a release gives them back)."""
+        if self.copy is not None:
+            return self.copy.gpu_full_count
+        if not self.moves:
+            return self.live.gpu_full_count
+        if self._room is None:
+            room = self.live.gpu_full_count.copy()
+            for taking, _, alloc, _, _, _ in self.moves:
+                for node, gpus in alloc:
+                    room[node] += -len(gpus) if taking else len(gpus)
+            self._room = room
+        return self._room
 
     def take(self, job: int, alloc: Allocation, plan: NetPlan | None, jobs: Any) -> None:
-        take(self._own(), alloc, int(jobs.cpu_milli[job]), int(jobs.memory_mib[job]), job, plan)
+        cpu, mem = int(jobs.cpu_milli[job]), int(jobs.memory_mib[job])
+        if self.copy is not None:
+            take(self.copy, alloc, cpu, mem, job, plan)
+            return
+        self.moves.append((True, job, alloc, plan, cpu, mem))
+        self._room = None
 
     def release(self, job: int, alloc: Allocation | None, jobs: Any) -> None:
-        give_back(
-            self._own(), alloc or (), int(jobs.cpu_milli[job]), int(jobs.memory_mib[job]), job
-        )
+        cpu, mem = int(jobs.cpu_milli[job]), int(jobs.memory_mib[job])
+        if self.copy is not None:
+            give_back(self.copy, alloc or (), cpu, mem, job)
+            return
+        self.moves.append((False, job, alloc or (), None, cpu, mem))
+        self._room = None

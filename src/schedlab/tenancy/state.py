@@ -11,10 +11,14 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from schedlab.tenancy.tree import QueueTree
+
+if TYPE_CHECKING:
+    from schedlab.tenancy.running import RunningIndex
 
 
 def roll_up(tree: QueueTree, leaf_values: np.ndarray) -> np.ndarray:
@@ -45,6 +49,8 @@ class TenantState:
     #: job's current run began.
     running: dict[int, list[int]] | None = None
     running_jobs: np.ndarray | None = None
+    #: Where ``running_jobs`` comes from when first asked (most decisions never ask).
+    running_of: Callable[[], np.ndarray] | None = None
     run_began: np.ndarray | None = None
     #: Jobs' submit times (Kueue's creation timestamps).
     submit: np.ndarray | None = None
@@ -60,11 +66,17 @@ class TenantState:
     serial: int = 0
     #: ``alloc`` when the current reclaim attempt began (who lost resources since).
     reclaim_base: np.ndarray | None = None
+    #: The running jobs per leaf from the oldest run (the scheduler's; None elsewhere).
+    index: RunningIndex | None = None
+    #: Counts the changes :meth:`take` and :meth:`give_back` made (caches key on it).
+    version: int = 0
 
     def by_leaf(self) -> dict[int, list[int]]:
         """Running jobs by leaf (only policies that reclaim ask)."""
         if self.running is None:
-            jobs = self.running_jobs if self.running_jobs is not None else np.zeros(0, int)
+            jobs = self.running_array()
+            if jobs is None:
+                jobs = np.zeros(0, int)
             leaves = self.leaf_of[jobs]
             order = np.argsort(leaves, kind="stable")
             jobs, leaves = jobs[order], leaves[order]
@@ -77,6 +89,12 @@ class TenantState:
                 if len(group)
             }
         return self.running
+
+    def running_array(self) -> np.ndarray | None:
+        """The running jobs (None: only ``running`` was given)."""
+        if self.running_jobs is None and self.running_of is not None:
+            self.running_jobs = self.running_of()
+        return self.running_jobs
 
     @property
     def request(self) -> np.ndarray:
@@ -94,6 +112,7 @@ class TenantState:
         self._move(job, -(self.demand[job] if amount is None else amount))
 
     def _move(self, job: int, req: np.ndarray) -> None:
+        self.version += 1
         alloc, pending = self.alloc, self.pending
         held_np = self.non_preemptible is not None and bool(self.non_preemptible[job])
         for node in self.tree.up[int(self.leaf_of[job])]:  # a few rows: cheaper than fancy indexing

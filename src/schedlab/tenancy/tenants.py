@@ -131,41 +131,70 @@ def assign(
     """The tree (with queues created for unknown tenants, if so configured) and each job's
     leaf; a job that names an inner queue or an unknown one (with ``unknown_tenant =
     "error"``) is an error naming the job and the tenant."""
-    n = len(job_ids)
-    paths = job_paths(config, attrs, n)
-    declared = {"/".join(p for p in q.path.split("/") if p) for q in config.queues}
-    inner = {d.rsplit("/", 1)[0] for d in declared if "/" in d}
-    unknown = sorted({str(p) for p in paths} - declared)
+    paths = job_paths(config, attrs, len(job_ids))
+    bad = misfits(config, paths)
+    if bad:
+        i, (what, why) = next(iter(bad.items()))
+        raise InputError(f"{where or config.source}: job {job_ids[i]!r} belongs to {what}, {why}")
+    return tree_of(config, paths)
+
+
+INNER = "which is an inner queue (jobs attach to leaves)"
+UNDEFINED = 'which the queue file does not define (unknown_tenant = "error")'
+
+
+def misfits(config: TenancyConfig, paths: np.ndarray) -> dict[int, tuple[str, str]]:
+    """The jobs (by position) no queue can take, each with ``(what it names, why not)``: an
+    unknown tenant under ``unknown_tenant = "error"``, or one that names (or would create,
+    or falls back to) an inner queue. In the order a replay reports them (the unknown
+    tenants by name, then the inner queues): a replay stops at the first, a live engine turns
+    each away and serves the others."""
+    declared = {_path(q.path) for q in config.queues}
+    parents = {d.rsplit("/", 1)[0] for d in declared if "/" in d}
+    rule = config.unknown_tenant
+    tenants = [str(p) for p in paths.tolist()]
+    unknown = sorted(set(tenants) - declared)
+    refused: dict[str, tuple[str, str]] = {}
+    for u in unknown:
+        if rule == "error":
+            refused[u] = (f"tenant {u!r}", INNER if u in parents else UNDEFINED)
+        elif rule == "create" and u in parents:
+            refused[u] = (f"tenant {u!r}", INNER)
+    default = _path(config.default_queue or "") if rule == "default-queue" else None
+    final = {
+        t: (default if default is not None and t in unknown else t)
+        for t in set(tenants)
+        if t not in refused
+    }
+    nodes = declared | ({t for t in unknown if t not in refused} if rule == "create" else set())
+    inner = {"/".join(n.split("/")[:k]) for n in nodes for k in range(1, n.count("/") + 1)}
+    late = {t: (f"queue {f!r}", INNER) for t, f in sorted(final.items()) if f in inner}
+    out: dict[int, tuple[str, str]] = {}
+    for group in (refused, late):
+        for i, t in enumerate(tenants):
+            if t in group:
+                out.setdefault(i, group[t])
+    return out
+
+
+def tree_of(config: TenancyConfig, paths: np.ndarray) -> tuple[QueueTree, np.ndarray]:
+    """The tree and each job's leaf, for jobs :func:`misfits` finds nothing wrong with."""
+    declared = {_path(q.path) for q in config.queues}
+    unknown = sorted({str(p) for p in paths.tolist()} - declared)
     created: list[str] = []
     if unknown:
-        rule = config.unknown_tenant
-        if rule == "error" or (rule == "create" and set(unknown) & inner):
-            bad = next(u for u in unknown if rule == "error" or u in inner)
-            i = int(np.flatnonzero(paths == bad)[0])
-            why = (
-                "which is an inner queue (jobs attach to leaves)"
-                if bad in inner
-                else 'which the queue file does not define (unknown_tenant = "error")'
-            )
-            raise InputError(
-                f"{where or config.source}: job {job_ids[i]!r} belongs to tenant {bad!r}, {why}"
-            )
-        if rule == "default-queue":
+        if config.unknown_tenant == "default-queue":
             assert config.default_queue is not None
-            default = "/".join(p for p in config.default_queue.split("/") if p)
-            paths = np.where(np.isin(paths, unknown), default, paths)
+            paths = np.where(np.isin(paths, unknown), _path(config.default_queue), paths)
         else:
             created = unknown
     tree = build_tree(config.queues, config.source, created=created)
-    bad_leaf = [p for p in set(paths.tolist()) if not tree.is_leaf[tree.index[p]]]
-    if bad_leaf:
-        i = int(np.flatnonzero(paths == bad_leaf[0])[0])
-        raise InputError(
-            f"{where or config.source}: job {job_ids[i]!r} belongs to queue {bad_leaf[0]!r}, "
-            "which is an inner queue (jobs attach to leaves)"
-        )
-    leaf_of = np.fromiter((tree.index[p] for p in paths), dtype=np.int64, count=n)
+    leaf_of = np.fromiter((tree.index[p] for p in paths), dtype=np.int64, count=len(paths))
     return tree, leaf_of
+
+
+def _path(name: str) -> str:
+    return "/".join(p for p in name.split("/") if p)
 
 
 def job_paths(config: TenancyConfig, attrs: Mapping[str, np.ndarray], n: int) -> np.ndarray:

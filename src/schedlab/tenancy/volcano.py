@@ -57,17 +57,26 @@ def proportion(
         if w_sum <= 0 or not (remaining > EPS).any():
             break
         before = deserved.copy()
-        for i in np.flatnonzero(unmet):
-            grown = deserved[i] + remaining * weight[i] / w_sum
-            grown = np.minimum(grown, real_cap[i])
-            grown = np.minimum(grown, request[i])
-            deserved[i] = np.maximum(grown, guarantee[i])
-            if (request[i] <= deserved[i] + EPS).all() or np.allclose(deserved[i], before[i]):
-                met[i] = True
+        # Each unmet queue grows on this round's remainder alone: all at once.
+        idx = np.flatnonzero(unmet)
+        grown = deserved[idx] + remaining[None, :] * weight[idx, None] / w_sum
+        grown = np.minimum(grown, real_cap[idx])
+        grown = np.minimum(grown, request[idx])
+        deserved[idx] = np.maximum(grown, guarantee[idx])
+        covered = (request[idx] <= deserved[idx] + EPS).all(axis=1)
+        met[idx] |= covered | _close_rows(deserved[idx], before[idx])
         remaining = total - deserved.sum(axis=0)
-        if np.allclose(deserved, before):
+        if _close_rows(deserved, before).all():
             break
     return deserved
+
+
+def _close_rows(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """``np.allclose`` of each row (its tolerances; infinities close only to themselves)."""
+    with np.errstate(invalid="ignore"):
+        near = np.abs(a - b) <= 1e-8 + 1e-5 * np.abs(b)
+    near = np.where(np.isfinite(a) & np.isfinite(b), near, a == b)
+    return near.all(axis=-1)
 
 
 def dominant(alloc: np.ndarray, total: np.ndarray) -> np.ndarray:
@@ -75,6 +84,12 @@ def dominant(alloc: np.ndarray, total: np.ndarray) -> np.ndarray:
     with np.errstate(divide="ignore", invalid="ignore"):
         share = np.where(total > 0, alloc / np.where(total > 0, total, 1), 0.0)
     return share.max(axis=-1) if share.shape[-1] else np.zeros(share.shape[:-1])
+
+
+def dominant_of(alloc: list[float], total: list[float]) -> float:
+    """:func:`dominant` of one row, in plain floats (the same divisions, without numpy's
+    per-call cost on a row of a few resources)."""
+    return max((a / t if t > 0 else 0.0 for a, t in zip(alloc, total, strict=True)), default=0.0)
 
 
 def weighted_division(st: TenantState) -> np.ndarray:
@@ -178,7 +193,7 @@ class Drf(SharePolicy):
 
     def _share(self, st: TenantState, node: int, alloc: np.ndarray) -> float:
         w = max(float(st.tree.weight[node]), EPS)
-        return float(dominant(alloc, st.capacity)) / w
+        return dominant_of(alloc.tolist(), st.capacity.tolist()) / w
 
     def node_key(self, st: TenantState, fair: np.ndarray, node: int, req: np.ndarray) -> tuple:
         return (self._share(st, node, st.alloc[node]), node)
@@ -210,6 +225,24 @@ class Drf(SharePolicy):
         w = np.maximum(st.tree.weight[leaves], EPS)
         mine = dominant(with_job, st.capacity) / w
         return bool((mine[waiting] <= self._shares_now(st)[leaves].max() + DRF_EPS).any())
+
+    def cannot_make_room(
+        self, st: TenantState, fair: np.ndarray, leaf: int, job: int, fits: object
+    ) -> bool:
+        """On a flat tree, taking victims only lowers their queues' shares (the reclaimer's
+        stays as it is), so a victim the rule refuses now is refused all along: if those it
+        accepts now could not make room together (``fits.possible``), no set can."""
+        possible = getattr(fits, "possible", None)
+        if possible is None or not st.tree.flat:
+            return False
+        jobs = np.asarray(
+            [v for q, vs in st.by_leaf().items() if q != leaf for v in vs], dtype=np.int64
+        )
+        mine = self._share(st, leaf, st.alloc[leaf] + st.demand[job])
+        queues = st.leaf_of[jobs]
+        w = np.maximum(st.tree.weight[queues], EPS)
+        theirs = dominant(st.alloc[queues] - st.demand[jobs], st.capacity) / w
+        return not possible(jobs[mine <= theirs + DRF_EPS].tolist())
 
     def victim_candidates(
         self, st: TenantState, fair: np.ndarray, leaf: int, job: int

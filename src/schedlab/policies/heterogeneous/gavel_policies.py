@@ -163,7 +163,9 @@ class _Hierarchical(GavelRounds):
         super().__init__(slot, reset_interval, shuffle_seed)
 
     def make_allocation(self) -> AllocationPolicy:
-        return _lp().WaterFilling(perf=self.perf, entities=self.entities, weights=self.entity_weights)
+        return _lp().WaterFilling(
+            perf=self.perf, entities=self.entities, weights=self.entity_weights
+        )
 
 
 class GavelWaterFillingPerf(_Hierarchical):

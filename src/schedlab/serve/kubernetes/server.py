@@ -18,6 +18,7 @@ is watched again and its end journaled.
 
 from __future__ import annotations
 
+import functools
 import signal
 import threading
 import time
@@ -40,7 +41,7 @@ from schedlab.serve.kubernetes.decide import decide
 from schedlab.serve.kubernetes.lease import Lease
 from schedlab.serve.kubernetes.objects import NodeInfo, parse_node, parse_pod
 from schedlab.serve.kubernetes.topology import network_from_labels
-from schedlab.serve.kubernetes.view import KubeView, build_view, natural
+from schedlab.serve.kubernetes.view import Job, KubeView, build_view, natural
 from schedlab.serve.loop import CycleReport, ServeLoop
 from schedlab.tenancy.live import KUBE_ATTRIBUTES, LiveTenancy
 from schedlab.tenancy.replay import TenancySpec
@@ -139,12 +140,20 @@ def open_runs(path: Path | None) -> dict[str, list[str]]:
     return runs
 
 
+def job_attributes(jobs: list[Job]) -> dict[str, list[str]]:
+    """What jobs offer as tenant keys: their pods' queue label (or namespace), and namespace."""
+    return {"queue": [j.queue for j in jobs], "namespace": [j.head.namespace for j in jobs]}
+
+
 def refresh_queues(tenancy: LiveTenancy, view: KubeView) -> None:
-    """Each job's queue this cycle, from its pods' queue label (or namespace)."""
-    tenancy.refresh_jobs(
-        [j.key for j in view.jobs],
-        {"queue": [j.queue for j in view.jobs], "namespace": [j.head.namespace for j in view.jobs]},
-    )
+    """Each job's queue this cycle (:func:`job_attributes`)."""
+    tenancy.refresh_jobs([j.key for j in view.jobs], job_attributes(view.jobs))
+
+
+def refused_jobs(tenancy: LiveTenancy, jobs: list[Job]) -> dict[str, str]:
+    """Why no queue takes a job, by job key (see :meth:`LiveTenancy.refusals`)."""
+    bad = tenancy.refusals(job_attributes(jobs))
+    return {jobs[i].key: why for i, why in bad.items()}
 
 
 class KubeServer(ServeLoop):
@@ -188,6 +197,7 @@ class KubeServer(ServeLoop):
         self._network_key: Any = None
         self._node_memo: dict[Any, Any] = {}
         self._leading: bool | None = None  # None: not known yet (journaled at the first cycle)
+        self._outside: dict[str, str] = {}  # running jobs no queue takes, as last journaled
         self.tenancy = self.wrap_tenancy(attributes=KUBE_ATTRIBUTES, default_key=("queue",))
 
     # -- reading -------------------------------------------------------------------------------
@@ -279,6 +289,9 @@ class KubeServer(ServeLoop):
             self.min_members(),
             credit=self._credit,
             began=self._tracked,
+            refuse=(
+                functools.partial(refused_jobs, self.tenancy) if self.tenancy is not None else None
+            ),
         )
 
     # -- a cycle -------------------------------------------------------------------------------
@@ -436,6 +449,10 @@ class KubeServer(ServeLoop):
         self._observe(view)
         for key, what in view.problems:
             self._write(key, "warning", reason=what)
+        for key, why in view.outside.items():
+            if self._outside.get(key) != why:
+                self._write(key, "warning", reason=f"runs outside every queue: {why}")
+        self._outside = dict(view.outside)
         self.binder.bound = []
         try:
             topology = self.topology(view.nodes)

@@ -12,6 +12,7 @@ policy, each queue's deserved GPUs, fair share, GPUs held, borrowed and waiting,
 from __future__ import annotations
 
 from collections import Counter
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +22,7 @@ from schedlab.policies.api import SERVE
 from schedlab.policies.wiring import build
 from schedlab.serve.kubernetes.api import KubeError
 from schedlab.serve.kubernetes.objects import parse_node, parse_pod, timestamp
-from schedlab.serve.kubernetes.server import refresh_queues
+from schedlab.serve.kubernetes.server import refresh_queues, refused_jobs
 from schedlab.serve.kubernetes.view import build_view
 from schedlab.serve.loop import saved_policy_state
 from schedlab.serve.serve_record import policy_choice
@@ -122,6 +123,9 @@ def _queue(
             )
             live = wrap_live(spec, policies, None, KUBE_ATTRIBUTES, ("queue",))
             assert live is not None
+            # As the server sees it: jobs no queue takes are not the policy's.
+            view = build_view(pods, nodes, now, scheduler, refuse=partial(refused_jobs, live))
+            pending = order = list(view.snapshot.pending_set)
             refresh_queues(live, view)
         policies.start(
             view.cluster,

@@ -26,7 +26,7 @@ from __future__ import annotations
 import functools
 import math
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -101,6 +101,7 @@ class KubeView:
     impossible: dict[str, str] = field(default_factory=dict)  # pod key → why it never fits
     problems: list[tuple[str, str]] = field(default_factory=list)  # (pod key, what is wrong)
     pods: dict[str, PodInfo] = field(default_factory=dict)  # every pod seen, by key
+    outside: dict[str, str] = field(default_factory=dict)  # job key → why it runs in no queue
     masks: NodeMasks | None = None  # the nodes each pod may use
 
     @property
@@ -203,8 +204,13 @@ def build_view(
     min_members: Mapping[str, int] | None = None,
     credit: Mapping[str, tuple[float, float]] | None = None,
     began: Mapping[str, float] | None = None,
+    refuse: Callable[[list[Job]], dict[str, str]] | None = None,
 ) -> KubeView:
     """The snapshot for one cycle (see the module docstring).
+
+    ``refuse``: why a job may not be scheduled at all (tenancy: no queue takes it), by job
+    key: its pods, pending, are told so as pods that can never fit are; bound, they keep what
+    they hold but stay out of the job table (``outside``).
 
     ``min_members``: the PodGroups' ``minMember`` by ``namespace/name``; ``credit``: GPU-seconds
     attained and seconds run in earlier runs, by job key, for jobs that checkpoint; ``began``:
@@ -251,7 +257,15 @@ def build_view(
     eligible: list[np.ndarray] = []
     kept: list[Job] = []
     verdicts: dict[tuple[int, int, int], str | None] = {}
+    refused = refuse(jobs) if refuse is not None and jobs else {}
+    outside: dict[str, str] = {}
     for job in jobs:
+        if job.key in refused:
+            if any(p.bound for p in job.pods):
+                outside[job.key] = refused[job.key]
+            else:
+                impossible.update(dict.fromkeys((p.key for p in job.pods), refused[job.key]))
+            continue
         mask = masks.of(job.head)
         for p in job.pods[1:]:
             if p.constraints != job.head.constraints:
@@ -287,6 +301,7 @@ def build_view(
         problems=problems,
         pods=all_pods,
         masks=masks,
+        outside=outside,
     )
 
 
