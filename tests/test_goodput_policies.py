@@ -299,3 +299,18 @@ def test_the_pollux_study_is_in_the_reproduce_catalog() -> None:
     from schedlab.reproduce.catalog import BY_NAME, load
 
     assert "pollux" in BY_NAME and callable(load(BY_NAME["pollux"]))
+
+
+def test_the_sia_study_judges_sia_against_each_baseline() -> None:
+    """S2's checks by hand: Sia at 1 h against Gavel at 2 h is 50 % below (passes); against a
+    Pollux at 0.8 h it is 25 % above (fails); the study is in the catalog."""
+    from schedlab.experiments.sia_study import SiaRun, trend_checks
+    from schedlab.reproduce.catalog import BY_NAME, load
+
+    def run(policy: str, hours: float) -> SiaRun:
+        return SiaRun(policy, np.full(4, hours * 3600), 4, 0.0, 0.0, 0.0)
+
+    checks = trend_checks({"sia": run("sia", 1.0), "gavel": run("gavel", 2.0),
+                           "pollux": run("pollux", 0.8)})  # fmt: skip
+    assert [(c.ours, c.verdict) for c in checks] == [("+50.0 %", "pass"), ("-25.0 %", "FAIL")]
+    assert "sia" in BY_NAME and callable(load(BY_NAME["sia"]))

@@ -335,13 +335,16 @@ class GavelRounds(SchedulingPolicy):
         if not (self.need_update and due):
             return
         elapsed = now - self.last_reset
-        self.busy[:] = 0.0
-        for job in self.active:
-            received = self.recv[job] - self.half
-            should = self.x[job] * elapsed if job in self.x else 0.0
-            self.deficit[job] += should - received
-            self.recv[job][:] = self.half
-            self.busy += self.half
+        # Every active job at once (a job without an allocation has a zero row, so what it
+        # should have received is 0): deficit += x·elapsed − (received − slot/2).
+        f = self._frame()
+        if f.order:
+            f.deficit += f.x * elapsed - (f.recv - self.half)
+            f.recv[:] = self.half
+        busy = 0.0
+        for _ in f.order:  # Gavel adds slot/2 once per active job
+            busy += self.half
+        self.busy[:] = busy
         self.last_reset = now
         self.x = self._solve(snap)
         self.solves += 1
