@@ -271,18 +271,14 @@ class KaiPolicy(SharePolicy):
         cached = self._room_cache
         if cached is not None and cached[0] == key:
             return cached[2]
-        deserved, limit, _ = self._lists
-        out = []
-        # Plain floats over the leaves (a handful of rows: numpy's per-call cost would rule).
-        for node, (a_row, f_row) in enumerate(zip(st.alloc.tolist(), fair.tolist(), strict=True)):
-            room = []
-            for a, f, d, lim in zip(a_row, f_row, deserved[node], limit[node], strict=True):
-                x = a - min(max(f if d < 0 else d, f), lim)
-                if within and d >= 0:
-                    x = max(x, a - d)
-                room.append(x)
-            if any(x > EPS for x in room):
-                out.append((node, room))
+        tree = st.tree
+        d = tree.deserved
+        room = st.alloc - np.minimum(np.maximum(np.where(d < 0, fair, d), fair), tree.limit)
+        if within:
+            room = np.where(d >= 0, np.maximum(room, st.alloc - d), room)
+        over = np.flatnonzero((room > EPS).any(axis=1)).tolist()
+        rows = room[over].tolist()
+        out = list(zip(over, rows, strict=True))
         self._room_cache = (key, fair, out)
         return out
 
