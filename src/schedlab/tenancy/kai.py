@@ -56,6 +56,7 @@ class KaiPolicy(SharePolicy):
         self.multiplier = float(m)
         self.usage_settings = self._usage(options["usage"])
         self.time_based = self.usage_settings is not None  # type: ignore[misc]
+        self.repeatable = not self.time_based  # type: ignore[misc]
         self.ledger: UsageLedger | None = None
 
     def _usage(self, raw: object) -> UsageSettings | None:
