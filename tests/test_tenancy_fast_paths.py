@@ -255,6 +255,21 @@ def _outcome(rows, policy):
     return record.first_start, record.end_time, record.preemptions, reclaims
 
 
+def _random_rows(seed: int, n: int, span: int, lengths: tuple[int, int]) -> list[tuple]:
+    """``n`` jobs of queues a, b, c submitted over ``span`` seconds, 1-8 GPUs."""
+    rng = np.random.default_rng(seed)
+    return [
+        (
+            f"j{i}",
+            "abc"[int(rng.integers(0, 3))],
+            float(rng.integers(0, span)),
+            int(rng.choice([1, 2, 4, 8])),
+            float(rng.integers(*lengths)),
+        )
+        for i in range(n)
+    ]
+
+
 def _long_way(monkeypatch, policy: str) -> None:
     """The policy without its shortcuts: no quick test, every victim candidate tried."""
     cls = type(__import__("schedlab.tenancy.registry", fromlist=["x"]).make_share_policy(policy))
@@ -279,17 +294,7 @@ def test_ruling_reclaims_out_early_changes_no_decision(case):
 
 @pytest.mark.parametrize("policy", ["kai", "drf", "yunikorn"])
 def test_the_quick_reclaim_test_rules_some_out_and_lets_the_rest_through(policy, monkeypatch):
-    rng = np.random.default_rng(3)
-    rows = [
-        (
-            f"j{i}",
-            "abc"[int(rng.integers(0, 3))],
-            float(rng.integers(0, 2000)),
-            int(rng.choice([1, 2, 4, 8])),
-            float(rng.integers(100, 900)),
-        )
-        for i in range(120)
-    ]
+    rows = _random_rows(3, 120, 2000, (100, 900))
     cls = type(__import__("schedlab.tenancy.registry", fromlist=["x"]).make_share_policy(policy))
     answers: list[bool] = []
     quick = cls.cannot_make_room
@@ -315,17 +320,7 @@ def test_the_quick_reclaim_test_rules_some_out_and_lets_the_rest_through(policy,
 def test_only_the_changed_queues_are_tried_while_nothing_else_moves(monkeypatch):
     """After a decision that started nothing, arrivals alone are judged by their own queues:
     the probe runs, often finds nothing, and the run is the one every queue tried makes."""
-    rng = np.random.default_rng(5)
-    rows = [
-        (
-            f"j{i}",
-            "abc"[int(rng.integers(0, 3))],
-            float(rng.integers(0, 3000)),
-            int(rng.choice([1, 2, 4, 8])),
-            float(rng.integers(300, 1500)),
-        )
-        for i in range(150)
-    ]
+    rows = _random_rows(5, 150, 3000, (300, 1500))
     probes: list[bool] = []
     fill = TenantScheduler._fill
 
