@@ -106,6 +106,7 @@ def weighted_division(st: TenantState) -> np.ndarray:
 
 class VolcanoProportion(SharePolicy):
     name = "volcano-proportion"
+    repeatable = True  # no answer reads the time
     summary = "Volcano proportion: weighted deserved, guarantee, capability"
 
     def reset(self, tree: QueueTree, capacity: np.ndarray) -> None:
