@@ -16,6 +16,7 @@ from schedlab.metrics.fragmentation import (
     COUNT_SHIFT,
     FragmentationSnapshot,
     TargetWorkload,
+    _groups,
     cluster_fragmentation,
     node_fragmentation,
     plain_per_task,
@@ -279,3 +280,21 @@ def test_from_pods_rejects_empty_and_bad_coverage():
     for bad in (0.0, -0.1, 1.01):
         with pytest.raises(ValueError, match="coverage"):
             TargetWorkload.from_pods(pods, coverage=bad)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.lists(
+        st.tuples(*[st.integers(-3, 3)] * 4).map(list),
+        min_size=1,
+        max_size=40,
+    )
+)
+def test_target_groups_are_numpy_unique_rows(rows: list[list[int]]) -> None:
+    """The typical tasks' grouping (one lexsort) gives np.unique's rows, order and counts,
+    negative keys (model masks) included."""
+    keys = np.asarray(rows, dtype=np.int64)
+    uniq, counts = _groups(keys)
+    want, want_counts = np.unique(keys, axis=0, return_counts=True)
+    assert uniq.tolist() == want.tolist()
+    assert counts.tolist() == want_counts.tolist()

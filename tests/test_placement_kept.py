@@ -5,11 +5,14 @@ with their vectorised originals."""
 
 from __future__ import annotations
 
+from unittest.mock import patch
+
 import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from conftest import make_cluster, make_ctx, make_target, pod
+from schedlab.model import cluster as cluster_module
 from schedlab.model.cluster import GPU_MILLI, ClusterState
 from schedlab.policies.placement import BestFitPlacement, Placer, PodRequest
 from schedlab.policies.placement.base import feasible_nodes, node_fits, node_model_bits
@@ -55,21 +58,33 @@ steps = st.lists(
         st.tuples(st.just("place"), st.integers(0, len(REQUESTS) - 1)),
         st.tuples(st.just("free"), st.just(0)),
         st.tuples(st.just("copy"), st.just(0)),
+        st.tuples(st.just("back"), st.just(0)),
     ),
     max_size=40,
 )
 
 
 @settings(max_examples=150, deadline=None)
-@given(steps=steps, seed=st.integers(0, 3))
-def test_kept_scores_choose_what_a_full_rescoring_would(steps, seed) -> None:
+@given(steps=steps, seed=st.integers(0, 3), journal=st.sampled_from([2, 5, 1 << 16]))
+def test_kept_scores_choose_what_a_full_rescoring_would(steps, seed, journal) -> None:
+    """Also when the placer goes back to a state it left (its journal moved on meanwhile) and
+    when a state's journal is short enough to be cut between two placements of a shape."""
     cluster = make_cluster(NODES)
-    state = cluster.new_state()
+    first = state = cluster.new_state()
     placer = placer_on(cluster, seed)
     held: list[tuple[int, tuple[int, ...], PodRequest]] = []
+    with patch.object(cluster_module, "JOURNAL_LIMIT", journal):
+        _walk(placer, state, first, steps, held)
+
+
+def _walk(placer, state, first, steps, held) -> None:
+    held_by = {id(first): held}  # what is placed on each state (a copy starts with its own)
     for action, k in steps:
         if action == "copy":
             state = state.copy()
+            held = held_by[id(state)] = list(held)
+        elif action == "back":
+            state, held = first, held_by[id(first)]
         elif action == "free" and held:
             node, gpus, r = held.pop(0)
             state.release(node, gpus, r.cpu_milli, r.memory_mib, r.gpu_milli, r.num_gpu)

@@ -35,6 +35,8 @@ _STAMPS = itertools.count(1)
 #: Largest cluster any reader accepts (``--cluster``, a topology's hosts): beyond it a count is a
 #: unit or typing slip, and the arrays would not fit in memory.
 MAX_NODES = 1_000_000
+#: Changes a state's journal keeps before it starts again (see ClusterState.changed_since).
+JOURNAL_LIMIT = 1 << 16
 #: Most GPUs one node may have.
 MAX_GPUS_PER_NODE = 64
 
@@ -152,6 +154,10 @@ class ClusterState:
         self.app_counts: dict[int, np.ndarray] = {} if app_counts is None else app_counts
         self.version = np.zeros(cluster.size, dtype=np.int64)
         self.changes = 0
+        # The nodes whose version moved, in order: entry i is the node of change
+        # ``journal_base + i`` (see :meth:`changed_since`).
+        self.journal: list[int] = []
+        self.journal_base = 0
         #: Links and circuit ports held by jobs (a NetLedger; None without a network plan).
         self.net: NetLedger | None = None
         # Per-node aggregates kept up to date by every change, so that scoring all nodes costs
@@ -193,6 +199,8 @@ class ClusterState:
         other.app_counts = {app: counts.copy() for app, counts in self.app_counts.items()}
         other.version = self.version.copy()
         other.changes = 0
+        other.journal = []
+        other.journal_base = 0
         other.net = self.net.copy() if self.net is not None else None
         # The aggregates are kept in step with every change: copied, not recomputed.
         other.gpu_free_sum = self.gpu_free_sum.copy()
@@ -212,14 +220,33 @@ class ClusterState:
         self.gpu_free[node] = values
         self.gpu_free_sum[node] = int(values.sum())
         self.gpu_full_count[node] = int((values == GPU_MILLI).sum())
+        self._stamp(node)
+
+    def _stamp(self, node: int) -> None:
+        """``node`` changed: it takes the next version stamp, and the journal records it."""
         self.version[node] = next(_STAMPS)
         self.changes += 1
+        journal = self.journal
+        if len(journal) >= JOURNAL_LIMIT:  # bounded: older marks fall back on the versions
+            self.journal_base += len(journal)
+            journal.clear()
+        journal.append(node)
+
+    def changed_since(self, mark: int) -> list[int] | None:
+        """The nodes changed since this state's ``changes`` was ``mark``, ascending; None when
+        the journal no longer reaches back that far (compare the versions instead). A cache of
+        per-node values kept against one state rescores just these, instead of comparing every
+        node's version."""
+        start = mark - self.journal_base
+        if start < 0:
+            return None
+        moved = self.journal[start:]
+        return sorted(set(moved)) if len(moved) > 1 else moved
 
     def touch(self, node: int) -> None:
         """Record that ``node`` changed: for code that writes the arrays directly (the sharing
         engine's views), so that version-keyed caches see the change."""
-        self.version[node] = next(_STAMPS)
-        self.changes += 1
+        self._stamp(node)
 
     def app_count(self, app: int) -> np.ndarray:
         """Instances of ``app`` on each node (read-only; zeros for an app with none placed)."""
@@ -299,8 +326,7 @@ class ClusterState:
             sums[node] = sums.item(node) - gpu_milli * len(slots)
         cls, classes = pod_class(num_gpu, gpu_milli), self.class_counts
         classes[node, cls] = classes.item(node, cls) + 1
-        self.version[node] = next(_STAMPS)
-        self.changes += 1
+        self._stamp(node)
 
     def release(
         self,
@@ -348,8 +374,7 @@ class ClusterState:
                 counts[node] = counts.item(node) + full
             sums[node] = sums.item(node) + gpu_milli * len(slots)
         classes[node, cls] = classes.item(node, cls) - 1
-        self.version[node] = next(_STAMPS)
-        self.changes += 1
+        self._stamp(node)
 
     # -- RDMA share and per-app counts (serving instances only) ---------------------------------
     def _take_extras(self, node: int, rdma: int, app: int, app_limit: int) -> None:

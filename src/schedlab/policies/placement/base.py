@@ -23,7 +23,14 @@ from typing import ClassVar
 
 import numpy as np
 
-from schedlab.engines.decision_check import checked_gpus, checked_scores, guarded, nan_score
+from schedlab.engines.decision_check import (
+    checked_gpus,
+    checked_scores,
+    guarded,
+    nan_score,
+    raised,
+)
+from schedlab.errors import SchedlabError
 from schedlab.model.cluster import GPU_MILLI, Cluster, ClusterState
 from schedlab.model.gpu_models import ANY_MODEL_MASK
 from schedlab.policies.api import ENGINES, Policy, PolicyContext
@@ -158,10 +165,11 @@ def best_fit_gpus(pod: PodRequest, free: np.ndarray, exists: np.ndarray) -> tupl
         return ()
     share = pod.gpu_milli
     shares = free.tolist()
+    if share >= GPU_MILLI:  # whole GPUs: the fully free ones (a missing slot has none free)
+        return tuple([g for g, f in enumerate(shares) if f >= share][: pod.num_gpu])
     present = exists.tolist()
     fitting = [g for g, f in enumerate(shares) if f >= share and present[g]]
-    if share < GPU_MILLI:  # whole GPUs all have the same (full) share: index order stands
-        fitting.sort(key=shares.__getitem__)  # stable: equal shares keep index order
+    fitting.sort(key=shares.__getitem__)  # stable: equal shares keep index order
     return tuple(fitting[: pod.num_gpu])
 
 
@@ -191,6 +199,10 @@ class _Kept:
     version: np.ndarray
     key: np.ndarray
     best: int
+    #: The state the keys were last brought up to date against, and its ``changes`` then: while
+    #: the next placement looks at the same state, its journal names the nodes that moved.
+    state: ClusterState | None = None
+    mark: int = 0
 
 
 #: Above this many changed nodes a kept shape is rescored as a whole (vectorised) rather than
@@ -222,6 +234,8 @@ class Placer:
         self._allowed: dict[int, np.ndarray] = {}  # model mask → nodes of an allowed model
         self._kept: dict[tuple[int, ...], _Kept] = {}
         self._node_scores = type(policy).score_nodes is not PlacementPolicy.score_nodes
+        #: The policy picks GPUs as the framework does (best fit): no policy code to guard.
+        self._own_gpus = type(policy).pick_gpus is PlacementPolicy.pick_gpus
         # A node's choice key is score × n + (n − 1 − tie rank): among feasible nodes the largest
         # key is the highest score, then the lowest tie rank (choose_node's rule).
         self._n = len(tie_rank)
@@ -259,7 +273,10 @@ class Placer:
 
     def _gpus(self, pod: PodRequest, state: ClusterState, node: int) -> tuple[int, ...]:
         policy = self.policy
-        gpus = guarded(policy, "pick_gpus", policy.pick_gpus, pod, state, node)
+        if self._own_gpus:
+            gpus = best_fit_gpus(pod, state.gpu_free[node], state.gpu_exists[node])
+        else:
+            gpus = guarded(policy, "pick_gpus", policy.pick_gpus, pod, state, node)
         count = pod.num_gpu if pod.needs_gpu else 0
         return checked_gpus(policy, gpus, state, node, count, pod.gpu_milli)
 
@@ -300,15 +317,25 @@ class Placer:
             pod.max_per_node,
         )
         kept = self._kept.get(shape)
-        changed = None if kept is None else (kept.version != state.version).nonzero()[0]
-        if changed is None or len(changed) > RESCORE_ONE_BY_ONE:
+        if kept is None:
             return self._keep(shape, pod, state)
-        if not len(changed):
+        nodes = state.changed_since(kept.mark) if kept.state is state else None
+        if nodes is None:
+            nodes = (kept.version != state.version).nonzero()[0].tolist()
+            kept.state = state
+        kept.mark = state.changes
+        if len(nodes) > RESCORE_ONE_BY_ONE:
+            return self._keep(shape, pod, state)
+        if not nodes:
             return kept.best
-        nodes = changed.tolist()
         allowed = self.allowed(pod.model_mask)
         policy = self.policy
-        scores = guarded(policy, "score_nodes", policy.score_nodes, pod, state, nodes)
+        try:  # guarded(), inline: this runs at nearly every placement
+            scores = policy.score_nodes(pod, state, nodes)
+        except SchedlabError:
+            raise
+        except Exception as exc:
+            raise raised(policy, "score_nodes", exc) from exc
         if scores is None or len(scores) != len(nodes):
             return self._keep(shape, pod, state)  # the full score() answers (and is checked)
         n, order, keys = self._n, self._order_list, kept.key
@@ -339,7 +366,9 @@ class Placer:
         feasible = feasible_nodes(pod, state, self.model_bits, self.allowed(pod.model_mask))
         candidates = feasible.nonzero()[0]
         if not len(candidates):  # nothing fits: kept so, until a node changes
-            self._kept[shape] = _Kept(state.version.copy(), np.full(self._n, -math.inf), -1)
+            self._kept[shape] = _Kept(
+                state.version.copy(), np.full(self._n, -math.inf), -1, state, state.changes
+            )
             return -1
         scores = self._scores(pod, state, feasible)
         best = self._among(scores, feasible, candidates)
@@ -349,5 +378,5 @@ class Placer:
             return best
         key = np.full(self._n, -math.inf)
         key[candidates] = values[candidates] * self._n + self._order[candidates]
-        self._kept[shape] = _Kept(state.version.copy(), key, best)
+        self._kept[shape] = _Kept(state.version.copy(), key, best, state, state.changes)
         return best
