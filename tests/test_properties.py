@@ -232,3 +232,30 @@ def test_allocate_rejects_gpu_indices_outside_the_node(gpu):
     with pytest.raises(ValueError):
         state.allocate(0, [gpu], 0, 0, 500, 1)
     assert (state.gpu_free == 1000).all()
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    node=st.integers(-1, 3),
+    gpus=st.lists(st.integers(-2, 9), max_size=4),
+    as_numpy=st.booleans(),
+)
+def test_slot_check_of_a_tuple_is_the_check_of_a_list(node, gpus, as_numpy):
+    """The tuple fast path of the slot check accepts and refuses exactly what the general path
+    does, on nodes of different widths (a node of 4 slots beside nodes of 8 and none)."""
+    cluster = make_cluster(
+        [("a", 8000, 1000, 8, "T4"), ("b", 8000, 1000, 4, "T4"), ("c", 8000, 1000, 0, None)]
+    )
+    state = cluster.new_state()
+    slots = tuple(np.int64(g) for g in gpus) if as_numpy else tuple(gpus)
+
+    def outcome(check):
+        try:
+            return list(check())
+        except ValueError:
+            return "refused"
+
+    want = outcome(lambda: state._check_slots(node, list(gpus)))
+    assert outcome(lambda: state._check_slots(node, slots)) == want
+    state._widths = None  # the general path, for the same tuple
+    assert outcome(lambda: state._check_slots(node, slots)) == want

@@ -14,6 +14,7 @@ holds (``ClusterState.app_count``), against which a pod's per-node density limit
 from __future__ import annotations
 
 import itertools
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import TYPE_CHECKING
@@ -119,6 +120,15 @@ class Cluster:
         return ClusterState.empty(self)
 
 
+def _slot_widths(gpu_exists: np.ndarray) -> list[int] | None:
+    """Each node's slot count when every node's slots are a prefix of its row (as
+    :meth:`ClusterState.empty` makes them): a slot then exists exactly below it. None
+    otherwise (the slots are checked against the row)."""
+    counts = gpu_exists.sum(axis=1)
+    prefix = np.arange(gpu_exists.shape[1])[None, :] < counts[:, None]
+    return counts.tolist() if np.array_equal(prefix, gpu_exists) else None
+
+
 class ClusterState:
     """Free resources on every node; the only thing an engine mutates.
 
@@ -164,6 +174,7 @@ class ClusterState:
         # O(nodes) instead of O(nodes × GPU slots) per pod or job.
         self.gpu_free_sum = gpu_free.sum(axis=1)
         self.gpu_full_count = (gpu_exists & (gpu_free == GPU_MILLI)).sum(axis=1)
+        self._widths = _slot_widths(gpu_exists)
 
     @classmethod
     def empty(cls, cluster: Cluster) -> ClusterState:
@@ -205,6 +216,7 @@ class ClusterState:
         # The aggregates are kept in step with every change: copied, not recomputed.
         other.gpu_free_sum = self.gpu_free_sum.copy()
         other.gpu_full_count = self.gpu_full_count.copy()
+        other._widths = self._widths
         return other
 
     def set_gpu_free(self, node: int, shares: np.ndarray | list[int]) -> None:
@@ -257,13 +269,31 @@ class ClusterState:
         return int(self.cluster.num_gpus.sum() * GPU_MILLI - self.gpu_free.sum())
 
     # -- mutation (engines only) -------------------------------------------------------------
-    def _check_slots(self, node: int, gpus: np.ndarray | list[int] | tuple[int, ...]) -> list[int]:
-        """GPU indices as a list, after checking that the node and every slot exist and that no
-        slot repeats (a negative index would otherwise wrap around silently).
+    def _check_slots(
+        self, node: int, gpus: np.ndarray | list[int] | tuple[int, ...]
+    ) -> Sequence[int]:
+        """GPU indices as a list (or the tuple given), after checking that the node and every
+        slot exist and that no slot repeats (a negative index would otherwise wrap around silently).
 
         Plain Python: a placement touches at most a handful of slots, where numpy's per-call
         overhead would dominate.
         """
+        widths = self._widths
+        # The usual call (a placement's tuple of int slots, every node's slots a prefix of its
+        # row): the same checks against the node's slot count.
+        if (
+            widths is not None
+            and type(gpus) is tuple
+            and type(node) is int
+            and 0 <= node < len(widths)
+        ):
+            width = widths[node]
+            for g in gpus:
+                if type(g) is not int or not 0 <= g < width:
+                    break
+            else:
+                if len(gpus) < 2 or len(set(gpus)) == len(gpus):
+                    return gpus
         size = len(self.cpu_free)
         if not 0 <= node < size:
             raise ValueError(f"no node {node} (the cluster has {size})")
