@@ -819,14 +819,24 @@ class _Run:
 
     def next_time(self) -> float:
         """When the next event of this run is due (INF: none)."""
-        heap, version, rt, n = self.heap, self.version, self.rt, len(self.jobs)
+        heap, n = self.heap, len(self.jobs)
         # Completions voided by a preemption or resize are dropped here, so that they never
         # become decision points of their own.
-        while heap and (heap[0][3] != version[heap[0][2]] or rt.status[heap[0][2]] != RUNNING):
-            heapq.heappop(heap)
-        t_arr = self.submit[self.next_arrival] if self.next_arrival < n else INF
-        gate_time = self.gate.next_time() if self.gate is not None else INF
-        now = min(t_arr, heap[0][0] if heap else INF, self.wakeup, gate_time)
+        if heap:
+            version, status, pop = self.version, self.rt.status.item, heapq.heappop
+            while heap:
+                head = heap[0]
+                job = head[2]
+                if head[3] == version[job] and status(job) == RUNNING:
+                    break
+                pop(heap)
+        now = self.submit[self.next_arrival] if self.next_arrival < n else INF
+        if heap and heap[0][0] < now:
+            now = heap[0][0]
+        if self.wakeup < now:
+            now = self.wakeup
+        if self.gate is not None:
+            now = min(now, self.gate.next_time())
         if self.fail is not None and (self.pending or self.running or self.next_arrival < n):
             now = min(now, self.fail.next_time())  # failures alone do not keep a run going
         return now
@@ -848,11 +858,13 @@ class _Run:
             self.pending[job] = None
             new_pending.append(job)
             self.events += 1
-        while heap and heap[0][0] <= now:
-            _, _, job, ver = heapq.heappop(heap)
-            if ver == self.version[job] and rt.status[job] == RUNNING:
-                self.complete(job, now)
-                self.events += 1
+        if heap and heap[0][0] <= now:
+            version, status, pop = self.version, rt.status.item, heapq.heappop
+            while heap and heap[0][0] <= now:
+                _, _, job, ver = pop(heap)
+                if ver == version[job] and status(job) == RUNNING:
+                    self.complete(job, now)
+                    self.events += 1
         if self.fail is not None:
             self.events += self.fail.fire(now)
             new_pending += self.requeued  # back in the queue: the policy sees them anew

@@ -255,13 +255,21 @@ class Placer:
     ) -> Placement | None:
         """Where ``pod`` goes now (None: nowhere); ``exclude`` lists nodes not to use. The
         policy's answers are checked (:mod:`schedlab.engines.decision_check`)."""
+        entry = self.entry(pod, state, exclude)
+        return None if entry is None else Placement(*entry)
+
+    def entry(
+        self, pod: PodRequest, state: ClusterState, exclude: set[int] | None = None
+    ) -> tuple[int, tuple[int, ...]] | None:
+        """:meth:`place` as an allocation entry ``(node, gpus)``: what a job's allocation is
+        made of, without a Placement in between (the gang placer's one-node case)."""
         if self._node_scores and not exclude:
             node = self._choose_kept(pod, state)
         else:
             node = self._choose(pod, state, exclude)
         if node < 0:
             return None
-        return Placement(node, self._gpus(pod, state, node))
+        return node, self._gpus(pod, state, node)
 
     def place_on(self, pod: PodRequest, state: ClusterState, node: int) -> Placement:
         """``pod`` on ``node``, which the engine chose (it fits there): the policy is asked

@@ -82,8 +82,8 @@ class GangPlacer:
             p = self.placer.place(pod, state)
             return None if p is None else ((p.node, ()),)
         if num_gpus <= self._largest_node(model_mask):
-            p = self.placer.place(pod, state)
-            return None if p is None else ((p.node, p.gpus),)
+            entry = self.placer.entry(pod, state)
+            return None if entry is None else (entry,)
         return self._place_multi_node(pod, state)
 
     def _request(
