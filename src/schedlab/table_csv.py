@@ -26,6 +26,10 @@ from typing import Any
 import numpy as np
 
 FLOAT_FORMAT = "%.6f"
+#: ``FLOAT_FORMAT``'s text of a whole number, from the integer.
+WHOLE_FORMAT = "%d.000000"
+#: Whole floats below this in magnitude convert to int64 exactly.
+EXACT_INT = 2.0**53
 #: Characters after which Python's csv module (QUOTE_MINIMAL) decides whether to quote a cell.
 _SPECIAL = (",", '"', "\n", "\r")
 
@@ -61,6 +65,11 @@ def _formatted(column: Any) -> tuple[str, list[Any]]:
     values = np.asarray(column)
     kind = values.dtype.kind
     if kind == "f" and not np.isnan(values).any():
+        whole = _whole(values)
+        if whole.all():  # times in whole seconds, mostly: formatted as the integers they are
+            return WHOLE_FORMAT, values.astype(np.int64).tolist()
+        if whole.any():
+            return "%s", _floats(values, whole)
         return FLOAT_FORMAT, values.tolist()
     if kind in "iu":
         return "%d", values.tolist()
@@ -97,9 +106,35 @@ def _cells(column: Any) -> list[str]:
     return [_quoted(c) for c in cells]
 
 
-def _floats(values: np.ndarray) -> list[str]:
-    """Floats (none NaN) with six decimals: one ``%`` over the whole column."""
-    return ((FLOAT_FORMAT + "\n") * len(values) % tuple(values.tolist())).split("\n")[:-1]
+def _floats(values: np.ndarray, whole: np.ndarray | None = None) -> list[str]:
+    """Floats (none NaN) with six decimals: one ``%`` over the whole values (``whole``, if
+    known: :func:`_whole`), one over the others."""
+    if whole is None:
+        whole = _whole(values)
+    if whole.all():
+        return _joined(WHOLE_FORMAT, values.astype(np.int64).tolist())
+    if not whole.any():
+        return _joined(FLOAT_FORMAT, values.tolist())
+    cells = np.empty(len(values), dtype=object)
+    cells[whole] = _joined(WHOLE_FORMAT, values[whole].astype(np.int64).tolist())
+    cells[~whole] = _joined(FLOAT_FORMAT, values[~whole].tolist())
+    return cells.tolist()  # type: ignore[no-any-return]
+
+
+def _joined(spec: str, items: list[Any]) -> list[str]:
+    """Each of ``items`` formatted by ``spec``, with one ``%`` for all of them."""
+    return ((spec + "\n") * len(items) % tuple(items)).split("\n")[:-1]
+
+
+def _whole(values: np.ndarray) -> np.ndarray:
+    """Which floats (none NaN) ``%.6f`` writes as an integer and six zeros: the whole numbers
+    an int64 holds exactly, but negative zero (written ``-0.000000``). ``%d.000000`` of the
+    integer is the same text, three or four times quicker to make than ``%.6f`` of the float."""
+    whole = (values == np.floor(values)) & (np.abs(values) < EXACT_INT)
+    zero = values == 0
+    if zero.any():
+        whole &= ~(zero & np.signbit(values))
+    return whole
 
 
 def _missing(column: Any, values: np.ndarray) -> list[bool]:
