@@ -245,7 +245,7 @@ class ClusterState:
         journal.append(node)
 
     def changed_since(self, mark: int) -> list[int] | None:
-        """The nodes changed since this state's ``changes`` was ``mark``, ascending; None when
+        """The nodes changed since this state's ``changes`` was ``mark``, each once; None when
         the journal no longer reaches back that far (compare the versions instead). A cache of
         per-node values kept against one state rescores just these, instead of comparing every
         node's version."""
@@ -253,7 +253,7 @@ class ClusterState:
         if start < 0:
             return None
         moved = self.journal[start:]
-        return sorted(set(moved)) if len(moved) > 1 else moved
+        return list(dict.fromkeys(moved)) if len(moved) > 1 else moved
 
     def touch(self, node: int) -> None:
         """Record that ``node`` changed: for code that writes the arrays directly (the sharing
