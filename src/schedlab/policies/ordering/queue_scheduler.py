@@ -216,7 +216,9 @@ class QueueScheduler(SchedulingPolicy):
         return checked_keys(order, guarded(order, "keys", order.keys, snap, idx), len(idx))
 
     def _ranked(self, snap: Snapshot, idx: np.ndarray) -> np.ndarray:
-        keys = self._keys(snap, idx)
+        keys = self._keys(snap, idx)  # asked for one job too: an ordering may act on it
+        if len(idx) < 2:
+            return idx
         return idx[np.lexsort((idx, self.submit[idx], keys))]
 
     def _dequeue(self, job: int) -> None:
@@ -562,16 +564,21 @@ class QueueScheduler(SchedulingPolicy):
             return []
         pending = snap.pending()
         budget = snap.cluster.total_gpus
-        if self._asked_by_running(snap) + int(self.num_gpus[pending].sum()) <= budget:
+        gpus = self._gpus
+        lone = len(pending) == 1  # the usual case off the peaks: sums of one, in Python
+        asked = gpus[pending.item(0)] if lone else int(self.num_gpus[pending].sum())
+        if self._asked_by_running(snap) + asked <= budget:
             to_start, victims = self._ranked(snap, pending), []  # _plan's answer, as it gives it
         else:
             to_start, victims = self._plan(snap, snap.running(), pending)
         if len(to_start) == 0:
             return []
         if not victims:
-            if snap.free_gpus < int(self.num_gpus[to_start].min()):
+            order = to_start.tolist()
+            least = gpus[order[0]] if len(order) == 1 else int(self.num_gpus[to_start].min())
+            if snap.free_gpus < least:
                 return []
-            return self._start_in_rank(snap, to_start.tolist())
+            return self._start_in_rank(snap, order)
         runtime = snap.runtime
         scratch = copy_state(snap.state)
         free = snap.free_gpus

@@ -117,7 +117,7 @@ class Tiresias(Ordering):
     def next_wakeup(self, snap: Snapshot) -> float:
         """The next threshold crossing of a running job, or the next starvation promotion."""
         soonest = self._next_crossing(snap)
-        if self.starvation > 0:
+        if self.starvation > 0 and snap.pending_set:
             pending = snap.pending()
             if len(pending):
                 executed = snap.executed(pending)
