@@ -362,7 +362,9 @@ def test_the_plain_orderings_declare_what_the_engine_may_skip() -> None:
     tiresias, _ = make_scheduler("tiresias", "bestfit", False, None)
     assert fifo.idle_without_queue and fifo.never_wakes
     assert not tiresias.idle_without_queue and not tiresias.never_wakes  # it wakes at thresholds
+    assert tiresias.quiet_without_queue  # but decides nothing with an empty queue
     assert not Recording(fifo).idle_without_queue  # a wrapper promises nothing
+    assert not Recording(tiresias).quiet_without_queue
 
 
 @settings(max_examples=30, deadline=None)
@@ -370,8 +372,9 @@ def test_the_plain_orderings_declare_what_the_engine_may_skip() -> None:
 def test_skipping_the_calls_a_policy_declares_needless_changes_nothing(
     case: Case, combo: tuple[str, str, bool]
 ) -> None:
-    """The engine skips asking a plain ordering at a point with an empty queue, and its wake-up
-    when it never wakes: the run is the same as one that asks every time (the wrapper)."""
+    """The engine skips asking a plain ordering to decide at a point with an empty queue (and
+    for its wake-up when it never wakes; Tiresias's still asked): the run is the same as one
+    that asks every time (the wrapper)."""
     asked, recording = replay(case, *combo)
     assert len(recording.calls) == asked.decision_points  # the wrapper was asked at every one
     skipped = replay_direct(case, *combo)

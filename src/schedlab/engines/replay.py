@@ -813,6 +813,8 @@ class _Run:
         protects = self.cfg.min_runtime > 0 or self.cfg.grace > 0
         self.idle_skip = bool(getattr(self.policy, "idle_without_queue", False)) and not protects
         self.never_wakes = bool(getattr(self.policy, "never_wakes", False)) and not protects
+        quiet = bool(getattr(self.policy, "quiet_without_queue", False)) and not protects
+        self.quiet_skip = quiet or self.idle_skip
         self.next_arrival = len(j) if external else 0
         self.wakeup, self.decision_points, self.events = INF, 0, 0
         self.withdrawn = []
@@ -943,10 +945,11 @@ class _Run:
         """Ask the policy once at ``now`` and apply its decisions; record the series."""
         self.now = now
         self.decision_points += 1
-        if self.idle_skip and not new_pending and not self.pending and not self.withdrawn:
-            self.wakeup = INF  # the policy declared it has nothing to do, nor to wake for
+        if self.quiet_skip and not new_pending and not self.pending and not self.withdrawn:
+            # The policy declared it has nothing to decide (nor, idle, to wake for).
             if self.net is not None:
                 self.settle_network(now)
+            self.wakeup = INF if self.idle_skip else self.ask_wakeup(now, INF)
         else:
             self.ask(now, new_pending)
         total_gpus = self.total_gpus
@@ -982,11 +985,14 @@ class _Run:
             self.apply(decisions, now)
         if self.net is not None:
             self.settle_network(now)
+        self.wakeup = self.ask_wakeup(now, protected_until)
+
+    def ask_wakeup(self, now: float, protected_until: float) -> float:
+        """When the policy wants to be asked again (inf: not unless something happens)."""
         if self.never_wakes:  # (never with protections: protected_until is inf here)
-            self.wakeup = INF
-            return
+            return INF
         wakeup = min(self.check.next_wakeup(self.snapshot(now, [])), protected_until)
-        self.wakeup = INF if wakeup <= now else wakeup  # a past wake-up would never let time go
+        return INF if wakeup <= now else wakeup  # a past wake-up would never let time go
 
     def loop(self, progress: Callable[[int, int], None] | None) -> ReplayRecord:
         self.begin()

@@ -52,6 +52,10 @@ class SchedulingPolicy(Policy, ABC):
     idle_without_queue: bool = False
     #: ``next_wakeup`` is inf whatever the snapshot: an engine need not ask it.
     never_wakes: bool = False
+    #: With no job pending (none new, none withdrawn), ``decide`` returns no decision and not
+    #: asking it changes nothing later, but ``next_wakeup`` still matters (Tiresias wakes at
+    #: its running jobs' threshold crossings): an engine may ask only that.
+    quiet_without_queue: bool = False
 
     @abstractmethod
     def decide(self, snap: Snapshot) -> list[Decision]:

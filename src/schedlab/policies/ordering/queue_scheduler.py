@@ -113,6 +113,8 @@ class QueueScheduler(SchedulingPolicy):
         )
         self.idle_without_queue = plain
         self.never_wakes = plain and slot is None
+        # Without a queue the walk and the preemption plan have nothing to rank or place.
+        self.quiet_without_queue = type(self).decide is QueueScheduler.decide
 
     def describe(self) -> str:
         return f"{self.name} / {self.placement}"
