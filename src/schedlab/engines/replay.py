@@ -793,6 +793,7 @@ class _Run:
         self.started = time.perf_counter()
         j, e = self.jobs, self.e
         self.submit = j.submit_time.tolist()
+        self.n_jobs = len(j)
         self.external = external
         net = self.net
         # Every run starts from the seed: the same seed gives the same run, however often.
@@ -821,7 +822,7 @@ class _Run:
 
     def next_time(self) -> float:
         """When the next event of this run is due (INF: none)."""
-        heap, n = self.heap, len(self.jobs)
+        heap, n = self.heap, self.n_jobs
         # Completions voided by a preemption or resize are dropped here, so that they never
         # become decision points of their own.
         if heap:
@@ -847,7 +848,7 @@ class _Run:
         """Apply every event due at ``now`` (arrivals, completions, failures, the gate); returns
         the jobs that joined the queue."""
         self.now = now
-        rt, heap, submit, n = self.rt, self.heap, self.submit, len(self.jobs)
+        rt, heap, submit, n = self.rt, self.heap, self.submit, self.n_jobs
         new_pending: list[int] = []
         while self.next_arrival < n and submit[self.next_arrival] <= now:
             job = self.next_arrival
