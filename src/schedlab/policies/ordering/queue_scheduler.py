@@ -345,15 +345,14 @@ class QueueScheduler(SchedulingPolicy):
         starts at once. None: not that case after all (the walk decides)."""
         if job in self.in_queue or snap.runtime.status.item(job) != PENDING:
             return None
+        key = self._keys(snap, np.array([job], dtype=np.int64)).item(0)
+        item = (key, self._submit[job], job)
         n, free = self._gpus[job], snap.free_gpus
         alloc, plan = (None, None)
         if n <= free:
             alloc, plan = self._place_planned(job, snap.state)
         if alloc is not None:
             return [Start(job, alloc, plan)]
-        # Its key only matters in the queue: a job that starts at once is never ranked.
-        key = self._keys(snap, np.array([job], dtype=np.int64)).item(0)
-        item = (key, self._submit[job], job)
         self.queue.add(item)
         self.in_queue[job] = item
         if not self.backfill or (free == 0 and n > 0):
