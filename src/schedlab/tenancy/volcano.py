@@ -21,7 +21,8 @@ smallest dominant share ``m`` of its unsaturated, non-empty children, sums satur
 they are and unsaturated ones scaled by ``m/share``, and takes the dominant share of the sum; it
 is saturated when all its children are. Order walks the two paths from the root: unsaturated
 first, then the smaller share over weight (weights below 1 count as 1), ties go down a level.
-Reclaim recomputes with the job moved and takes the victim if the reclaimer then goes first.
+Reclaim recomputes with the job moved and takes the victim if the reclaimer then goes first;
+moving a job changes what a queue holds, not what it demands (held + waiting before the move).
 """
 
 from __future__ import annotations
@@ -354,10 +355,14 @@ class Hdrf(SharePolicy):
         return weighted_division(st)
 
     def _figures(self, st: TenantState, alloc: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The figures with the leaves holding ``alloc``. A queue's demand is what it holds
+        and waits for in ``st`` whatever ``alloc`` moves: a job moved in or out for a reclaim
+        test still asks for what it asked (HDRF's leaf request), so moving it changes what
+        is granted, never what is demanded."""
         own = np.zeros_like(alloc)
         own[st.tree.leaves] = alloc[st.tree.leaves]
         demand = np.zeros_like(alloc)
-        demand[st.tree.leaves] = (alloc + st.pending)[st.tree.leaves]
+        demand[st.tree.leaves] = st.request[st.tree.leaves]
         return hdrf_shares(st.tree, own, demand, st.capacity)
 
     def _path(self, st: TenantState, leaf: int, figures: tuple[np.ndarray, np.ndarray]) -> list:
@@ -439,9 +444,10 @@ class Hdrf(SharePolicy):
         total = st.capacity.tolist()
 
         def key(q: int, held: np.ndarray) -> tuple[bool, float]:
-            # In plain floats (a handful of resources: numpy's per-call cost would rule).
+            # In plain floats (a handful of resources: numpy's per-call cost would rule). The
+            # demand is the queue's before the move (see :meth:`_figures`).
             own_q = held.tolist()
-            demand = (held + st.pending[q]).tolist()
+            demand = (st.alloc[q] + st.pending[q]).tolist()
             asks = [d > 0 for d in demand]
             granted = [h >= d - EPS for h, d in zip(own_q, demand, strict=True)]
             saturated = any(
