@@ -190,13 +190,18 @@ def test_a_failing_solver_falls_back_to_the_isolated_allocation(monkeypatch) -> 
 
 
 def test_a_failing_feasibility_lp_is_a_solver_failure_not_infeasibility(monkeypatch) -> None:
-    """FTF's bisection must not read a stalled solve as "this ρ is infeasible"."""
-    stalled_solver(monkeypatch)
+    """FTF's bisection (scipy's ``linprog``) must not read a failed solve as "this ρ is
+    infeasible"."""
+
+    class Failed:
+        status, x, message = 4, None, "numerical difficulties (test)"
+
+    monkeypatch.setattr(gavel_lp, "linprog", lambda *a, **k: Failed())
     policy = FinishTimeFairness()
     policy.reset(0)
     p = problem([[2, 1], [1, 2]], now=50.0)
     np.testing.assert_allclose(policy.allocate(p), isolated_allocation(p))
-    assert policy.fallbacks == [(50.0, "feasibility LP: Iteration limit reached")]
+    assert policy.fallbacks == [(50.0, "feasibility LP: numerical difficulties (test)")]
 
 
 def test_an_infeasible_lp_is_reported_as_such() -> None:

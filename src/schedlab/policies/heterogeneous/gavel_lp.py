@@ -1,6 +1,6 @@
-"""Gavel's optimisation policies as linear programs solved by HiGHS (LPs through its own
-bindings, :mod:`schedlab.policies.heterogeneous.highs_lp`; the water-filling MILP through
-``scipy.optimize.milp``).
+"""Gavel's optimisation policies as linear programs solved by HiGHS: the max-min LPs through its
+own bindings (:mod:`schedlab.policies.heterogeneous.highs_lp`, solved thousands of times a run),
+the others through scipy's ``linprog``/``milp``.
 
 Every policy chooses ``X`` (jobs × types) under Gavel's base constraints — ``x ≥ 0``,
 ``Σ_k x_jk ≤ 1`` per job, ``Σ_j s_j x_jk ≤ N_k`` per type — with ``thr_j(X) = Σ_k T_jk x_jk``:
@@ -34,7 +34,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 from scipy import sparse
-from scipy.optimize import Bounds, LinearConstraint, milp
+from scipy.optimize import Bounds, LinearConstraint, linprog, milp
 
 from schedlab.policies.heterogeneous.allocation import (
     AllocationPolicy,
@@ -118,15 +118,21 @@ def floor_rows(scale: np.ndarray, weights: np.ndarray, tau: bool = False) -> spa
     return sparse.csr_matrix((data, indices, indptr), shape=(n + 2 * m, m * n + int(tau)))
 
 
-def _solve(
+def _solve(c, a_ub, b_ub, bounds, what: str):
+    result = linprog(c, A_ub=a_ub, b_ub=b_ub, bounds=bounds, method="highs")
+    if result.status != 0 or result.x is None:
+        raise SolverFailure(f"{what}: {result.message}")
+    return result
+
+
+def _solve_max_min(
     cost: np.ndarray,
     a_ub: sparse.csr_matrix,
     b_ub: np.ndarray,
     what: str,
     lower: np.ndarray | float = 0.0,
-    upper: np.ndarray | float = np.inf,
 ) -> np.ndarray:
-    result = solve_lp(cost, a_ub, b_ub, lower, upper)
+    result = solve_lp(cost, a_ub, b_ub, lower)
     if result.x is None:
         raise SolverFailure(f"{what}: {result.status}")
     return result.x
@@ -137,11 +143,11 @@ def _feasible(problem: AllocationProblem, need: np.ndarray, throughput: np.ndarr
     m, n = throughput.shape
     a_ub = floor_rows(problem.scale, throughput)
     b_ub = np.concatenate([problem.capacity.astype(np.float64), np.ones(m), -need])
-    result = solve_lp(np.zeros(m * n), a_ub, b_ub)
-    if result.status == "infeasible":
+    result = linprog(np.zeros(m * n), A_ub=a_ub, b_ub=b_ub, bounds=(0, None), method="highs")
+    if result.status == 2:  # infeasible
         return None
-    if result.x is None:
-        raise SolverFailure(f"feasibility LP: {result.status}")
+    if result.status != 0 or result.x is None:
+        raise SolverFailure(f"feasibility LP: {result.message}")
     return result.x.reshape(m, n)
 
 
@@ -161,14 +167,14 @@ def max_min_allocation(
     cost[-1] = -1.0
     lower = np.zeros(m * n + 1)  # x ≥ 0, τ free
     lower[-1] = -np.inf
-    first = _solve(cost, a_ub, b_ub, "max-min LP", lower)
+    first = _solve_max_min(cost, a_ub, b_ub, "max-min LP", lower)
     tau = float(first[-1])
     if tiebreak == "none" or tau <= 0:
         return first[: m * n].reshape(m, n)
     a2 = floor_rows(problem.scale, weighted)
     b2 = np.concatenate([limits, np.full(m, -tau * (1 - 1e-6))])
     try:
-        second = _solve(-weighted.ravel(), a2, b2, "max-min tie-break LP")
+        second = _solve_max_min(-weighted.ravel(), a2, b2, "max-min tie-break LP")
     except SolverFailure:
         return first[: m * n].reshape(m, n)
     return second.reshape(m, n)
@@ -350,15 +356,18 @@ class MaxSumThroughput(GavelLP):
                 window = problem.deadline - problem.now
                 need = np.where(has, problem.remaining / np.where(window > 0, window, 1e-9), 0.0)
                 rows = -throughput_rows(t)[np.flatnonzero(has)]
-                result = solve_lp(
+                result = linprog(
                     objective,
-                    sparse.vstack([base.a_ub, rows]).tocsr(),
-                    np.concatenate([base.b_ub, -need[has]]),
+                    A_ub=sparse.vstack([base.a_ub, rows]).tocsr(),
+                    b_ub=np.concatenate([base.b_ub, -need[has]]),
+                    bounds=(0, None),
+                    method="highs",
                 )
-                if result.x is not None:
+                if result.status == 0:
                     return result.x.reshape(m, n)
                 self.dropped_slos.append((problem.now, problem.jobs[has].tolist()))
-        return _solve(objective, base.a_ub, base.b_ub, "max-throughput LP").reshape(m, n)
+        result = _solve(objective, base.a_ub, base.b_ub, (0, None), "max-throughput LP")
+        return result.x.reshape(m, n)
 
 
 #: How water-filling shares an entity's weight among its jobs (``none``: every job its own
@@ -464,11 +473,10 @@ class WaterFilling(GavelLP):
             b_ub = np.concatenate([base.b_ub, -(level * coef)[live], -level])
             cost = np.zeros(m * n + 1)
             cost[-1] = -1.0
-            lower = np.zeros(m * n + 1)
-            lower[-1] = -np.inf
-            sol = _solve(cost, a_ub, b_ub, "water-filling LP", lower)
-            tau = max(0.0, float(sol[-1]))
-            x = sol[: m * n].reshape(m, n)
+            bounds = [(0, None)] * (m * n) + [(None, None)]
+            result = _solve(cost, a_ub, b_ub, bounds, "water-filling LP")
+            tau = max(0.0, float(result.x[-1]))
+            x = result.x[: m * n].reshape(m, n)
             level[live] += tau * w[live] / s[live]
             # (b) which live jobs can still rise above their level (binary z_j)?
             z = self._can_grow(problem, norm, level, frozen | (w <= 0), big)
