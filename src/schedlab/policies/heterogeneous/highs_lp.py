@@ -1,4 +1,4 @@
-"""``min c·z`` subject to ``A z ≤ b`` and ``lower ≤ z ≤ upper``, solved through HiGHS's own
+"""``min c·z`` subject to ``A z ≤ b`` and ``z ≥ lower``, solved through HiGHS's own
 Python bindings (``highspy``).
 
 Gavel's policies solve thousands of small LPs a run (≈ 50 jobs × 3 types, a few hundred
@@ -59,12 +59,10 @@ def solve_lp(
     a_ub: sparse.csr_matrix,
     b_ub: np.ndarray,
     lower: np.ndarray | float = 0.0,
-    upper: np.ndarray | float = np.inf,
 ) -> LPResult:
-    """Minimise ``cost·z`` over ``a_ub z ≤ b_ub``, ``lower ≤ z ≤ upper`` (±inf: unbounded)."""
+    """Minimise ``cost·z`` over ``a_ub z ≤ b_ub``, ``z ≥ lower`` (−inf: free below)."""
     cols, rows = len(cost), a_ub.shape[0]
     col_lower = np.broadcast_to(np.asarray(lower, dtype=np.float64), (cols,))
-    col_upper = np.broadcast_to(np.asarray(upper, dtype=np.float64), (cols,))
     highs = _solver()
     passed = highs.passModel(
         cols,
@@ -75,7 +73,7 @@ def solve_lp(
         0.0,
         np.ascontiguousarray(cost, dtype=np.float64),
         np.clip(col_lower, -INF, INF),
-        np.clip(col_upper, -INF, INF),
+        np.full(cols, INF),
         np.full(rows, -INF),
         np.clip(np.asarray(b_ub, dtype=np.float64), -INF, INF),
         a_ub.indptr.astype(np.int32, copy=False),
