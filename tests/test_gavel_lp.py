@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import random
+import threading
 
 import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from scipy import sparse
 
-from schedlab.policies.heterogeneous import gavel_lp
+from schedlab.policies.heterogeneous import gavel_lp, highs_lp
 from schedlab.policies.heterogeneous.allocation import (
     AllocationProblem,
     Fifo,
@@ -171,17 +173,55 @@ def test_water_filling_lets_the_unconstrained_job_keep_growing() -> None:
     assert thr[0] == pytest.approx(1.0, abs=1e-6)
 
 
-def test_a_failing_solver_falls_back_to_the_isolated_allocation(monkeypatch) -> None:
-    class Failed:
-        status, x, message = 4, None, "numerical difficulties (test)"
+def stalled_solver(monkeypatch) -> None:
+    """Every LP from here on stops at HiGHS's iteration limit of 0: a real solver failure."""
+    monkeypatch.setattr(highs_lp, "OPTIONS", {**highs_lp.OPTIONS, "simplex_iteration_limit": 0})
+    monkeypatch.setattr(highs_lp, "_local", threading.local())
 
-    monkeypatch.setattr(gavel_lp, "linprog", lambda *a, **k: Failed())
+
+def test_a_failing_solver_falls_back_to_the_isolated_allocation(monkeypatch) -> None:
+    stalled_solver(monkeypatch)
     policy = MaxMinFairness()
     policy.reset(0)
     p = problem([[2, 1], [2, 1]], now=123.0)
     x = policy.allocate(p)
     np.testing.assert_allclose(x, isolated_allocation(p))
-    assert policy.fallbacks == [(123.0, "max-min LP: numerical difficulties (test)")]
+    assert policy.fallbacks == [(123.0, "max-min LP: Iteration limit reached")]
+
+
+def test_a_failing_feasibility_lp_is_a_solver_failure_not_infeasibility(monkeypatch) -> None:
+    """FTF's bisection (scipy's ``linprog``) must not read a failed solve as "this ρ is
+    infeasible"."""
+
+    class Failed:
+        status, x, message = 4, None, "numerical difficulties (test)"
+
+    monkeypatch.setattr(gavel_lp, "linprog", lambda *a, **k: Failed())
+    policy = FinishTimeFairness()
+    policy.reset(0)
+    p = problem([[2, 1], [1, 2]], now=50.0)
+    np.testing.assert_allclose(policy.allocate(p), isolated_allocation(p))
+    assert policy.fallbacks == [(50.0, "feasibility LP: numerical difficulties (test)")]
+
+
+def test_an_infeasible_lp_is_reported_as_such() -> None:
+    """One GPU, one job needing throughput 2 from a type that gives at most 1."""
+    result = highs_lp.solve_lp(
+        np.zeros(1), sparse.csr_matrix([[1.0], [-1.0]]), np.array([1.0, -2.0])
+    )
+    assert (result.status, result.x) == ("infeasible", None)
+
+
+def test_the_solver_keeps_free_and_bounded_columns_apart() -> None:
+    """min −z0 + z1 with z0 ≤ 3 (row), z1 ≥ −2 (bound), z0 free below: z = (3, −2)."""
+    result = highs_lp.solve_lp(
+        np.array([-1.0, 1.0]),
+        sparse.csr_matrix([[1.0, 0.0]]),
+        np.array([3.0]),
+        lower=np.array([-np.inf, -2.0]),
+    )
+    assert result.status == "optimal"
+    np.testing.assert_allclose(result.x, [3.0, -2.0])
 
 
 def test_bad_tiebreak_is_refused() -> None:

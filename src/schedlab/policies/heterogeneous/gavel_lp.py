@@ -1,4 +1,6 @@
-"""Gavel's optimisation policies as linear programs solved by HiGHS (scipy's ``linprog``/``milp``).
+"""Gavel's optimisation policies as linear programs solved by HiGHS: the max-min LPs through its
+own bindings (:mod:`schedlab.policies.heterogeneous.highs_lp`, solved thousands of times a run),
+the others through scipy's ``linprog``/``milp``.
 
 Every policy chooses ``X`` (jobs × types) under Gavel's base constraints — ``x ≥ 0``,
 ``Σ_k x_jk ≤ 1`` per job, ``Σ_j s_j x_jk ≤ N_k`` per type — with ``thr_j(X) = Σ_k T_jk x_jk``:
@@ -41,6 +43,7 @@ from schedlab.policies.heterogeneous.allocation import (
     isolated_allocation,
     isolated_throughput,
 )
+from schedlab.policies.heterogeneous.highs_lp import solve_lp
 
 #: Gavel's GCP prices, $ per GPU-hour, for the cost-aware policies.
 DEFAULT_PRICES = {"v100": 0.74, "p100": 0.43, "k80": 0.135}
@@ -122,6 +125,19 @@ def _solve(c, a_ub, b_ub, bounds, what: str):
     return result
 
 
+def _solve_max_min(
+    cost: np.ndarray,
+    a_ub: sparse.csr_matrix,
+    b_ub: np.ndarray,
+    what: str,
+    lower: np.ndarray | float = 0.0,
+) -> np.ndarray:
+    result = solve_lp(cost, a_ub, b_ub, lower)
+    if result.x is None:
+        raise SolverFailure(f"{what}: {result.status}")
+    return result.x
+
+
 def _feasible(problem: AllocationProblem, need: np.ndarray, throughput: np.ndarray):
     """An X meeting ``thr_j ≥ need_j`` under the base constraints, or None."""
     m, n = throughput.shape
@@ -149,20 +165,19 @@ def max_min_allocation(
     b_ub = np.concatenate([limits, np.zeros(m)])
     cost = np.zeros(m * n + 1)
     cost[-1] = -1.0
-    bounds = np.zeros((m * n + 1, 2))  # x ≥ 0, τ free (what linprog makes of None)
-    bounds[:, 1] = np.inf
-    bounds[-1, 0] = -np.inf
-    first = _solve(cost, a_ub, b_ub, bounds, "max-min LP")
-    tau = float(first.x[-1])
+    lower = np.zeros(m * n + 1)  # x ≥ 0, τ free
+    lower[-1] = -np.inf
+    first = _solve_max_min(cost, a_ub, b_ub, "max-min LP", lower)
+    tau = float(first[-1])
     if tiebreak == "none" or tau <= 0:
-        return first.x[: m * n].reshape(m, n)
+        return first[: m * n].reshape(m, n)
     a2 = floor_rows(problem.scale, weighted)
     b2 = np.concatenate([limits, np.full(m, -tau * (1 - 1e-6))])
     try:
-        second = _solve(-weighted.ravel(), a2, b2, (0, None), "max-min tie-break LP")
+        second = _solve_max_min(-weighted.ravel(), a2, b2, "max-min tie-break LP")
     except SolverFailure:
-        return first.x[: m * n].reshape(m, n)
-    return second.x.reshape(m, n)
+        return first[: m * n].reshape(m, n)
+    return second.reshape(m, n)
 
 
 class GavelLP(AllocationPolicy):
