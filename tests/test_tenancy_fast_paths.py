@@ -17,7 +17,7 @@ from schedlab.policies.ordering.queue_scheduler import take
 from schedlab.tenancy.kai_division import TreeDivider, divide, divide_tree
 from schedlab.tenancy.policy import SharePolicy
 from schedlab.tenancy.running import RunningIndex, sums_exactly
-from schedlab.tenancy.scheduler import _Planning
+from schedlab.tenancy.scheduler import TenantScheduler, _Planning
 from schedlab.tenancy.tree import QueueSpec, build_tree
 from schedlab.traces.cluster_spec import parse_cluster_spec
 from tenancy_cases import run
@@ -255,10 +255,26 @@ def _outcome(rows, policy):
     return record.first_start, record.end_time, record.preemptions, reclaims
 
 
+def _random_rows(seed: int, n: int, span: int, lengths: tuple[int, int]) -> list[tuple]:
+    """``n`` jobs of queues a, b, c submitted over ``span`` seconds, 1-8 GPUs."""
+    rng = np.random.default_rng(seed)
+    return [
+        (
+            f"j{i}",
+            "abc"[int(rng.integers(0, 3))],
+            float(rng.integers(0, span)),
+            int(rng.choice([1, 2, 4, 8])),
+            float(rng.integers(*lengths)),
+        )
+        for i in range(n)
+    ]
+
+
 def _long_way(monkeypatch, policy: str) -> None:
     """The policy without its shortcuts: no quick test, every victim candidate tried."""
     cls = type(__import__("schedlab.tenancy.registry", fromlist=["x"]).make_share_policy(policy))
     monkeypatch.setattr(cls, "cannot_make_room", SharePolicy.cannot_make_room)
+    monkeypatch.setattr(TenantScheduler, "_idle_key", lambda self, snap, st, fair: None)
     if hasattr(cls, "_accepted"):
         monkeypatch.setattr(cls, "_accepted", lambda self, st, leaf, job: None)
 
@@ -278,17 +294,7 @@ def test_ruling_reclaims_out_early_changes_no_decision(case):
 
 @pytest.mark.parametrize("policy", ["kai", "drf", "yunikorn"])
 def test_the_quick_reclaim_test_rules_some_out_and_lets_the_rest_through(policy, monkeypatch):
-    rng = np.random.default_rng(3)
-    rows = [
-        (
-            f"j{i}",
-            "abc"[int(rng.integers(0, 3))],
-            float(rng.integers(0, 2000)),
-            int(rng.choice([1, 2, 4, 8])),
-            float(rng.integers(100, 900)),
-        )
-        for i in range(120)
-    ]
+    rows = _random_rows(3, 120, 2000, (100, 900))
     cls = type(__import__("schedlab.tenancy.registry", fromlist=["x"]).make_share_policy(policy))
     answers: list[bool] = []
     quick = cls.cannot_make_room
@@ -309,3 +315,27 @@ def test_the_quick_reclaim_test_rules_some_out_and_lets_the_rest_through(policy,
     for a, b in zip(quick_way[:3], slow[:3], strict=True):
         assert np.array_equal(a, b, equal_nan=True)
     assert quick_way[3] == slow[3]
+
+
+def test_only_the_changed_queues_are_tried_while_nothing_else_moves(monkeypatch):
+    """After a decision that started nothing, arrivals alone are judged by their own queues:
+    the probe runs, often finds nothing, and the run is the one every queue tried makes."""
+    rows = _random_rows(5, 150, 3000, (300, 1500))
+    probes: list[bool] = []
+    fill = TenantScheduler._fill
+
+    def counted(self, snap, st, fair, probe=False):
+        out = fill(self, snap, st, fair, probe)
+        if probe:
+            probes.append(bool(out))
+        return out
+
+    monkeypatch.setattr(TenantScheduler, "_fill", counted)
+    quick = _outcome(rows, "kai")
+    assert probes.count(False) > 10  # decisions settled by the changed queues alone
+    assert any(probes)  # and some where a changed queue starts a job: decided in full
+    _long_way(monkeypatch, "kai")
+    slow = _outcome(rows, "kai")
+    for a, b in zip(quick[:3], slow[:3], strict=True):
+        assert np.array_equal(a, b, equal_nan=True)
+    assert quick[3] == slow[3]

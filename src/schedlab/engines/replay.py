@@ -62,6 +62,28 @@ __all__ = ["PolicyError", "ReplayConfig", "ReplayEngine", "ReplayRecord", "job_p
 
 INF = math.inf
 
+#: Decision kinds in the order the engine applies them (-1: rejections and preemptions, taken
+#: together in the policy's order; then reconfigurations, resizes, starts, paces, overheads).
+_KINDS: tuple[tuple[type, int], ...] = (
+    (Reject, -1),
+    (Preempt, -1),
+    (Reconfigure, 0),
+    (Resize, 1),
+    (Start, 2),
+    (Pace, 3),
+    (Overhead, 4),
+)
+_KIND: dict[type, int] = dict(_KINDS)
+
+
+def _kind_of(decision: object) -> int | None:
+    """The kind of a decision whose class derives from one of the decision types (None: it is
+    none of them, and the engine passes it by)."""
+    for cls, kind in _KINDS:
+        if isinstance(decision, cls):
+            return kind
+    return None
+
 
 @dataclass(frozen=True)
 class ReplayConfig:
@@ -389,15 +411,29 @@ class _Run:
             raise PolicyError(f"{self.policy.describe()} {verb} job {job}, which is not {what}")
 
     def apply(self, decisions: list[Decision], now: float) -> None:
-        expect = self.expect
         if all([type(d) is Start for d in decisions]):  # the usual case: starts only
             for d in decisions:
                 self.start(d, now)  # type: ignore[arg-type]
             return
-        rt = self.rt
+        expect, rt = self.expect, self.rt
+        # One pass sorts the decisions by kind (each kind keeps the policy's order); the kinds
+        # are then applied in the engine's order.
+        stops: list[Decision] = []  # rejections and preemptions, in their joint order
+        kinds: tuple[list[Any], ...] = ([], [], [], [], [])
+        reconfigures, resizes, starts, paces, overheads = kinds
+        for d in decisions:
+            kind = _KIND.get(type(d))
+            if kind is None:
+                kind = _kind_of(d)
+                if kind is None:
+                    continue
+            if kind < 0:
+                stops.append(d)
+            else:
+                kinds[kind].append(d)
 
         # Rejections and preemptions first: they free what the starts may use.
-        for d in decisions:
+        for d in stops:
             if isinstance(d, Reject):
                 expect(d.job, PENDING, "rejected")
                 rt.status[d.job] = REJECTED
@@ -406,7 +442,7 @@ class _Run:
                 if self.gate is not None:
                     self.gate.ended(d.job, False, now)
                 self.watching.discard(d.job)
-            elif isinstance(d, Preempt):
+            else:
                 expect(d.job, RUNNING, "preempted")
                 if self.fail is not None:
                     self.fail.stopped(d.job, now)
@@ -426,12 +462,10 @@ class _Run:
                 del self.running[d.job]
                 self.pending[d.job] = None
                 self.schedule_completion(d.job)  # voids the pending completion
-        for d in decisions:
-            if isinstance(d, Reconfigure):
-                self.reconfigure(d, now)
+        for d in reconfigures:
+            self.reconfigure(d, now)
         # Resizes are simultaneous: every resized job lets go first, then all take their new
         # allocations (one may grow into GPUs another gives up in the same decision).
-        resizes = [d for d in decisions if isinstance(d, Resize)]
         for d in resizes:
             expect(d.job, RUNNING, "resized")
             self.stop_progress(d.job, now)
@@ -451,35 +485,93 @@ class _Run:
             if self.fail is not None:
                 self.fail.resized(d.job, now)
             self.schedule_completion(d.job)
-        for d in decisions:
-            if isinstance(d, Start):
-                self.start(d, now)
+        for d in starts:
+            self.start(d, now)
         # Paces after the starts (a job started now may get its pace at once), before overheads.
-        for d in decisions:
-            if isinstance(d, Pace):
-                expect(d.job, RUNNING, "paced")
-                if not (math.isfinite(d.rate) and d.rate >= 0):
-                    who = self.policy.describe()
-                    raise PolicyError(f"{who} paced job {d.job} at {d.rate} units/s")
-                if not (math.isfinite(d.remaining) and d.remaining >= 0):
-                    who = self.policy.describe()
-                    raise PolicyError(f"{who} left job {d.job} {d.remaining} units of work")
-                self.stop_progress(d.job, now)
-                rt.remaining[d.job] = d.remaining
-                rt.rate[d.job] = d.rate
-                rt.progress_from[d.job] = now
-                self.schedule_completion(d.job)
+        for d in paces:
+            expect(d.job, RUNNING, "paced")
+            if not (math.isfinite(d.rate) and d.rate >= 0):
+                who = self.policy.describe()
+                raise PolicyError(f"{who} paced job {d.job} at {d.rate} units/s")
+            if not (math.isfinite(d.remaining) and d.remaining >= 0):
+                who = self.policy.describe()
+                raise PolicyError(f"{who} left job {d.job} {d.remaining} units of work")
+            self.stop_progress(d.job, now)
+            rt.remaining[d.job] = d.remaining
+            rt.rate[d.job] = d.rate
+            rt.progress_from[d.job] = now
+            self.schedule_completion(d.job)
         # Overheads last, so a job started or resized now pays both its start-up and the round's.
-        for d in decisions:
-            if isinstance(d, Overhead):
-                expect(d.job, RUNNING, "charged an overhead to")
-                if not d.seconds >= 0:
-                    raise PolicyError(
-                        f"{self.policy.describe()} charged job {d.job} {d.seconds} s of overhead"
-                    )
-                self.stop_progress(d.job, now)
-                rt.progress_from[d.job] += d.seconds
-                self.schedule_completion(d.job)
+        if overheads:
+            self.charge(overheads, now)
+
+    def charge(self, overheads: list[Overhead], now: float) -> None:
+        """Apply a decision's overheads: each job's progress is banked, its progress resumes
+        ``seconds`` later and its completion is re-issued. A round-based policy charges every
+        running job at every round, so the jobs are taken together, in numpy, with the same
+        float operations as :meth:`stop_progress` and :meth:`schedule_completion` one by one
+        (a job charged twice in one decision is taken one charge at a time)."""
+        ids = [d.job for d in overheads]
+        seconds = np.fromiter([d.seconds for d in overheads], np.float64, len(ids))
+        rt = self.rt
+        status = rt.status
+        n_jobs = len(status)
+        jobs = np.fromiter(ids, np.int64, len(ids))
+        inside = (jobs >= 0) & (jobs < n_jobs)
+        if (
+            len(ids) < 8
+            or not inside.all()
+            or not (seconds >= 0).all()
+            or (status[jobs] != RUNNING).any()
+            or len(set(ids)) != len(ids)
+        ):  # few, faulty (reported as one by one) or a job charged twice
+            for job, s in zip(ids, seconds.tolist(), strict=True):
+                self.charge_one(job, s, now)
+            return
+        # stop_progress for every job at once: Python's max(0.0, x) is x only where x > 0.0.
+        start = rt.progress_from[jobs]
+        rate = rt.rate[jobs]
+        ran = now - start
+        progressed = np.where(ran > 0.0, ran, 0.0) * rate
+        left = rt.remaining[jobs] - progressed
+        left = np.where(left > 0.0, left, 0.0)
+        rt.remaining[jobs] = left
+        held = now - rt.run_started[jobs]
+        gpu_time = rt.alloc_n[jobs] * held
+        rt.attained[jobs] = rt.attained[jobs] + gpu_time
+        rt.executed[jobs] = rt.executed[jobs] + held
+        self.gpu_seconds[jobs] = self.gpu_seconds[jobs] + gpu_time
+        rt.run_started[jobs] = now
+        resume = np.where(start > now, start, now) + seconds
+        rt.progress_from[jobs] = resume
+        # schedule_completion for every job, in the decisions' order (the heap's sequence).
+        moving = rate > 0
+        with np.errstate(divide="ignore", invalid="ignore"):
+            finish = (resume + left / rate).tolist()
+        version, heap, seq, push = self.version, self.heap, self.seq, heapq.heappush
+        if moving.all():
+            for job, at in zip(ids, finish, strict=True):
+                v = version[job] + 1
+                version[job] = v
+                seq += 1
+                push(heap, (at, seq, job, v))
+        else:
+            for job, at, go in zip(ids, finish, moving.tolist(), strict=True):
+                v = version[job] + 1
+                version[job] = v
+                if go:
+                    seq += 1
+                    push(heap, (at, seq, job, v))
+        self.seq = seq
+
+    def charge_one(self, job: int, seconds: float, now: float) -> None:
+        """One overhead: ``job`` makes no progress for ``seconds`` from now."""
+        self.expect(job, RUNNING, "charged an overhead to")
+        if not seconds >= 0:
+            raise PolicyError(f"{self.policy.describe()} charged job {job} {seconds} s of overhead")
+        self.stop_progress(job, now)
+        self.rt.progress_from[job] += seconds
+        self.schedule_completion(job)
 
     def start(self, d: Start, now: float) -> None:
         """Apply one start: the job takes its allocation (and plan), and its run begins."""

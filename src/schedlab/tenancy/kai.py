@@ -56,6 +56,7 @@ class KaiPolicy(SharePolicy):
         self.multiplier = float(m)
         self.usage_settings = self._usage(options["usage"])
         self.time_based = self.usage_settings is not None  # type: ignore[misc]
+        self.repeatable = not self.time_based  # type: ignore[misc]
         self.ledger: UsageLedger | None = None
 
     def _usage(self, raw: object) -> UsageSettings | None:
@@ -94,6 +95,7 @@ class KaiPolicy(SharePolicy):
         self._lists = (tree.deserved.tolist(), tree.limit.tolist(), tree.priority.tolist())
         self.divider = TreeDivider(tree, self.k)
         self._room_cache: tuple | None = None
+        self._walk_cache: tuple | None = None
         self._candidates: tuple[tuple, list[int]] | None = None
         if self.usage_settings is not None:
             self.ledger = UsageLedger(
@@ -213,50 +215,71 @@ class KaiPolicy(SharePolicy):
         if st.job_priority is not None:
             return False
         within = self._within_deserved(st.alloc[leaf].tolist(), st.demand[job].tolist(), leaf)
+        if gone:
+            superset = self._walk(st, fair, within, index, leaf, gone)
+        else:  # the walks of a state repeat over a decision and often the next ones
+            key = (st.alloc.tobytes(), fair.tobytes(), within, index.changes)
+            cached = self._walk_cache
+            if cached is None or cached[0] != key:
+                cached = self._walk_cache = (key, self._walks(st, fair, within, index))
+            superset = [v for q, walk in cached[1] if q != leaf for v in walk]
+        return not possible(superset)
+
+    def _walks(self, st: TenantState, fair: np.ndarray, within: bool, index: Any) -> list:
+        """``(leaf, jobs it could lose)`` of every leaf above its share, no victim yet taken."""
+        return [
+            (q, self._walk_one(st, index, q, left, ())) for q, left in self._rooms(st, fair, within)
+        ]
+
+    def _walk(
+        self, st: TenantState, fair: np.ndarray, within: bool, index: Any, leaf: int, gone: Any
+    ) -> list[int]:
+        """The jobs every leaf but ``leaf`` could lose, passing over those already ``gone``."""
         superset: list[int] = []
-        slack = 0.0 if index.exact else SLACK
-        single = st.demand.shape[1] == 1
         for q, left in self._rooms(st, fair, within):
-            if q == leaf:
-                continue
-            walk = index.oldest_first[q]
-            i = len(walk) - 1
-            if single:
-                room = left[0]
-                while i >= 0 and room > EPS - slack * (1.0 + abs(room)):
-                    v = -walk[i][1]
-                    i -= 1
-                    if v not in gone:
-                        superset.append(v)
-                        room -= index.first[v]
-                continue
-            while i >= 0 and any(x > EPS - slack * (1.0 + abs(x)) for x in left):
+            if q != leaf:
+                superset += self._walk_one(st, index, q, left, gone)
+        return superset
+
+    def _walk_one(self, st: TenantState, index: Any, q: int, left: list, gone: Any) -> list[int]:
+        """Queue ``q``'s running jobs from the latest run back, taken while the room left
+        (``left`` per resource) exceeds ``EPS`` (with the float margin when sums are not exact)."""
+        slack = 0.0 if index.exact else SLACK
+        walk = index.oldest_first[q]
+        i = len(walk) - 1
+        out: list[int] = []
+        if st.demand.shape[1] == 1:
+            room = left[0]
+            while i >= 0 and room > EPS - slack * (1.0 + abs(room)):
                 v = -walk[i][1]
                 i -= 1
                 if v not in gone:
-                    superset.append(v)
-                    left = [x - d for x, d in zip(left, index.rows[v], strict=True)]
-        return not possible(superset)
+                    out.append(v)
+                    room -= index.first[v]
+            return out
+        while i >= 0 and any(x > EPS - slack * (1.0 + abs(x)) for x in left):
+            v = -walk[i][1]
+            i -= 1
+            if v not in gone:
+                out.append(v)
+                left = [x - d for x, d in zip(left, index.rows[v], strict=True)]
+        return out
 
     def _rooms(self, st: TenantState, fair: np.ndarray, within: bool) -> list:
         """``(leaf, room per resource)`` of every leaf above its share by more than ``EPS``
         in some resource (the flat victim rule's ``room``), kept for the decision's state."""
-        key = (st.serial, st.version, within)
+        key = (st.alloc.tobytes(), fair.tobytes(), within)
         cached = self._room_cache
-        if cached is not None and cached[0] == key and cached[1] is fair:
+        if cached is not None and cached[0] == key:
             return cached[2]
-        deserved, limit, _ = self._lists
-        out = []
-        # Plain floats over the leaves (a handful of rows: numpy's per-call cost would rule).
-        for node, (a_row, f_row) in enumerate(zip(st.alloc.tolist(), fair.tolist(), strict=True)):
-            room = []
-            for a, f, d, lim in zip(a_row, f_row, deserved[node], limit[node], strict=True):
-                x = a - min(max(f if d < 0 else d, f), lim)
-                if within and d >= 0:
-                    x = max(x, a - d)
-                room.append(x)
-            if any(x > EPS for x in room):
-                out.append((node, room))
+        tree = st.tree
+        d = tree.deserved
+        room = st.alloc - np.minimum(np.maximum(np.where(d < 0, fair, d), fair), tree.limit)
+        if within:
+            room = np.where(d >= 0, np.maximum(room, st.alloc - d), room)
+        over = np.flatnonzero((room > EPS).any(axis=1)).tolist()
+        rows = room[over].tolist()
+        out = list(zip(over, rows, strict=True))
         self._room_cache = (key, fair, out)
         return out
 

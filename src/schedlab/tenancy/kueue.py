@@ -42,6 +42,8 @@ STRATEGIES = ("S2a", "S2b")
 class _Kueue(SharePolicy):
     """What both Kueue policies share: quota, gate, candidates."""
 
+    repeatable = True  # no answer reads the time (creation timestamps are the jobs' own)
+
     settings: ClassVar[dict[str, Any]] = {
         "within_cluster_queue": "Never",
         "reclaim_within_cohort": "Never",

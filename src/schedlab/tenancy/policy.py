@@ -44,6 +44,10 @@ class SharePolicy:
     #: A queue's key depends only on the nodes of its own path (so a start elsewhere leaves
     #: it as it was, and the scheduler keeps it).
     local_keys: ClassVar[bool] = True
+    #: Whether every answer depends only on the decision state (allocation, shares, running
+    #: jobs, the job asked about), never on the time: a queue that could start nothing keeps
+    #: failing while that state stays, and the scheduler tries only the queues that changed.
+    repeatable: ClassVar[bool] = False
 
     def __init__(self, settings: Mapping[str, Any] | None = None, source: str = "") -> None:
         given = dict(settings or {})

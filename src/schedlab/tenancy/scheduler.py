@@ -108,6 +108,11 @@ class TenantScheduler(SchedulingPolicy):
         self._serial = 0
         self._running_after = 0
         self._failed: dict[tuple, tuple] = {}
+        # The state of the last decision that tried every queue and started nothing, and the
+        # leaves whose waiting jobs changed since (only these can start anything while the
+        # state stays: see _idle_key).
+        self._idle: tuple | None = None
+        self._touched: set[int] = set()
         if self.recorder is not None:
             self.recorder.start(tree, self.capacity, jobs, self.leaf_of)
 
@@ -184,6 +189,7 @@ class TenantScheduler(SchedulingPolicy):
         idx = np.asarray(fresh, dtype=np.int64)
         keys = self.ordering.keys(snap, idx).tolist()
         submit = self.ctx.jobs.submit_time  # type: ignore[union-attr]
+        self._touched.update(self.leaf_of[idx].tolist())
         for j, k in zip(fresh, keys, strict=True):
             self.queues.add(
                 j, int(self.leaf_of[j]), int(self.gpus[j]), (k, float(submit[j]), j), self.demand[j]
@@ -249,7 +255,13 @@ class TenantScheduler(SchedulingPolicy):
         fair = self.share.shares(st)
         if len(snap.running_set) != self._running_after:  # a job ended (or a preemption waits)
             self._version += 1
-        decisions = self._fill(snap, st, fair) if self._may_act(snap, st, fair) else []
+        idle = self._idle_key(snap, st, fair)
+        if idle is not None and idle == self._idle and not self._fill(snap, st, fair, probe=True):
+            decisions: list[Decision] = []  # the changed leaves start nothing: nor would the rest
+        else:
+            decisions = self._fill(snap, st, fair) if self._may_act(snap, st, fair) else []
+        self._idle = idle if not decisions else None
+        self._touched = set()
         if decisions:
             self._version += 1
         self._running_after = len(snap.running_set) + sum(
@@ -262,6 +274,37 @@ class TenantScheduler(SchedulingPolicy):
         if self.share.time_based:
             self.share.observe(snap.now, st.alloc)
         return out + decisions
+
+    def _idle_key(self, snap: Snapshot, st: TenantState, fair: np.ndarray) -> tuple | None:
+        """What a decision's outcome depends on besides the waiting jobs, for a share policy
+        whose answers depend on nothing else (None: not such a policy or ordering).
+
+        When the last decision tried every leaf and started nothing, and this key has not
+        moved since, every leaf whose waiting jobs did not change would fail again exactly as
+        it did: its tries see the same allocation, shares, free GPUs and running jobs. Only the
+        changed leaves are then tried, without acting (:meth:`_fill` with ``probe``); should
+        one of them start something, the whole decision is made as usual (a start changes
+        the state the others are tried on). Sums must be exact so that a victim taken back
+        leaves the allocation as it was to the bit.
+        """
+        ordering = self.ordering
+        if (
+            not self.share.repeatable
+            or not ordering.static
+            or ordering.preemptive
+            or self.strict
+            or self.watch
+            or not self.index.exact
+        ):
+            return None
+        return (
+            self.index.changes,
+            snap.free_gpus,
+            snap.state.gpu_full_count.tobytes(),
+            st.alloc.tobytes(),
+            st.pending.shape,
+            fair.tobytes(),
+        )
 
     def _may_act(self, snap: Snapshot, st: TenantState, fair: np.ndarray) -> bool:
         """Could anything start now? Not when no waiting job fits in the free GPUs and no
@@ -299,9 +342,16 @@ class TenantScheduler(SchedulingPolicy):
                 )
         return out
 
-    def _fill(self, snap: Snapshot, st: TenantState, fair: np.ndarray) -> list[Decision]:
+    def _fill(
+        self, snap: Snapshot, st: TenantState, fair: np.ndarray, probe: bool = False
+    ) -> list[Decision]:
+        """The decision's starts and reclaims. ``probe``: try only the leaves whose waiting
+        jobs changed since the last decision, and stop at the first job that would start
+        (returning a non-empty list, nothing applied) — ``[]`` when none would."""
         tree, queues = self.tree, self.queues
         cap = {leaf: INF for leaf in tree.leaves.tolist() if queues.count[leaf] > 0}
+        if probe:
+            cap = {leaf: c for leaf, c in cap.items() if leaf in self._touched}
         starts: list[Decision] = []
         victims: list[int] = []
         state = _Planning(snap.state)
@@ -357,8 +407,14 @@ class TenantScheduler(SchedulingPolicy):
             if why is None and n <= free and not roomless:
                 alloc, plan = self.inner._place_planned(job, state.view())
             before = free
+            if alloc is not None and probe:
+                return [Start(job, alloc, plan)]
             if alloc is None:  # the policy's reclaim rule keeps its own gate with the victims
-                alloc, plan, taken = self._reclaim(snap, st, fair, state, leaf, job, gone, free)
+                alloc, plan, taken = self._reclaim(
+                    snap, st, fair, state, leaf, job, gone, free, probe
+                )
+                if probe and taken:
+                    return [Start(job, alloc, plan)]  # type: ignore[arg-type]
             if alloc is None:
                 cap[leaf] = 0 if self.strict else min(cap[leaf], n)
                 stale = {leaf}
@@ -397,6 +453,7 @@ class TenantScheduler(SchedulingPolicy):
         job: int,
         gone: set[int],
         free: int,
+        probe: bool = False,
     ) -> tuple[Allocation | None, NetPlan | None, list[int]]:
         """Victims for ``job``: lower-ranked jobs of its own leaf when the ordering preempts,
         else what the share policy selects from other queues; the placement must fit with the
@@ -433,10 +490,11 @@ class TenantScheduler(SchedulingPolicy):
         alloc, plan = found["alloc"], found["plan"]
         for v in chosen:
             st.give_back(v)
-        if limit_reason(st, leaf, job) is not None:  # limits hold whatever the policy says
+        stop = limit_reason(st, leaf, job) is not None  # limits hold whatever the policy says
+        if stop or probe:  # a probe only learns that the job would start
             for v in chosen:
                 st.take(v)
-            return None, None, []
+            return (None, None, []) if stop else (alloc, plan, chosen)
         used = {(node, g) for node, gpus in alloc for g in gpus}
         taken = []
         for v in reversed(chosen):  # put back what the job does not use, if the quota allows

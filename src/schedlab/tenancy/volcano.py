@@ -106,6 +106,7 @@ def weighted_division(st: TenantState) -> np.ndarray:
 
 class VolcanoProportion(SharePolicy):
     name = "volcano-proportion"
+    repeatable = True  # no answer reads the time
     summary = "Volcano proportion: weighted deserved, guarantee, capability"
 
     def reset(self, tree: QueueTree, capacity: np.ndarray) -> None:
@@ -198,6 +199,7 @@ class VolcanoProportion(SharePolicy):
 
 class Drf(SharePolicy):
     name = "drf"
+    repeatable = True  # no answer reads the time
     summary = "dominant resource fairness between queues"
 
     def shares(self, st: TenantState) -> np.ndarray:
@@ -344,6 +346,7 @@ def hdrf_shares(
 
 class Hdrf(SharePolicy):
     name = "hdrf"
+    repeatable = True  # no answer reads the time
     summary = "hierarchical DRF (Volcano's hierarchy)"
     local_keys = False  # saturation looks at the whole cluster
 

@@ -27,6 +27,7 @@ EPS = 1e-9
 
 class YuniKorn(SharePolicy):
     name = "yunikorn"
+    repeatable = True  # no answer reads the time
     summary = "YuniKorn: guaranteed/max queues, preemption towards guarantees"
 
     def shares(self, st: TenantState) -> np.ndarray:
