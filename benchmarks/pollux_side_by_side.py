@@ -17,13 +17,14 @@ times schedlab alone. An artifact run longer than ``--artifact-timeout`` seconds
 reported with the simulated time it reached.
 
     python benchmarks/pollux_side_by_side.py [--cases tiresias optimus pollux]
-        [--workload 6] [--repeat 1] [--artifact-timeout 2400]
+        [--workload 6] [--repeat 1] [--artifact-timeout 2400] [--logs DIR]
 """
 
 from __future__ import annotations
 
 import argparse
 import ast
+import contextlib
 import csv
 import os
 import re
@@ -60,33 +61,48 @@ class Run:
         return f"{statistics.fmean(self.jcts.values()):.5f}" if self.jcts else "unfinished"
 
 
-def timed(argv: list[str], cwd: str, timeout: float | None) -> tuple[float, float, str, bool]:
-    """Wall and CPU seconds of one process, its stdout, and whether it finished in time."""
-    before, started = children_cpu(), time.perf_counter()
-    with subprocess.Popen(
-        argv, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
-    ) as proc:
-        try:
-            out, err = proc.communicate(timeout=timeout)
-            finished = True
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            out, err = proc.communicate()
-            finished = False
-    wall, cpu = time.perf_counter() - started, children_cpu() - before
+def timed(
+    argv: list[str], cwd: str, timeout: float | None, log: Path | None = None
+) -> tuple[float, float, str, bool]:
+    """Wall and CPU seconds of one process, its stdout, and whether it finished in time. The
+    output goes to a file as it is written (``log`` when given, kept there), so that a long run
+    can be followed and what a stopped run printed is not lost."""
+    with contextlib.ExitStack() as stack:
+        if log is None:
+            sink = stack.enter_context(tempfile.TemporaryFile("w+"))
+        else:
+            sink = stack.enter_context(open(log, "w+"))
+        before, started = children_cpu(), time.perf_counter()
+        with subprocess.Popen(
+            argv, cwd=cwd, stdout=sink, stderr=subprocess.PIPE, text=True
+        ) as proc:
+            try:
+                _, err = proc.communicate(timeout=timeout)
+                finished = True
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                _, err = proc.communicate()
+                finished = False
+        wall, cpu = time.perf_counter() - started, children_cpu() - before
+        sink.seek(0)
+        out = sink.read()
     if finished and proc.returncode != 0:
         sys.exit(f"{' '.join(argv)} failed:\n{err[-2000:]}")
     return wall, cpu, out, finished
 
 
-def ours(policy: str, workload: Path, repeat: int) -> Run:
+def log_file(folder: Path | None, side: str, policy: str) -> Path | None:
+    return None if folder is None else folder / f"{side}-{policy}.log"
+
+
+def ours(policy: str, workload: Path, repeat: int, logs: Path | None = None) -> Run:
     runs, jcts = [], {}
     for _ in range(max(repeat, 1)):
         with tempfile.TemporaryDirectory(prefix="schedlab-bench-") as tmp:
             argv = [sys.executable, "-m", "schedlab", "replay", "--cluster", "16x4:V100"]
             argv += ["--trace", str(workload), "--apps", str(POLLUX / "traces")]
             argv += ["--policy", POLICIES[policy], "--out", "run"]
-            wall, cpu, _, _ = timed(argv, tmp, None)
+            wall, cpu, _, _ = timed(argv, tmp, None, log_file(logs, "schedlab", policy))
             with open(Path(tmp) / "run" / "jobs.csv", newline="") as f:
                 jcts = {row["job_id"]: float(row["jct"]) for row in csv.DictReader(f)}
         runs.append((wall, cpu))
@@ -94,13 +110,19 @@ def ours(policy: str, workload: Path, repeat: int) -> Run:
 
 
 def artifact(
-    folder: str, python: str, policy: str, workload: Path, repeat: int, timeout: float
+    folder: str,
+    python: str,
+    policy: str,
+    workload: Path,
+    repeat: int,
+    timeout: float,
+    logs: Path | None = None,
 ) -> Run:
     """The artifact's runs; its last printed dict holds the JCT of every completed job."""
     runs, jcts, reached = [], {}, None
     for _ in range(max(repeat, 1)):
         argv = [python, "simulator.py", "--policy", policy, str(workload)]
-        wall, cpu, out, finished = timed(argv, folder, timeout)
+        wall, cpu, out, finished = timed(argv, folder, timeout, log_file(logs, "artifact", policy))
         runs.append((wall, cpu))
         if not finished:
             times = SIM_TIME.findall(out)
@@ -118,7 +140,12 @@ def main() -> None:
     parser.add_argument("--workload", type=int, default=6, choices=range(1, 9))
     parser.add_argument("--repeat", type=int, default=1)
     parser.add_argument("--artifact-timeout", type=float, default=2400.0)
+    parser.add_argument(
+        "--logs", type=Path, help="keep each process's output in this folder as it runs"
+    )
     args = parser.parse_args()
+    if args.logs is not None:
+        args.logs.mkdir(parents=True, exist_ok=True)
     folder = os.environ.get("SCHEDLAB_POLLUX")
     python = os.environ.get("SCHEDLAB_POLLUX_PYTHON", sys.executable)
     workload = POLLUX / "workloads" / f"workload-{args.workload}.csv"
@@ -127,13 +154,15 @@ def main() -> None:
     compile_schedlab()
     print(f"Pollux's simulator: workload-{args.workload}, 16 nodes x 4 GPUs (CPU s, whole process)")
     for policy in args.cases:
-        mine = ours(policy, workload, args.repeat)
+        mine = ours(policy, workload, args.repeat, args.logs)
         line = (
             f"{policy}: schedlab {mine.cpu:.2f} s CPU ({mine.wall:.1f} s wall), "
             f"avg JCT {mine.average} s"
         )
         if folder:
-            theirs = artifact(folder, python, policy, workload, args.repeat, args.artifact_timeout)
+            theirs = artifact(
+                folder, python, policy, workload, args.repeat, args.artifact_timeout, args.logs
+            )
             if theirs.reached is not None:
                 line += (
                     f"; artifact stopped after {theirs.wall:.0f} s wall ({theirs.cpu:.1f} s CPU) "
