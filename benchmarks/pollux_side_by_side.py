@@ -18,6 +18,7 @@ reported with the simulated time it reached.
 
     python benchmarks/pollux_side_by_side.py [--cases tiresias optimus pollux]
         [--workload 6] [--repeat 1] [--artifact-timeout 2400] [--logs DIR]
+        [--side both|schedlab|artifact]
 """
 
 from __future__ import annotations
@@ -141,6 +142,12 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=1)
     parser.add_argument("--artifact-timeout", type=float, default=2400.0)
     parser.add_argument(
+        "--side",
+        choices=["both", "schedlab", "artifact"],
+        default="both",
+        help="time one side only (e.g. to run the two sides of a long case at the same time)",
+    )
+    parser.add_argument(
         "--logs", type=Path, help="keep each process's output in this folder as it runs"
     )
     args = parser.parse_args()
@@ -154,31 +161,40 @@ def main() -> None:
     compile_schedlab()
     print(f"Pollux's simulator: workload-{args.workload}, 16 nodes x 4 GPUs (CPU s, whole process)")
     for policy in args.cases:
-        mine = ours(policy, workload, args.repeat, args.logs)
-        line = (
-            f"{policy}: schedlab {mine.cpu:.2f} s CPU ({mine.wall:.1f} s wall), "
-            f"avg JCT {mine.average} s"
-        )
-        if folder:
+        mine = ours(policy, workload, args.repeat, args.logs) if args.side != "artifact" else None
+        theirs = None
+        if folder and args.side != "schedlab":
             theirs = artifact(
                 folder, python, policy, workload, args.repeat, args.artifact_timeout, args.logs
             )
-            if theirs.reached is not None:
-                line += (
-                    f"; artifact stopped after {theirs.wall:.0f} s wall ({theirs.cpu:.1f} s CPU) "
-                    f"at simulated time {theirs.reached} s"
-                )
-            else:
-                line += (
-                    f"; artifact {theirs.cpu:.2f} s CPU ({theirs.wall:.1f} s wall), "
-                    f"avg JCT {theirs.average} s; schedlab {theirs.cpu / mine.cpu:.1f}x less CPU"
-                )
-                if policy in EXACT:
-                    same = sum(mine.jcts.get(k) == v for k, v in theirs.jcts.items())
-                    line += f"; {same}/{len(theirs.jcts)} per-job JCTs equal"
-        print(line, flush=True)
-    if not folder:
+        print(report(policy, mine, theirs), flush=True)
+    if not folder and args.side != "schedlab":
         print("(set SCHEDLAB_POLLUX and SCHEDLAB_POLLUX_PYTHON to time Pollux's simulator beside)")
+
+
+def report(policy: str, mine: Run | None, theirs: Run | None) -> str:
+    """One case's line: each side's CPU and wall, and when both finished, how they compare."""
+    parts = [policy]
+    if mine is not None:
+        parts.append(
+            f"schedlab {mine.cpu:.2f} s CPU ({mine.wall:.1f} s wall), avg JCT {mine.average} s"
+        )
+    if theirs is not None and theirs.reached is not None:
+        parts.append(
+            f"artifact stopped after {theirs.wall:.0f} s wall ({theirs.cpu:.1f} s CPU) "
+            f"at simulated time {theirs.reached} s"
+        )
+    elif theirs is not None:
+        parts.append(
+            f"artifact {theirs.cpu:.2f} s CPU ({theirs.wall:.1f} s wall), "
+            f"avg JCT {theirs.average} s"
+        )
+        if mine is not None:
+            parts.append(f"schedlab {theirs.cpu / mine.cpu:.1f}x less CPU")
+            if policy in EXACT:
+                same = sum(mine.jcts.get(k) == v for k, v in theirs.jcts.items())
+                parts.append(f"{same}/{len(theirs.jcts)} per-job JCTs equal")
+    return parts[0] + ": " + "; ".join(parts[1:])
 
 
 if __name__ == "__main__":
