@@ -35,7 +35,7 @@ import tempfile
 from pathlib import Path
 
 from _common import SHARED, compile_schedlab
-from pollux_side_by_side import Run, log_file, timed
+from pollux_side_by_side import Run, log_file, report, timed
 
 POLLUX = SHARED / "data" / "goodput" / "pollux"
 WORKLOAD = POLLUX / "workloads" / "workload-6.csv"
@@ -109,24 +109,7 @@ def main() -> None:
         theirs = None
         if folder and args.side != "schedlab":
             theirs = artifact(folder, python, workload, args.artifact_timeout, args.logs)
-    parts = []
-    if mine is not None:
-        parts.append(
-            f"schedlab {mine.cpu:.2f} s CPU ({mine.wall:.1f} s wall), avg JCT {mine.average} s"
-        )
-    if theirs is not None and theirs.reached is not None:
-        parts.append(
-            f"artifact stopped after {theirs.wall:.0f} s wall ({theirs.cpu:.1f} s CPU) "
-            f"at simulated time {theirs.reached} s"
-        )
-    elif theirs is not None:
-        parts.append(
-            f"artifact {theirs.cpu:.2f} s CPU ({theirs.wall:.1f} s wall), "
-            f"avg JCT {theirs.average} s ({len(theirs.jcts)} jobs)"
-        )
-        if mine is not None:
-            parts.append(f"schedlab {theirs.cpu / mine.cpu:.1f}x less CPU")
-    print("sia: " + "; ".join(parts), flush=True)
+    print(report("sia", mine, theirs), flush=True)
     if not folder and args.side != "schedlab":
         print("(set SCHEDLAB_SIA and SCHEDLAB_SIA_PYTHON to time Sia's simulator beside)")
 
