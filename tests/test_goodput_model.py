@@ -12,6 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy.optimize import approx_fprime
 
+from schedlab.perf.goodput import csv_floats
 from schedlab.perf.goodput.csv_floats import legacy_float
 from schedlab.perf.goodput.model import (
     GoodputFunction,
@@ -179,3 +180,27 @@ def test_legacy_float_parses_as_pandas_1_did() -> None:
     for text in ("", "abc", "1.2.3", "e5", "1e"):
         with pytest.raises(ValueError):
             legacy_float(text)
+
+
+@settings(max_examples=500, deadline=None)
+@given(
+    st.sampled_from(["", "+", "-"]),
+    st.text("0123456789", min_size=0, max_size=20),
+    st.integers(0, 20),
+    st.sampled_from(["", " ", "\t"]),
+)
+def test_legacy_float_shortcut_equals_the_digit_by_digit_parse(
+    sign: str, digits: str, point: int, pad: str
+) -> None:
+    """Plain decimals of up to 15 digits take ``float``; every bit (and the sign of zero) must be
+    what the reader's own parse gives, and text it refuses is still refused."""
+    body = digits[:point] + "." + digits[point:] if point < len(digits) else digits
+    text = pad + sign + body + pad
+    try:
+        expected = csv_floats._parse(text.strip(), text)
+    except ValueError:
+        with pytest.raises(ValueError):
+            legacy_float(text)
+        return
+    got = legacy_float(text)
+    assert got == expected and math.copysign(1.0, got) == math.copysign(1.0, expected)

@@ -22,19 +22,21 @@ batch sizes around the one asked for.
 
 from __future__ import annotations
 
+import csv
 import math
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
-import pandas as pd
-from scipy.interpolate import LinearNDInterpolator, interp1d
-from scipy.spatial import QhullError
 
 from schedlab.errors import InputError
 from schedlab.input_files import check_input_file
 from schedlab.perf.goodput.csv_floats import legacy_float
+
+if TYPE_CHECKING:
+    from scipy.interpolate import LinearNDInterpolator
 
 #: Epochs to train and other per-application settings of Pollux's simulator.
 APP_SETTINGS: dict[str, dict[str, int]] = {
@@ -52,24 +54,42 @@ VALIDATION_COLUMNS = ["progress", "iteration", "metric", "grad_sqr", "grad_var"]
 #: Nodes beyond which the interpolation extrapolates no further.
 MAX_INTERPOLATED_NODES = 16
 
+#: A table's numeric columns by name, each a float64 array with one value per row. Plain
+#: arrays rather than data frames: the tables are small and looked up thousands of times per
+#: run, and reading them should not cost a data-frame library's import.
+Table = dict[str, np.ndarray]
 
-def _read_csv(path: Path, columns: list[str]) -> pd.DataFrame:
+
+def _read_csv(path: Path, columns: list[str]) -> Table:
     """A table's numeric columns, every cell parsed as pandas 1.x parsed it
     (:func:`legacy_float`): the simulator's numbers were computed from those values."""
     check_input_file(path, "application table")
     try:
-        text = pd.read_csv(path, dtype=str, keep_default_na=False)
-    except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as exc:
+        with open(path, newline="", encoding="utf-8-sig") as f:
+            lines = [row for row in csv.reader(f) if row]
+    except (csv.Error, UnicodeDecodeError) as exc:
         raise InputError(f"cannot read the table ({exc})", path=str(path)) from None
-    missing = [c for c in columns if c not in text.columns]
+    if not lines:
+        raise InputError("cannot read the table (no columns to parse)", path=str(path))
+    header, rows = lines[0], lines[1:]
+    missing = [c for c in columns if c not in header]
     if missing:
         raise InputError(
             f"missing column {missing[0]!r} (expected {', '.join(columns)})", path=str(path)
         )
-    frame = pd.DataFrame(index=text.index)
+    for number, row in enumerate(rows, start=2):
+        if len(row) != len(header):
+            raise InputError(
+                f"cannot read the table (expected {len(header)} fields, saw {len(row)})",
+                path=str(path),
+                row=number,
+            )
+    table: Table = {}
     for column in columns:
+        at = header.index(column)
         values = []
-        for row, cell in enumerate(text[column].tolist()):
+        for number, row in enumerate(rows, start=2):
+            cell = row[at]
             try:
                 value = legacy_float(cell)
             except ValueError:
@@ -78,25 +98,65 @@ def _read_csv(path: Path, columns: list[str]) -> pd.DataFrame:
                 raise InputError(
                     f"{column!r} must be a number (got {cell!r})",
                     path=str(path),
-                    row=row + 2,
+                    row=number,
                     column=column,
                 )
             values.append(value)
-        frame[column] = np.array(values, dtype=np.float64)
-    return frame
+        table[column] = np.array(values, dtype=np.float64)
+    return table
 
 
-def _check_positive(frame: pd.DataFrame, columns: list[str], path: Path) -> None:
+def _check_positive(table: Table, columns: list[str], path: Path) -> None:
     for column in columns:
-        bad = frame[column].to_numpy() <= 0
+        bad = table[column] <= 0
         if bad.any():
             row = int(np.flatnonzero(bad)[0])
             raise InputError(
-                f"{column!r} must be > 0 (got {frame[column].iat[row]!r})",
+                f"{column!r} must be > 0 (got {table[column][row]!r})",
                 path=str(path),
                 row=row + 2,
                 column=column,
             )
+
+
+def linear_1d(xs: np.ndarray, ys: np.ndarray, x: float) -> tuple[np.float64, np.float64]:
+    """``ys`` (rows of (step, sync)) at ``x``, linearly between the measured ``xs`` (sorted,
+    stably): scipy's ``interp1d(xs, ys, axis=0)(x)`` operation for operation — the segment
+    is found by a left search clipped to [1, n−1], then slope × (x − x_lo) + y_lo — so the
+    values agree to the last bit; outside [xs[0], xs[-1]] it raises ValueError as that does."""
+    if x < xs[0] or x > xs[-1]:
+        side = "below" if x < xs[0] else "above"
+        raise ValueError(f"A value ({x}) in x_new is {side} the interpolation range")
+    hi = min(max(int(np.searchsorted(xs, x)), 1), len(xs) - 1)
+    lo = hi - 1
+    with np.errstate(invalid="ignore", divide="ignore"):
+        slope = (ys[hi] - ys[lo]) / (xs[hi] - xs[lo])
+        out = slope * (np.float64(x) - xs[lo]) + ys[lo]
+    return out[0], out[1]
+
+
+def group_means(keys: np.ndarray, values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Distinct rows of ``keys`` in ascending (lexicographic) order and the mean of
+    ``values`` over each, summed in row order with Kahan compensation. On the shipped tables
+    these are bit for bit the means pandas' ``groupby(sort=True).mean()`` gives (tested), so
+    the interpolation's points — and with them its triangulation — stay those the reproduced
+    runs were matched with."""
+    groups = sorted({tuple(row) for row in keys.tolist()})
+    index = {key: i for i, key in enumerate(groups)}
+    sums = np.zeros((len(groups), values.shape[1]))
+    compensation = np.zeros_like(sums)
+    counts = np.zeros(len(groups))
+    for key, row in zip(keys.tolist(), values, strict=True):
+        g = index[tuple(key)]
+        counts[g] += 1
+        for j, value in enumerate(row):
+            y = value - compensation[g, j]
+            t = sums[g, j] + y
+            compensation[g, j] = t - sums[g, j] - y
+            if compensation[g, j] != compensation[g, j]:  # an infinite value: keep it
+                compensation[g, j] = 0.0
+            sums[g, j] = t
+    return np.array(groups, dtype=np.float64).reshape(-1, keys.shape[1]), sums / counts[:, None]
 
 
 @dataclass(eq=False)
@@ -104,10 +164,10 @@ class Application:
     """One application's tables and Pollux's lookups over them."""
 
     name: str
-    placements: pd.DataFrame
-    scalability: pd.DataFrame
+    placements: Table
+    scalability: Table
     #: Validation tables by global batch size, ascending.
-    validation: dict[int, pd.DataFrame]
+    validation: dict[int, Table]
     init_batch_size: int
     max_batch_size: int
     min_local_bsz: int
@@ -143,7 +203,7 @@ class Application:
             value = (
                 0.0
                 if epoch == 0
-                else min(df.progress[epoch - 1] for df in self.validation.values())
+                else min(table["progress"][epoch - 1] for table in self.validation.values())
             )
             self._progress[epoch] = value
         return value
@@ -160,8 +220,8 @@ class Application:
     def iteration(self, batch_size: float, epoch: int) -> float:
         """Iterations done by the end of ``epoch`` at ``batch_size`` (interpolated)."""
         lower, upper = self.validated_batch_sizes(batch_size)
-        lo = self.validation[lower].iteration[epoch]
-        hi = self.validation[upper].iteration[epoch]
+        lo = self.validation[lower]["iteration"][epoch]
+        hi = self.validation[upper]["iteration"][epoch]
         if lower == upper:
             return lo
         return ((batch_size - lower) * hi + (upper - batch_size) * lo) / (upper - lower)
@@ -174,8 +234,8 @@ class Application:
             return hit
         lower, upper = self.validated_batch_sizes(batch_size)
         lo, hi = self.validation[lower], self.validation[upper]
-        lo_sqr, hi_sqr = lo.grad_sqr[epoch], hi.grad_sqr[epoch]
-        lo_var, hi_var = lo.grad_var[epoch], hi.grad_var[epoch]
+        lo_sqr, hi_sqr = lo["grad_sqr"][epoch], hi["grad_sqr"][epoch]
+        lo_var, hi_var = lo["grad_var"][epoch], hi["grad_var"][epoch]
         if lower == upper:
             out = (lo_sqr, lo_var)
         else:
@@ -196,7 +256,7 @@ class Application:
         pid = int("".join(map(str, p)))
         rows = self._by_placement.get(pid)
         if rows is not None:
-            ret = interp1d(rows[0], rows[1], axis=0)(local_bsz)
+            ret = linear_1d(rows[0], rows[1], local_bsz)
         else:
             nodes = min(len(p), MAX_INTERPOLATED_NODES)
             interpolate = self._interpolator
@@ -216,20 +276,34 @@ class Application:
 
     @cached_property
     def _by_placement(self) -> dict[int, tuple[np.ndarray, np.ndarray]]:
+        """Each measured placement's local batch sizes (stably sorted) and (step, sync) rows."""
+        table = self.placements
+        ids = table["placement"]
+        times = np.column_stack([table["step_time"], table["sync_time"]])
         out = {}
-        for pid in pd.unique(self.placements.placement):
-            df = self.placements[self.placements.placement == pid]
-            out[int(pid)] = (df.local_bsz.values, df[["step_time", "sync_time"]].values)
+        for pid in dict.fromkeys(ids.tolist()):
+            rows = np.flatnonzero(ids == pid)
+            order = np.argsort(table["local_bsz"][rows], kind="mergesort")
+            out[int(pid)] = (table["local_bsz"][rows][order], times[rows][order])
         return out
 
     @cached_property
     def _interpolator(self) -> LinearNDInterpolator | None:
+        # Imported here: only a placement that was not measured needs it, and the import is a
+        # good share of a short run's time.
+        from scipy.interpolate import LinearNDInterpolator
+        from scipy.spatial import QhullError
+
         xs = ["num_nodes", "num_replicas", "local_bsz"]
         ys = ["step_time", "sync_time"]
-        means = self.placements.groupby(xs, sort=True)[ys].mean().reset_index()
-        points = pd.concat([means[xs + ys], self.scalability[xs + ys]], ignore_index=True)
+        keys, means = group_means(
+            np.column_stack([self.placements[c] for c in xs]),
+            np.column_stack([self.placements[c] for c in ys]),
+        )
+        points = np.vstack([keys, np.column_stack([self.scalability[c] for c in xs])])
+        values = np.vstack([means, np.column_stack([self.scalability[c] for c in ys])])
         try:
-            return LinearNDInterpolator(points[xs].values, points[ys].values)
+            return LinearNDInterpolator(points, values)
         except QhullError:  # e.g. every measured placement on one node: a flat point set
             return None
 
@@ -241,7 +315,7 @@ def read_application(folder: str | Path, name: str | None = None) -> Application
         raise InputError("application folder not found", path=str(folder))
     name = name or folder.name
     settings = APP_SETTINGS.get(name, {})
-    validation: dict[int, pd.DataFrame] = {}
+    validation: dict[int, Table] = {}
     for path in sorted(folder.glob("validation-*.csv")):
         tail = path.stem.split("-")[-1]
         if not tail.isdigit() or int(tail) <= 0:
@@ -249,7 +323,7 @@ def read_application(folder: str | Path, name: str | None = None) -> Application
                 "validation tables are named validation-<global batch size>.csv", path=str(path)
             )
         frame = _read_csv(path, VALIDATION_COLUMNS)
-        if len(frame) == 0:
+        if len(frame["progress"]) == 0:
             raise InputError("the validation table has no epochs", path=str(path))
         validation[int(tail)] = frame
     if not validation:
@@ -257,20 +331,20 @@ def read_application(folder: str | Path, name: str | None = None) -> Application
     validation = dict(sorted(validation.items()))
     placements = _read_csv(folder / "placements.csv", PLACEMENT_COLUMNS)
     _check_positive(placements, ["placement", "local_bsz", "step_time"], folder / "placements.csv")
-    bad = [p for p in placements.placement if not str(int(p)).isdigit() or "0" in str(int(p))]
+    bad = [p for p in placements["placement"] if not str(int(p)).isdigit() or "0" in str(int(p))]
     if bad:
         raise InputError(
             f"placement {bad[0]!r} must be digits 1-9 (replicas per node)",
             path=str(folder / "placements.csv"),
             column="placement",
         )
-    placements = placements.assign(
-        num_nodes=placements.placement.apply(lambda p: len(str(int(p)))),
-        num_replicas=placements.placement.apply(lambda p: sum(map(int, str(int(p))))),
-    )
+    digits = [str(int(p)) for p in placements["placement"].tolist()]
+    placements["num_nodes"] = np.array([len(d) for d in digits], dtype=np.float64)
+    placements["num_replicas"] = np.array([sum(map(int, d)) for d in digits], dtype=np.float64)
     scalability = _read_csv(folder / "scalability.csv", SCALABILITY_COLUMNS)
-    max_epochs = settings.get("max_epochs") or min(len(v) for v in validation.values())
-    if max_epochs > min(len(v) for v in validation.values()):
+    epochs = min(len(table["progress"]) for table in validation.values())
+    max_epochs = settings.get("max_epochs") or epochs
+    if max_epochs > epochs:
         raise InputError(
             f"{name} trains {max_epochs} epochs but a validation table has fewer rows",
             path=str(folder),
@@ -282,8 +356,8 @@ def read_application(folder: str | Path, name: str | None = None) -> Application
         validation=validation,
         init_batch_size=min(validation),
         max_batch_size=max(validation),
-        min_local_bsz=int(placements.local_bsz.min()),
-        max_local_bsz=int(settings.get("max_local_bsz") or placements.local_bsz.max()),
+        min_local_bsz=int(placements["local_bsz"].min()),
+        max_local_bsz=int(settings.get("max_local_bsz") or placements["local_bsz"].max()),
         max_epochs=max_epochs,
     )
 

@@ -12,15 +12,30 @@ round correctly.)
 from __future__ import annotations
 
 import math
+import re
 
 #: 1e0 … 1e308 as double literals (what the C table holds).
 _POW10 = tuple(float(f"1e{k}") for k in range(309))
 MAX_DIGITS = 17
+#: Plain decimals (sign, digits, at most one point, no exponent). With at most
+#: :data:`EXACT_DIGITS` digits the reader's accumulated integer is exact and so is the power of
+#: ten it divides by, so its one division rounds correctly — to what ``float`` gives.
+_PLAIN = re.compile(r"[+-]?[0-9]*\.?[0-9]*")
+EXACT_DIGITS = 15
 
 
 def legacy_float(text: str) -> float:
     """``text`` parsed as pandas 1.x's precise_xstrtod; ValueError if it is not a number."""
     s = text.strip()
+    if _PLAIN.fullmatch(s):
+        digits = len(s) - (s[:1] in "+-") - ("." in s)
+        if 0 < digits <= EXACT_DIGITS:
+            return float(s)
+    return _parse(s, text)
+
+
+def _parse(s: str, text: str) -> float:
+    """The reader's own digit-by-digit parse of the stripped ``s``."""
     i, n = 0, len(s)
     negative = False
     if i < n and s[i] in "+-":
