@@ -82,7 +82,9 @@ def test_a_queue_over_its_share_loses_jobs_to_the_other_queue_and_nothing_is_los
         time.sleep(3.0)  # a few cycles: a's fourth job stays back at the limit
         assert not journal_starts(journal).get(longs[3])
         held = read_queue(queue_path(state, None))
-        shorts = [submit(ours, "b", 8, 3, f"b{k}") for k in range(2)]
+        # Long enough that both still run when the status is read: the second starts only after
+        # a's victim is requeued, which can take seconds on a loaded machine.
+        shorts = [submit(ours, "b", 8, 15, f"b{k}") for k in range(2)]
         wait_until(lambda: all(journal_starts(journal).get(j) for j in shorts), t0 + 60.0)
         status = read_queue(queue_path(state, None))
         finish(proc, t0 + 180.0)
