@@ -238,17 +238,11 @@ class ClusterState:
         """``node`` changed: it takes the next version stamp, and the journal records it."""
         self.version[node] = next(_STAMPS)
         self.changes += 1
-        if len(self.journal) < JOURNAL_LIMIT:
-            self.journal.append(node)
-        else:
-            self._stamp_cut(node)
-
-    def _stamp_cut(self, node: int) -> None:
-        """The journal is full: it starts again with ``node`` (older marks fall back on the
-        versions), so that it stays bounded however long the run."""
-        self.journal_base += len(self.journal)
-        self.journal.clear()
-        self.journal.append(node)
+        journal = self.journal
+        if len(journal) >= JOURNAL_LIMIT:  # bounded: older marks fall back on the versions
+            self.journal_base += len(journal)
+            journal.clear()
+        journal.append(node)
 
     def changed_since(self, mark: int) -> list[int] | None:
         """The nodes changed since this state's ``changes`` was ``mark``, each once; None when
