@@ -136,7 +136,9 @@ class FgdPlacement(PlacementPolicy):
         if allowed is None:
             allowed = self._model_ok[mask] = (self._model_bits & mask) != 0
         seen, now = cache.version.item, state.version.item
-        stale = sorted(n for n in nodes if seen(n) != now(n) and node_fits(pod, state, n, allowed))
+        stale = sorted(
+            n for n in nodes if seen(n) != now(n) and node_fits(pod, state, n, allowed)
+        )
         if stale:
             self._update(pod, state, cache, np.array(stale, dtype=np.int64))
         return cache.score[nodes].tolist()
