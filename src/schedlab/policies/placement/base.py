@@ -130,24 +130,8 @@ def feasible_nodes(
         if pod.gpu_milli == GPU_MILLI:
             ok &= state.gpu_full_count >= pod.num_gpu
         else:
-            ok &= fitting_gpu_enough(state.gpu_free, pod.gpu_milli, pod.num_gpu)
+            ok &= (state.gpu_free >= pod.gpu_milli).sum(axis=1) >= pod.num_gpu
     return ok
-
-
-#: Unsigned integer types as wide as a row of 1, 2, 4 or 8 booleans.
-_ROW_WORDS = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}
-
-
-def fitting_gpu_enough(gpu_free: np.ndarray, share: int, count: int) -> np.ndarray:
-    """Per node, whether at least ``count`` GPUs have ``share`` free. For one GPU on nodes of
-    1, 2, 4 or 8 slots (every cluster so far), a row of booleans is read as one machine word,
-    non-zero when any is true: about three times quicker than counting them, and this runs
-    for every pod over every node."""
-    fits = gpu_free >= share
-    word = _ROW_WORDS.get(fits.shape[1]) if fits.ndim == 2 else None
-    if count == 1 and word is not None and fits.flags.c_contiguous:
-        return fits.view(word).ravel() != 0
-    return fits.sum(axis=1) >= count
 
 
 def node_fits(pod: PodRequest, state: ClusterState, node: int, allowed: np.ndarray) -> bool:

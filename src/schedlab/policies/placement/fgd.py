@@ -7,12 +7,7 @@ every GPU that fits is tried and the best (integer) score kept, lowest GPU index
 
 Speed: a node's score for a pod shape changes only when that node changes, so scores are cached
 per (CPU, GPU count, share) shape with the node versions they were computed at, and only nodes
-that changed since are rescored, in one vectorised batch. The policy also offers
-:meth:`FgdPlacement.score_nodes`, so the placement framework keeps each shape's choice and asks
-only about the nodes that moved since that shape was last placed; the batch it rescores is the
-very set :meth:`FgdPlacement.score` would rescore (the feasible nodes whose cached score is
-stale, in node order), because the floating-point products with the task probabilities depend on
-how rows are batched, and the scores must be the same bits either way.
+that changed since are rescored, in one vectorised batch.
 """
 
 from __future__ import annotations
@@ -23,13 +18,7 @@ import numpy as np
 
 from schedlab.metrics.fragmentation import TargetWorkload
 from schedlab.model.cluster import ClusterState
-from schedlab.policies.placement.base import (
-    PlacementPolicy,
-    PodRequest,
-    RunContext,
-    node_fits,
-    node_model_bits,
-)
+from schedlab.policies.placement.base import PlacementPolicy, PodRequest, RunContext
 
 NO_SCORE = -1
 
@@ -78,8 +67,6 @@ class FgdPlacement(PlacementPolicy):
             else np.zeros((n, 0), dtype=bool)
         )
         self._swaps: dict[int, np.ndarray] = {}
-        self._model_bits = node_model_bits(ctx.cluster)
-        self._model_ok: dict[int, np.ndarray] = {}  # model mask → nodes of an allowed model
         self.rescored_states = 0
 
     def _swap(self, share: int, r: np.ndarray) -> np.ndarray:
@@ -95,53 +82,25 @@ class FgdPlacement(PlacementPolicy):
             self._swaps[share] = table
         return table[r]
 
-    def _cache(self, pod: PodRequest) -> _ShapeCache:
-        """The pod shape's cached scores (created empty the first time)."""
+    def score(self, pod: PodRequest, state: ClusterState, feasible: np.ndarray) -> np.ndarray:
         key = (pod.cpu_milli, pod.num_gpu, pod.gpu_milli)
         cache = self._shapes.get(key)
         if cache is None:
-            n = len(self._frag)
+            n = len(feasible)
             cache = _ShapeCache(
                 np.full(n, NO_SCORE, dtype=np.int64),
                 np.full(n, -1, dtype=np.int64),
                 np.full(n, -1, dtype=np.int64),
             )
             self._shapes[key] = cache
-        return cache
-
-    def _update(
-        self, pod: PodRequest, state: ClusterState, cache: _ShapeCache, nodes: np.ndarray
-    ) -> None:
-        """Rescore ``nodes`` (ascending) into the shape's cache."""
-        score, gpu, version = self._rescore(pod, state, nodes)
-        cache.score[nodes] = score
-        cache.gpu[nodes] = gpu
-        cache.version[nodes] = version
-
-    def score(self, pod: PodRequest, state: ClusterState, feasible: np.ndarray) -> np.ndarray:
-        cache = self._cache(pod)
         nodes = (feasible & (cache.version != state.version)).nonzero()[0]
         if len(nodes):
-            self._update(pod, state, cache, nodes)
+            score, gpu, version = self._rescore(pod, state, nodes)
+            cache.score[nodes] = score
+            cache.gpu[nodes] = gpu
+            cache.version[nodes] = version
+        self._last = cache
         return cache.score
-
-    def score_nodes(self, pod: PodRequest, state: ClusterState, nodes: list[int]) -> list[int]:
-        """:meth:`score` of the nodes that changed since the framework last placed this pod's
-        shape. Of these, the ones where the pod fits and whose cached score is stale are
-        rescored in one batch: exactly the batch :meth:`score` would form, since a feasible
-        node that has not changed since was scored back then (the framework's argument)."""
-        cache = self._cache(pod)
-        mask = pod.model_mask
-        allowed = self._model_ok.get(mask)
-        if allowed is None:
-            allowed = self._model_ok[mask] = (self._model_bits & mask) != 0
-        seen, now = cache.version.item, state.version.item
-        stale = sorted(
-            n for n in nodes if seen(n) != now(n) and node_fits(pod, state, n, allowed)
-        )
-        if stale:
-            self._update(pod, state, cache, np.array(stale, dtype=np.int64))
-        return cache.score[nodes].tolist()
 
     def _rescore(
         self, pod: PodRequest, state: ClusterState, nodes: np.ndarray
@@ -212,11 +171,6 @@ class FgdPlacement(PlacementPolicy):
         return fgd_score(before - frag_after), np.full(len(nodes), -1, dtype=np.int64), version
 
     def pick_gpus(self, pod: PodRequest, state: ClusterState, node: int) -> tuple[int, ...]:
-        """For a sharing pod, the GPU its score was computed with (the node was scored for this
-        shape at its present version, by :meth:`score` or :meth:`score_nodes`)."""
         if pod.is_sharing:
-            cache = self._cache(pod)
-            if cache.version.item(node) != state.version.item(node):
-                self._update(pod, state, cache, np.array([node], dtype=np.int64))
-            return (cache.gpu.item(node),)
+            return (int(self._last.gpu[node]),)
         return super().pick_gpus(pod, state, node)
