@@ -24,6 +24,8 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.optimize import Bounds, minimize
 
+from schedlab.perf.blas_threads import one_blas_thread
+
 #: θ's fields in order.
 PARAM_NAMES = ("alpha_c", "beta_c", "alpha_n", "beta_n", "alpha_r", "beta_r", "gamma")
 
@@ -211,15 +213,16 @@ def fit_perf_params(
     if start is not None:
         params[free] = np.clip(start[free], lower[free], upper[free])
     data = (num_nodes, num_replicas, micro_batch, accum_obs, optim_obs)
-    result = minimize(
-        _objective,
-        params[free],
-        args=(params, free, data),
-        method="L-BFGS-B",
-        jac=True,
-        bounds=Bounds(lower[free], upper[free]),
-        options={"ftol": 1e-12, "gtol": 1e-10},
-    )
+    with one_blas_thread():  # the solver's tiny BLAS calls would wake idle spinning threads
+        result = minimize(
+            _objective,
+            params[free],
+            args=(params, free, data),
+            method="L-BFGS-B",
+            jac=True,
+            bounds=Bounds(lower[free], upper[free]),
+            options={"ftol": 1e-12, "gtol": 1e-10},
+        )
     out = params.copy()
     out[free] = result.x
     if not np.any(num_nodes > 1):
