@@ -101,3 +101,16 @@ def test_survivors_recompute_the_crowding_of_a_cut_front() -> None:
     assert keep.tolist() == [0, 5, 3, 4]
     assert rank.tolist() == [0, 0, 0, 0]
     np.testing.assert_allclose(crowd, [np.inf, np.inf, 1.4, 0.9])
+
+
+@settings(max_examples=200, deadline=None)
+@given(POINTS, st.integers(1, 45))
+def test_limited_fronts_are_the_first_fronts_that_hold_the_limit(rows, limit) -> None:
+    f = np.array(rows, dtype=np.float64)
+    full = non_dominated_fronts(f)
+    got = non_dominated_fronts(f, limit=limit)
+    sizes = np.cumsum([len(front) for front in full])
+    want = int(np.searchsorted(sizes, limit)) + 1  # fronts until the limit is reached
+    assert len(got) == min(want, len(full))
+    for a, b in zip(got, full, strict=False):
+        np.testing.assert_array_equal(a, b)

@@ -15,8 +15,10 @@ from collections.abc import Callable
 import numpy as np
 
 
-def non_dominated_fronts(f: np.ndarray) -> list[np.ndarray]:
-    """Indices of each Pareto front (objectives minimised), best front first."""
+def non_dominated_fronts(f: np.ndarray, limit: int | None = None) -> list[np.ndarray]:
+    """Indices of each Pareto front (objectives minimised), best front first; with ``limit``,
+    only the first fronts that hold at least ``limit`` points (survivor selection needs no
+    more)."""
     n = len(f)
     # One n × n comparison per objective, combined in place: the same booleans as reducing an
     # n × n × m comparison over its last axis, without the reduction's per-call overhead, which
@@ -32,8 +34,12 @@ def non_dominated_fronts(f: np.ndarray) -> list[np.ndarray]:
     fronts = []
     remaining = np.ones(n, dtype=bool)
     current = np.flatnonzero(count == 0)
+    placed = 0
     while len(current):
         fronts.append(current)
+        placed += len(current)
+        if limit is not None and placed >= limit:
+            break
         remaining[current] = False
         count = count - dominates[current].sum(axis=0)
         current = np.flatnonzero(remaining & (count == 0))
@@ -81,7 +87,7 @@ def ranked_survivors(f: np.ndarray, size: int) -> tuple[np.ndarray, np.ndarray, 
     crowds: list[np.ndarray] = []
     ranks: list[np.ndarray] = []
     count = 0
-    for r, front in enumerate(non_dominated_fronts(f)):
+    for r, front in enumerate(non_dominated_fronts(f, limit=size)):
         crowd = crowding_distance(f[front])
         if count + len(front) > size:
             order = np.argsort(-crowd, kind="stable")
