@@ -253,15 +253,21 @@ def repair_states(
         spread = np.count_nonzero(states, axis=2) > 1
         mark = (states > 0) & spread[:, :, None]
         states = np.where(np.cumsum(mark, axis=1) > 1, 0, states)
-    shuffle = np.argsort(rng.random(states.shape), axis=2)
-    rows = np.arange(states.shape[0])[:, None, None], np.arange(states.shape[1])[None, :, None]
-    states = states[(*rows, shuffle)]  # each row's nodes in the shuffled order
-    states = capped_steps(states, max_rep[None, :, None])
-    keep = capped_steps(states > 0, MAX_NODES_PER_JOB)
-    states = np.where(keep > 0, states, 0)
-    unshuffle = np.empty_like(shuffle)
-    unshuffle[(*rows, shuffle)] = np.arange(states.shape[2])
-    states = states[(*rows, unshuffle)]
+    order = rng.random(states.shape)  # drawn whether or not a cut below needs it
+    over_nodes = states.shape[2] > MAX_NODES_PER_JOB
+    if over_nodes or (states.sum(axis=2) > max_rep[None, :]).any():
+        # cut replicas past max_rep, and nodes past MAX_NODES_PER_JOB, in a random node order
+        # (without either cut the shuffled row comes back unchanged: skipped)
+        shuffle = np.argsort(order, axis=2)
+        rows = np.arange(states.shape[0])[:, None, None], np.arange(states.shape[1])[None, :, None]
+        states = states[(*rows, shuffle)]  # each row's nodes in the shuffled order
+        states = capped_steps(states, max_rep[None, :, None])
+        if over_nodes:
+            keep = capped_steps(states > 0, MAX_NODES_PER_JOB)
+            states = np.where(keep > 0, states, 0)
+        unshuffle = np.empty_like(shuffle)
+        unshuffle[(*rows, shuffle)] = np.arange(states.shape[2])
+        states = states[(*rows, unshuffle)]
     return capped_steps(states, cap[None, None, :], axis=1)
 
 
