@@ -105,3 +105,15 @@ def test_mutate_equals_the_long_way(case) -> None:
     np.testing.assert_array_equal(got, want)
     assert fast.random() == slow.random()
     np.testing.assert_array_equal(states, before)
+
+
+def test_repair_cuts_a_job_to_sixteen_nodes_within_its_replica_limit() -> None:
+    # one job on 20 nodes, one replica each, far below its limit of 64: only the node cut
+    # applies, and it keeps 16 of the 20 nodes (which ones: the seeded shuffle's first 16)
+    states = np.ones((3, 1, 20), dtype=np.int64)
+    args = (np.ones((1, 20), dtype=bool), np.array([64]), np.full(20, 4))
+    got = repair_states(states, np.random.default_rng(5), *args, avoidance=False)
+    want = repair_long(states, np.random.default_rng(5), *args, avoidance=False)
+    np.testing.assert_array_equal(got, want)
+    assert (np.count_nonzero(got, axis=2) == MAX_NODES_PER_JOB).all()
+    assert got.sum() == 3 * MAX_NODES_PER_JOB
