@@ -15,10 +15,13 @@ from scipy.optimize import approx_fprime
 from schedlab.perf.goodput import csv_floats
 from schedlab.perf.goodput.csv_floats import legacy_float
 from schedlab.perf.goodput.model import (
+    FitData,
     GoodputFunction,
     SpeedupFunction,
     _objective,
+    accum_time,
     fit_perf_params,
+    log_optim_time,
     network_time,
 )
 
@@ -147,13 +150,38 @@ def test_fitting_gradient_is_exact() -> None:
     rng = np.random.default_rng(1)
     nodes, reps = np.array([1, 1, 1, 2, 2, 4]), np.array([1, 2, 4, 2, 8, 16])
     micro = np.array([8, 16, 32, 8, 32, 64])
-    data = (nodes, reps, micro, rng.uniform(0.05, 0.5, 6), rng.uniform(0.3, 1.5, 6))
+    data = FitData.of(nodes, reps, micro, rng.uniform(0.05, 0.5, 6), rng.uniform(0.3, 1.5, 6))
     mask = np.ones(7, dtype=bool)
     for _ in range(3):
         theta = np.concatenate([rng.uniform(0.01, 0.5, 6), [rng.uniform(1, 3)]])
         _, grad = _objective(theta, theta, mask, data)
         numeric = approx_fprime(theta, lambda x, t=theta: _objective(x, t, mask, data)[0], 1e-7)
         np.testing.assert_allclose(grad, numeric, rtol=1e-4, atol=1e-5)
+
+
+def loss_long(theta, nodes, reps, micro, accum_obs, optim_obs) -> float:
+    """The fitting loss from the model's own functions, nothing prepared."""
+    a = accum_time(theta, micro)
+    r1 = np.log(a) - np.log(accum_obs)
+    r2 = log_optim_time(theta, a, network_time(theta, nodes, reps)) - np.log(optim_obs)
+    reg1 = 1e-3 * (theta[6] - 1) ** 2
+    reg2 = 1e-2 * ((theta[3] / theta[2]) ** 2 + (theta[5] / theta[4]) ** 2)
+    return float(np.sqrt((r1**2).mean()) + np.sqrt((r2**2).mean()) + reg1 + reg2)
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.integers(0, 2**32 - 1), st.integers(1, 30))
+def test_prepared_loss_equals_the_model_functions(seed: int, points: int) -> None:
+    # the loss a fit minimises, bit for bit, from prepared data and from the model's functions
+    rng = np.random.default_rng(seed)
+    nodes = rng.integers(1, 4, points)
+    reps = np.maximum(nodes, rng.integers(1, 17, points))
+    micro = rng.integers(8, 256, points)
+    accum, optim = rng.uniform(0.01, 0.5, points), rng.uniform(0.3, 1.5, points)
+    theta = np.concatenate([rng.uniform(1e-4, 0.5, 6), [rng.uniform(1, 10)]])
+    data = FitData.of(nodes, reps, micro, accum, optim)
+    got, _ = _objective(theta, theta, np.ones(7, dtype=bool), data)
+    assert got == loss_long(theta, nodes, reps, micro, accum, optim)
 
 
 def test_fitter_priors_without_multi_node_data() -> None:

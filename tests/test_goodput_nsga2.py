@@ -6,7 +6,13 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from schedlab.policies.goodput.nsga2 import non_dominated_fronts
+from schedlab.policies.goodput.nsga2 import (
+    crowding_distance,
+    non_dominated_fronts,
+    rank_and_crowding,
+    ranked_survivors,
+    select_survivors,
+)
 
 
 def test_fronts_hand_case() -> None:
@@ -42,3 +48,69 @@ def test_fronts_follow_the_definition(rows: list[list[int]]) -> None:
             assert not any(dominates(f[j], f[i]) for j in later)
             if r:
                 assert any(dominates(f[j], f[i]) for j in fronts[r - 1])
+
+
+def select_long(f: np.ndarray, size: int) -> list[int]:
+    """Whole fronts while they fit, then the most crowded of the next one."""
+    chosen: list[int] = []
+    for front in non_dominated_fronts(f):
+        if len(chosen) + len(front) <= size:
+            chosen.extend(front.tolist())
+            continue
+        order = np.argsort(-crowding_distance(f[front]), kind="stable")
+        chosen.extend(front[order[: size - len(chosen)]].tolist())
+        break
+    return chosen
+
+
+#: Random points (small fronts), or a wide front — points on x + y = 30 — over a few others,
+#: so that a front is cut with three or more of it kept.
+POINTS = st.one_of(
+    st.integers(1, 3).flatmap(
+        lambda m: st.lists(
+            st.lists(st.integers(0, 5), min_size=m, max_size=m), min_size=1, max_size=40
+        )
+    ),
+    st.tuples(
+        st.lists(st.integers(0, 30), min_size=1, max_size=25, unique=True),
+        st.lists(st.tuples(st.integers(0, 40), st.integers(0, 40)), max_size=15),
+    ).map(lambda c: [[x, 30 - x] for x in c[0]] + [list(p) for p in c[1]]),
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(POINTS, st.integers(1, 45))
+def test_survivors_carry_the_rank_and_crowding_a_fresh_sort_gives(rows, size) -> None:
+    """The search reuses the selection's ranks and crowding distances for the next generation's
+    tournaments: they must be bit-equal to sorting the survivors again."""
+    f = np.array(rows, dtype=np.float64)
+    keep, rank, crowd = ranked_survivors(f, size)
+    assert keep.tolist() == select_long(f, size) == select_survivors(f, size).tolist()
+    assert len(keep) == min(size, len(f)) and len(set(keep.tolist())) == len(keep)
+    want_rank, want_crowd = rank_and_crowding(f[keep])
+    np.testing.assert_array_equal(rank, want_rank)
+    np.testing.assert_array_equal(crowd, want_crowd)
+
+
+def test_survivors_recompute_the_crowding_of_a_cut_front() -> None:
+    # one front of six; four survive: the extremes, then (4, 3) and (6, 2) (0.9 each; (1, 8)
+    # and (2, 7) have 0.5 and 0.8). Among the four, (4, 3) lies between (0, 10) and (6, 2):
+    # (6 + 8) / 10 = 1.4, (6, 2) between (4, 3) and (10, 0): (6 + 3) / 10 = 0.9.
+    f = np.array([[0, 10], [1, 8], [2, 7], [4, 3], [6, 2], [10, 0]], dtype=np.float64)
+    keep, rank, crowd = ranked_survivors(f, 4)
+    assert keep.tolist() == [0, 5, 3, 4]
+    assert rank.tolist() == [0, 0, 0, 0]
+    np.testing.assert_allclose(crowd, [np.inf, np.inf, 1.4, 0.9])
+
+
+@settings(max_examples=200, deadline=None)
+@given(POINTS, st.integers(1, 45))
+def test_limited_fronts_are_the_first_fronts_that_hold_the_limit(rows, limit) -> None:
+    f = np.array(rows, dtype=np.float64)
+    full = non_dominated_fronts(f)
+    got = non_dominated_fronts(f, limit=limit)
+    sizes = np.cumsum([len(front) for front in full])
+    want = int(np.searchsorted(sizes, limit)) + 1  # fronts until the limit is reached
+    assert len(got) == min(want, len(full))
+    for a, b in zip(got, full, strict=False):
+        np.testing.assert_array_equal(a, b)

@@ -24,6 +24,8 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.optimize import Bounds, minimize
 
+from schedlab.perf.blas_threads import one_blas_thread
+
 #: θ's fields in order.
 PARAM_NAMES = ("alpha_c", "beta_c", "alpha_n", "beta_n", "alpha_r", "beta_r", "gamma")
 
@@ -130,23 +132,58 @@ class GoodputFunction:
         return g, m, a
 
 
+@dataclass(frozen=True)
+class FitData:
+    """A profile prepared once for the many loss evaluations of one fit: the observed times'
+    logs, the link each point synchronises over, the replicas past two."""
+
+    micro: np.ndarray
+    log_accum_obs: np.ndarray
+    log_optim_obs: np.ndarray
+    #: 0: across nodes (α_n, β_n); 1: within a node (α_r, β_r); 2: one GPU (no network).
+    link: np.ndarray
+    across: np.ndarray
+    within: np.ndarray
+    extra: np.ndarray
+
+    @classmethod
+    def of(cls, num_nodes, num_replicas, micro, accum_obs, optim_obs) -> FitData:
+        num_nodes, num_replicas = np.asarray(num_nodes), np.asarray(num_replicas)
+        across = num_nodes > 1
+        within = ~across & (num_replicas > 1)
+        return cls(
+            micro=np.asarray(micro),
+            log_accum_obs=np.log(np.asarray(accum_obs, dtype=float)),
+            log_optim_obs=np.log(np.asarray(optim_obs, dtype=float)),
+            link=np.where(across, 0, np.where(within, 1, 2)),
+            across=across,
+            within=within,
+            extra=np.maximum(num_replicas - 2, 1e-8),
+        )
+
+
 def _objective(
-    free: np.ndarray, fixed: np.ndarray, mask: np.ndarray, data
+    free: np.ndarray, fixed: np.ndarray, mask: np.ndarray, data: FitData
 ) -> tuple[float, np.ndarray]:
     """The fitting loss and its exact gradient in the free parameters (the artifact
     differentiates the same loss with autograd; finite differences cost 8 evaluations a step
-    and stall on this non-smooth loss)."""
+    and stall on this non-smooth loss). The same floating-point operations as
+    :func:`accum_time`, :func:`network_time` and :func:`log_optim_time`, with what does not
+    depend on θ taken from ``data``."""
     p = fixed.copy()
     p[mask] = free
-    num_nodes, num_replicas, micro, accum_obs, optim_obs = data
-    a = accum_time(p, micro)
-    n = network_time(p, num_nodes, num_replicas)
+    micro = data.micro
+    a = p[0] + p[1] * micro
+    n = np.array([p[2], p[4], 1e-8])[data.link] + np.array([p[3], p[5], 1e-8])[data.link] * (
+        data.extra
+    )
     gamma = p[6]
     a_g, n_g = a**gamma, n**gamma
     total = a_g + n_g
-    log_optim = np.log(total) / gamma
-    r1 = np.log(a) - np.log(accum_obs)
-    r2 = log_optim - np.log(optim_obs)
+    log_total = np.log(total)
+    log_a = np.log(a)
+    r1 = log_a - data.log_accum_obs
+    r2 = log_total / gamma - data.log_optim_obs
     err1 = np.sqrt((r1**2).mean())
     err2 = np.sqrt((r2**2).mean())
     reg1 = 1e-3 * (gamma - 1) ** 2
@@ -156,13 +193,9 @@ def _objective(
     w2 = r2 / (len(r2) * max(err2, 1e-300))
     d_a = w1 / a + w2 * a ** (gamma - 1) / total  # through log a and through the γ-norm
     d_n = w2 * n ** (gamma - 1) / total
-    across = np.asarray(num_nodes) > 1
-    within = ~across & (np.asarray(num_replicas) > 1)
-    extra = np.maximum(np.asarray(num_replicas) - 2, 1e-8)
+    across, within, extra = data.across, data.within, data.extra
     with np.errstate(divide="ignore", invalid="ignore"):
-        d_gamma_terms = (a_g * np.log(a) + n_g * np.log(n)) / (gamma * total) - np.log(
-            total
-        ) / gamma**2
+        d_gamma_terms = (a_g * log_a + n_g * np.log(n)) / (gamma * total) - log_total / gamma**2
     grad = np.array(
         [
             d_a.sum(),
@@ -210,16 +243,17 @@ def fit_perf_params(
     free = ~fixed
     if start is not None:
         params[free] = np.clip(start[free], lower[free], upper[free])
-    data = (num_nodes, num_replicas, micro_batch, accum_obs, optim_obs)
-    result = minimize(
-        _objective,
-        params[free],
-        args=(params, free, data),
-        method="L-BFGS-B",
-        jac=True,
-        bounds=Bounds(lower[free], upper[free]),
-        options={"ftol": 1e-12, "gtol": 1e-10},
-    )
+    data = FitData.of(num_nodes, num_replicas, micro_batch, accum_obs, optim_obs)
+    with one_blas_thread():  # the solver's tiny BLAS calls would wake idle spinning threads
+        result = minimize(
+            _objective,
+            params[free],
+            args=(params, free, data),
+            method="L-BFGS-B",
+            jac=True,
+            bounds=Bounds(lower[free], upper[free]),
+            options={"ftol": 1e-12, "gtol": 1e-10},
+        )
     out = params.copy()
     out[free] = result.x
     if not np.any(num_nodes > 1):

@@ -15,8 +15,10 @@ from collections.abc import Callable
 import numpy as np
 
 
-def non_dominated_fronts(f: np.ndarray) -> list[np.ndarray]:
-    """Indices of each Pareto front (objectives minimised), best front first."""
+def non_dominated_fronts(f: np.ndarray, limit: int | None = None) -> list[np.ndarray]:
+    """Indices of each Pareto front (objectives minimised), best front first; with ``limit``,
+    only the first fronts that hold at least ``limit`` points (survivor selection needs no
+    more)."""
     n = len(f)
     # One n × n comparison per objective, combined in place: the same booleans as reducing an
     # n × n × m comparison over its last axis, without the reduction's per-call overhead, which
@@ -32,8 +34,12 @@ def non_dominated_fronts(f: np.ndarray) -> list[np.ndarray]:
     fronts = []
     remaining = np.ones(n, dtype=bool)
     current = np.flatnonzero(count == 0)
+    placed = 0
     while len(current):
         fronts.append(current)
+        placed += len(current)
+        if limit is not None and placed >= limit:
+            break
         remaining[current] = False
         count = count - dominates[current].sum(axis=0)
         current = np.flatnonzero(remaining & (count == 0))
@@ -66,26 +72,50 @@ def rank_and_crowding(f: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 def select_survivors(f: np.ndarray, size: int) -> np.ndarray:
     """Indices of the ``size`` best by front, then by crowding distance."""
-    chosen: list[int] = []
-    for front in non_dominated_fronts(f):
-        if len(chosen) + len(front) <= size:
-            chosen.extend(front.tolist())
-            continue
+    return ranked_survivors(f, size)[0]
+
+
+def ranked_survivors(f: np.ndarray, size: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """:func:`select_survivors` with the survivors' Pareto rank and crowding distance among
+    themselves — what :func:`rank_and_crowding` of ``f[keep]`` returns, without sorting again.
+
+    The survivors are whole fronts and a part of the next one, and a point is dominated only by
+    points of earlier fronts, so their fronts are the same; the part's members sit in ``keep``
+    in the order a fresh sort would list them, so its crowding distances are recomputed on
+    the same rows in the same order."""
+    chosen: list[np.ndarray] = []
+    crowds: list[np.ndarray] = []
+    ranks: list[np.ndarray] = []
+    count = 0
+    for r, front in enumerate(non_dominated_fronts(f, limit=size)):
         crowd = crowding_distance(f[front])
-        order = np.argsort(-crowd, kind="stable")
-        chosen.extend(front[order[: size - len(chosen)]].tolist())
-        break
-    return np.asarray(chosen, dtype=np.int64)
+        if count + len(front) > size:
+            order = np.argsort(-crowd, kind="stable")
+            front = front[order[: size - count]]
+            crowd = crowding_distance(f[front])
+        chosen.append(front)
+        crowds.append(crowd)
+        ranks.append(np.full(len(front), r, dtype=np.int64))
+        count += len(front)
+        if count >= size:
+            break
+    if not chosen:
+        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64), np.zeros(0)
+    keep = np.concatenate(chosen).astype(np.int64, copy=False)
+    return keep, np.concatenate(ranks), np.concatenate(crowds)
 
 
-def _unique(states: np.ndarray, seen: set[bytes]) -> np.ndarray:
+def _unique(states: np.ndarray, seen: set[bytes]) -> tuple[np.ndarray, list[bytes]]:
+    """The states not in ``seen`` (first of equal ones), added to it; and their keys."""
     keep = []
+    keys = []
     for i, s in enumerate(states):
         key = s.tobytes()
         if key not in seen:
             seen.add(key)
             keep.append(i)
-    return states[keep]
+            keys.append(key)
+    return states[keep], keys
 
 
 def nsga2(
@@ -100,12 +130,13 @@ def nsga2(
     """Run NSGA-II from ``initial`` (k × jobs × nodes); return the final Pareto front's states
     and objectives."""
     pop = repair(initial.copy())
-    pop = _unique(pop, set())
+    pop, keys = _unique(pop, set())
     f = evaluate(pop)
     n_jobs = pop.shape[1]
+    # After the first generation the survivors' ranks and crowding come from their selection.
+    rank, crowd = rank_and_crowding(f)
     for _ in range(generations):
-        rank, crowd = rank_and_crowding(f)
-        seen = {s.tobytes() for s in pop}
+        seen = set(keys)
         children: list[np.ndarray] = []
         got = 0
         for _attempt in range(10):
@@ -123,17 +154,19 @@ def nsga2(
             p1, p2 = pop[parents[0]], pop[parents[1]]
             c1 = np.where(take_first[:, :, None], p1, p2)
             c2 = np.where(take_first[:, :, None], p2, p1)
-            kids = repair(mutate(np.concatenate([c1, c2])))
-            kids = _unique(kids, seen)[:need]
+            kids, kid_keys = _unique(repair(mutate(np.concatenate([c1, c2]))), seen)
+            kids = kids[:need]
             if len(kids):
                 children.append(kids)
+                keys += kid_keys[:need]
                 got += len(kids)
         if not children:
             break
         kids = np.concatenate(children)
         merged = np.concatenate([pop, kids])
         fm = np.concatenate([f, evaluate(kids)])
-        keep = select_survivors(fm, pop_size)
+        keep, rank, crowd = ranked_survivors(fm, pop_size)
         pop, f = merged[keep], fm[keep]
-    front = non_dominated_fronts(f)[0]
+        keys = [keys[i] for i in keep.tolist()]
+    front = np.flatnonzero(rank == 0)
     return pop[front], f[front]

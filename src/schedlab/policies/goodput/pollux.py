@@ -173,41 +173,10 @@ class Pollux(IntervalPolicy):
             return np.column_stack([-mean, -(util * share).sum(axis=1)])
 
         def mutate(states: np.ndarray) -> np.ndarray:
-            states = states.copy()
-            reset = rng.random(states.shape[:2]) < 0.1
-            states = np.where(reset[:, :, None], base[None], states)
-            prob = np.where(rng.random(states.shape[:2]) < 0.1, 0.1, 0.0)
-            states[rng.random(states.shape) < prob[:, :, None]] = 0
-            free = cap[None, :] - states.sum(axis=1)  # P × N
-            room = np.broadcast_to((free >= 1)[:, None, :], states.shape) & allowed[None]
-            p1 = room / np.maximum(room.sum(axis=2, keepdims=True), 1.0)
-            held = (states > 0) & room
-            p2 = held / np.maximum(held.sum(axis=2, keepdims=True), 1.0)
-            hit = rng.random(states.shape) < p1 + p2 - p1 * p2
-            raised = rng.integers(states, per_node[None] + 1)
-            states[hit] = raised[hit]
-            return states
+            return mutate_states(states, rng, base, cap, allowed, per_node)
 
         def repair(states: np.ndarray) -> np.ndarray:
-            states = np.where(allowed[None], states, 0)
-            if self.avoidance:
-                spread = np.count_nonzero(states, axis=2) > 1
-                mark = (states * spread[:, :, None]) > 0
-                states = np.where(np.cumsum(mark, axis=1) > 1, 0, states)
-            shuffle = np.argsort(rng.random(states.shape), axis=2)
-            states = np.take_along_axis(states, shuffle, axis=2)
-            states = np.diff(
-                np.minimum(np.cumsum(states, axis=2), max_rep[None, :, None]), axis=2, prepend=0
-            )
-            keep = np.diff(
-                np.minimum(np.cumsum(states > 0, axis=2), MAX_NODES_PER_JOB), axis=2, prepend=0
-            )
-            states = np.where(keep > 0, states, 0)
-            states = np.take_along_axis(states, np.argsort(shuffle, axis=2), axis=2)
-            states = np.diff(
-                np.minimum(np.cumsum(states, axis=1), cap[None, None, :]), axis=1, prepend=0
-            )
-            return states
+            return repair_states(states, rng, allowed, max_rep, cap, self.avoidance)
 
         initial = self._initial(jobs, base)
         front, values = nsga2(
@@ -238,3 +207,77 @@ class Pollux(IntervalPolicy):
 
     def report(self) -> dict[str, Any]:
         return {**super().report(), "searches": self.searched}
+
+
+def mutate_states(
+    states: np.ndarray,
+    rng: np.random.Generator,
+    base: np.ndarray,
+    cap: np.ndarray,
+    allowed: np.ndarray,
+    per_node: np.ndarray,
+) -> np.ndarray:
+    """Pollux's mutation of a population (P × jobs × nodes): reset a job's row to the current
+    allocation ``base`` (p 0.1), zero some entries of some rows, raise entries on nodes with
+    room to a uniform count up to ``per_node``. Returns a new array; ``states`` is untouched."""
+    reset = rng.random(states.shape[:2]) < 0.1
+    states = np.where(reset[:, :, None], base[None], states)  # a new array
+    prob = np.where(rng.random(states.shape[:2]) < 0.1, 0.1, 0.0)
+    states[rng.random(states.shape) < prob[:, :, None]] = 0
+    free = cap[None, :] - states.sum(axis=1)  # P × N
+    room = (free >= 1)[:, None, :] & allowed[None]
+    p1 = room / np.maximum(room.sum(axis=2, keepdims=True), 1.0)
+    held = (states > 0) & room
+    p2 = held / np.maximum(held.sum(axis=2, keepdims=True), 1.0)
+    hit = rng.random(states.shape) < p1 + p2 - p1 * p2
+    raised = rng.integers(states, per_node[None] + 1)
+    states[hit] = raised[hit]
+    return states
+
+
+def repair_states(
+    states: np.ndarray,
+    rng: np.random.Generator,
+    allowed: np.ndarray,
+    max_rep: np.ndarray,
+    cap: np.ndarray,
+    avoidance: bool,
+) -> np.ndarray:
+    """A feasible copy of a population: only allowed nodes; with ``avoidance`` at most one
+    multi-node job per node; per job at most ``max_rep`` replicas on at most
+    ``MAX_NODES_PER_JOB`` nodes (kept in a random node order); per node at most its GPUs
+    (earlier jobs first). ``states`` is untouched."""
+    if not allowed.all():
+        states = np.where(allowed[None], states, 0)
+    if avoidance:
+        spread = np.count_nonzero(states, axis=2) > 1
+        mark = (states > 0) & spread[:, :, None]
+        states = np.where(np.cumsum(mark, axis=1) > 1, 0, states)
+    order = rng.random(states.shape)  # drawn whether or not a cut below needs it
+    over_nodes = states.shape[2] > MAX_NODES_PER_JOB
+    if over_nodes or (states.sum(axis=2) > max_rep[None, :]).any():
+        # cut replicas past max_rep, and nodes past MAX_NODES_PER_JOB, in a random node order
+        # (without either cut the shuffled row comes back unchanged: skipped)
+        shuffle = np.argsort(order, axis=2)
+        rows = np.arange(states.shape[0])[:, None, None], np.arange(states.shape[1])[None, :, None]
+        states = states[(*rows, shuffle)]  # each row's nodes in the shuffled order
+        states = capped_steps(states, max_rep[None, :, None])
+        if over_nodes:
+            keep = capped_steps(states > 0, MAX_NODES_PER_JOB)
+            states = np.where(keep > 0, states, 0)
+        unshuffle = np.empty_like(shuffle)
+        unshuffle[(*rows, shuffle)] = np.arange(states.shape[2])
+        states = states[(*rows, unshuffle)]
+    return capped_steps(states, cap[None, None, :], axis=1)
+
+
+def capped_steps(states: np.ndarray, limit, axis: int = 2) -> np.ndarray:
+    """The entries along ``axis`` cut so their running total stays within ``limit``: the
+    differences of ``min(cumsum, limit)`` (``np.diff(..., prepend=0)`` without its copy)."""
+    total = np.minimum(np.cumsum(states, axis=axis), limit)
+    out = total.copy()
+    if axis == 2:
+        out[:, :, 1:] -= total[:, :, :-1]
+    else:
+        out[:, 1:] -= total[:, :-1]
+    return out
