@@ -342,13 +342,17 @@ def test_makespan_perf_and_agnostic() -> None:
     assert np.all(agnostic.sum(axis=1) >= 400 / 420 - 1e-9)
 
 
-@settings(max_examples=60, deadline=None)
-@given(
+#: Shapes of the max-min / feasibility LP matrices, with a random instance per seed.
+FLOOR_CASES = given(
     m=st.integers(1, 12),
     n=st.integers(1, 4),
     tau=st.booleans(),
     seed=st.integers(0, 2**32 - 1),
 )
+
+
+@settings(max_examples=60, deadline=None)
+@FLOOR_CASES
 def test_floor_rows_are_the_stacked_rows_entry_for_entry(
     m: int, n: int, tau: bool, seed: int
 ) -> None:
@@ -375,12 +379,7 @@ def test_floor_rows_are_the_stacked_rows_entry_for_entry(
 
 
 @settings(max_examples=40, deadline=None)
-@given(
-    m=st.integers(1, 12),
-    n=st.integers(1, 4),
-    tau=st.booleans(),
-    seed=st.integers(0, 2**32 - 1),
-)
+@FLOOR_CASES
 def test_bare_floor_arrays_solve_as_the_scipy_matrix_does(
     m: int, n: int, tau: bool, seed: int
 ) -> None:
