@@ -196,7 +196,9 @@ def test_a_failing_feasibility_lp_is_a_solver_failure_not_infeasibility(monkeypa
     class Failed:
         status, x, message = 4, None, "numerical difficulties (test)"
 
-    monkeypatch.setattr(gavel_lp, "linprog", lambda *a, **k: Failed())
+    import scipy.optimize
+
+    monkeypatch.setattr(scipy.optimize, "linprog", lambda *a, **k: Failed())
     policy = FinishTimeFairness()
     policy.reset(0)
     p = problem([[2, 1], [1, 2]], now=50.0)

@@ -32,10 +32,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 from functools import lru_cache
+from typing import TYPE_CHECKING
 
 import numpy as np
-from scipy import sparse
-from scipy.optimize import Bounds, LinearConstraint, linprog, milp
 
 from schedlab.policies.heterogeneous.allocation import (
     AllocationPolicy,
@@ -45,6 +44,9 @@ from schedlab.policies.heterogeneous.allocation import (
     isolated_throughput,
 )
 from schedlab.policies.heterogeneous.highs_lp import CsrRows, solve_lp
+
+if TYPE_CHECKING:
+    from scipy import sparse
 
 #: Gavel's GCP prices, $ per GPU-hour, for the cost-aware policies.
 DEFAULT_PRICES = {"v100": 0.74, "p100": 0.43, "k80": 0.135}
@@ -67,6 +69,8 @@ class BaseRows:
 
 def base_rows(problem: AllocationProblem, extra: int = 0) -> BaseRows:
     """``Σ_j s_j x_jk ≤ N_k`` and ``Σ_k x_jk ≤ 1`` as sparse rows over ``m·n + extra`` columns."""
+    from scipy import sparse
+
     m, n = problem.throughput.shape
     cols = m * n + extra
     jj, kk = np.meshgrid(np.arange(m), np.arange(n), indexing="ij")
@@ -83,6 +87,8 @@ def base_rows(problem: AllocationProblem, extra: int = 0) -> BaseRows:
 
 def throughput_rows(weights: np.ndarray, extra: int = 0) -> sparse.csr_matrix:
     """Row j = ``weights[j, k]`` on ``x_jk`` (so row · z = Σ_k weights_jk x_jk)."""
+    from scipy import sparse
+
     m, n = weights.shape
     jj, kk = np.meshgrid(np.arange(m), np.arange(n), indexing="ij")
     return sparse.csr_matrix(
@@ -92,6 +98,8 @@ def throughput_rows(weights: np.ndarray, extra: int = 0) -> sparse.csr_matrix:
 
 def with_tau(rows: sparse.spmatrix, tau: np.ndarray) -> sparse.csr_matrix:
     """``rows`` with one more column (the epigraph variable τ) holding ``tau``."""
+    from scipy import sparse
+
     return sparse.hstack([rows, sparse.csr_matrix(tau.reshape(-1, 1))]).tocsr()
 
 
@@ -103,6 +111,8 @@ def floor_rows(scale: np.ndarray, weights: np.ndarray, tau: bool = False) -> spa
     :func:`base_rows`, ``−throughput_rows(weights)`` and :func:`with_tau` — so HiGHS gets the
     same input and returns the same vertex — at a fraction of the cost of scipy's generic
     constructors (the LP family is built thousands of times in a run)."""
+    from scipy import sparse
+
     rows = floor_csr(scale, weights, tau)
     return sparse.csr_matrix((rows.data, rows.indices, rows.indptr), shape=rows.shape)
 
@@ -140,6 +150,8 @@ def floor_csr(scale: np.ndarray, weights: np.ndarray, tau: bool = False) -> CsrR
 
 
 def _solve(c, a_ub, b_ub, bounds, what: str):
+    from scipy.optimize import linprog
+
     result = linprog(c, A_ub=a_ub, b_ub=b_ub, bounds=bounds, method="highs")
     if result.status != 0 or result.x is None:
         raise SolverFailure(f"{what}: {result.message}")
@@ -161,6 +173,8 @@ def _solve_max_min(
 
 def _feasible(problem: AllocationProblem, need: np.ndarray, throughput: np.ndarray):
     """An X meeting ``thr_j ≥ need_j`` under the base constraints, or None."""
+    from scipy.optimize import linprog
+
     m, n = throughput.shape
     a_ub = floor_rows(problem.scale, throughput)
     b_ub = np.concatenate([problem.capacity.astype(np.float64), np.ones(m), -need])
@@ -364,6 +378,9 @@ class MaxSumThroughput(GavelLP):
         self.dropped_slos = []
 
     def solve(self, problem: AllocationProblem) -> np.ndarray:
+        from scipy import sparse
+        from scipy.optimize import linprog
+
         t = problem.throughput
         m, n = t.shape
         price = np.ones(n)
@@ -468,6 +485,8 @@ class WaterFilling(GavelLP):
         return entity_weights(w, problem.entity, frozen, self.entities, self.entity_weight)
 
     def solve(self, problem: AllocationProblem) -> np.ndarray:
+        from scipy import sparse
+
         t = problem.throughput if self.perf_aware else np.ones_like(problem.throughput)
         m, n = t.shape
         share = equal_share_throughput(replace(problem, throughput=t))
@@ -515,6 +534,9 @@ class WaterFilling(GavelLP):
         frozen: np.ndarray,
         big: float,
     ) -> np.ndarray:
+        from scipy import sparse
+        from scipy.optimize import Bounds, LinearConstraint, milp
+
         m, n = norm.shape
         cols = m * n + m
         base = base_rows(problem, extra=m)
