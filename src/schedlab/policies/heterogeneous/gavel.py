@@ -584,10 +584,14 @@ class GavelRounds(SchedulingPolicy):
             return decisions
         # Element by element the arithmetic of Gavel's loop: n = min(int(T·slot), R) steps,
         # done at now + n/T; a multi-GPU job whose n is below its GPU count fails the round.
-        t = np.array([self.T[j].item(k) for j, k in zip(ids, types, strict=True)])
+        # Speeds and GPU counts from the frame the jobs were picked from (their rows there are
+        # copies of the per-job rows).
+        f = self.frame
+        rows = [f.row[j] for j in ids]
+        t = f.T[rows, types]
         whole = np.floor(t * self.slot)
         steps = np.where(left < whole, left, whole)
-        scale = np.array([self.scale[j] for j in ids])
+        scale = np.array(f.scale)[rows]
         failed = (steps <= 0) | ((scale > 1) & (steps < scale))
         finish = now + steps / t
         # A job that finishes in the round: the engine completes it at (start of progress) +
