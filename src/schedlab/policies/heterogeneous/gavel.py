@@ -528,7 +528,7 @@ class GavelRounds(SchedulingPolicy):
             self._maybe_reset(snap)
             placed = self._place(self._pick())
         record = RoundRecord(start=now, end=now)
-        record.lease_opportunities = sum(1 for j in self.assigned if j in self.active)
+        record.lease_opportunities = len(self.assigned.keys() & self.active.keys())
         assigned = self.assigned
         record.lease_extensions = sum(
             1
