@@ -25,17 +25,6 @@ TOY = {
     "v100": {"('A', 1)": {"null": 2.0}, "('B', 2)": {"null": 3.0}},
 }
 
-#: Random toy workloads: (submit time, steps, (model, GPUs)) per job.
-TOY_JOBS = st.lists(
-    st.tuples(
-        st.floats(0, 3000, allow_nan=False),
-        st.floats(1, 5000, allow_nan=False),
-        st.sampled_from([("A", 1), ("B", 2)]),
-    ),
-    min_size=1,
-    max_size=12,
-)
-
 
 @pytest.fixture
 def perf(tmp_path: Path) -> MatrixPerf:
@@ -132,7 +121,15 @@ def test_lease_extension_keeps_the_gpus(perf: MatrixPerf) -> None:
     max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )
 @given(
-    data=TOY_JOBS,
+    data=st.lists(
+        st.tuples(
+            st.floats(0, 3000, allow_nan=False),
+            st.floats(1, 5000, allow_nan=False),
+            st.sampled_from([("A", 1), ("B", 2)]),
+        ),
+        min_size=1,
+        max_size=12,
+    ),
     isolated=st.booleans(),
 )
 def test_every_job_is_accounted_for_and_runs_repeat(perf: MatrixPerf, data, isolated) -> None:
@@ -152,46 +149,3 @@ def test_every_job_is_accounted_for_and_runs_repeat(perf: MatrixPerf, data, isol
     np.testing.assert_array_equal(a.end_time, b.end_time)
     done = a.status == DONE
     assert np.all(a.end_time[done] >= np.asarray(submit)[done])
-
-
-class _OneByOne(GavelFifoPerf):
-    """The credit of a round job by job (the long way :meth:`GavelRounds._credit_jobs` replaces)."""
-
-    def _credit_jobs(self, jobs, types, record) -> None:
-        for job, k in zip(jobs, types, strict=True):
-            self.recv[job][k] += record.job_busy[job]
-            self.busy[k] += record.job_busy[job]
-
-
-def _traced(cls: type[GavelRounds]) -> GavelRounds:
-    """``cls`` recording, after every round it closes, its busy and received times bit for bit."""
-
-    class Traced(cls):  # type: ignore[valid-type, misc]
-        def _close_round(self, snap):
-            out = super()._close_round(snap)
-            recv = {j: self.recv[j].tobytes() for j in self.active}
-            self.trace.append((self.busy.tobytes(), recv))
-            return out
-
-    policy = Traced()
-    policy.trace = []
-    return policy
-
-
-@settings(
-    max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
-)
-@given(
-    data=TOY_JOBS,
-)
-def test_a_rounds_credit_in_one_pass_is_the_job_by_job_credit(perf: MatrixPerf, data) -> None:
-    """Received and busy times after every round, and the run, bit for bit the same whether a
-    round is credited in one numpy pass or job by job in Gavel's order."""
-    submit = sorted(d[0] for d in data)
-    steps = [d[1] for d in data]
-    cols = {"num_gpus": [d[2][1] for d in data], "model_name": [d[2][0] for d in data]}
-    fast, slow = _traced(GavelFifoPerf), _traced(_OneByOne)
-    a = run(fast, perf, submit, steps, cluster="2x1:V100+1x2:K80", **cols)
-    b = run(slow, perf, submit, steps, cluster="2x1:V100+1x2:K80", **cols)
-    assert fast.trace and fast.trace == slow.trace
-    assert a.end_time.tobytes() == b.end_time.tobytes()

@@ -117,8 +117,6 @@ class _Frame:
     T: np.ndarray
     x: np.ndarray
     scale: list[int]
-    #: Each job's row.
-    row: dict[int, int] = field(default_factory=dict)
 
     @staticmethod
     def empty(types: int) -> _Frame:
@@ -269,10 +267,6 @@ class GavelRounds(SchedulingPolicy):
         rnd = self.planned
         assert rnd is not None
         failed = rnd.failed.tolist()
-        kept = [i for i in rnd.order if not failed[i]]
-        if kept:
-            jobs = [rnd.jobs[i] for i in kept]
-            self._credit_jobs(jobs, [rnd.types[i] for i in kept], record)
         for i in rnd.order:
             job = rnd.jobs[i]
             if failed[i]:
@@ -287,23 +281,15 @@ class GavelRounds(SchedulingPolicy):
                         decisions.append(Reject(job, f"failed {MAX_FAILED_ROUNDS} rounds in a row"))
                 continue
             self.failures[job] = 0
+            e = record.job_busy[job]
+            k = rnd.types[i]
+            self.recv[job][k] += e
+            self.busy[k] += e
             if status.item(job) == DONE:
                 self._retire(job)
         self.planned = None
         self.round_end = None
         return decisions
-
-    def _credit_jobs(self, jobs: list[int], types: list[int], record: RoundRecord) -> None:
-        """Add each job's busy seconds of the round to its received time on its type and to the
-        type's busy time, in Gavel's crediting order (``jobs``), in one pass: every job of the
-        round has its row in the frame it was picked from (a job appears once, so no entry is
-        added to twice), and ``np.add.at`` adds to a type's busy time one job after another, in
-        the given order, as the job-by-job loop does."""
-        assert not self.frame_stale  # the round's rows are the frame's (rebuilt only at _pick)
-        seconds = [record.job_busy[j] for j in jobs]
-        row = self.frame.row
-        self.frame.recv[[row[j] for j in jobs], types] += seconds
-        np.add.at(self.busy, types, seconds)
 
     def _retire(self, job: int) -> None:
         del self.active[job]
@@ -414,7 +400,6 @@ class GavelRounds(SchedulingPolicy):
             n = len(self.types)
             f = _Frame.empty(n)
             f.order = order
-            f.row = {job: i for i, job in enumerate(order)}
             if order:
                 f.recv = np.array([self.recv[j] for j in order])
                 f.deficit = np.array([self.deficit[j] for j in order])
@@ -528,7 +513,7 @@ class GavelRounds(SchedulingPolicy):
             self._maybe_reset(snap)
             placed = self._place(self._pick())
         record = RoundRecord(start=now, end=now)
-        record.lease_opportunities = len(self.assigned.keys() & self.active.keys())
+        record.lease_opportunities = sum(1 for j in self.assigned if j in self.active)
         assigned = self.assigned
         record.lease_extensions = sum(
             1
@@ -584,14 +569,10 @@ class GavelRounds(SchedulingPolicy):
             return decisions
         # Element by element the arithmetic of Gavel's loop: n = min(int(T·slot), R) steps,
         # done at now + n/T; a multi-GPU job whose n is below its GPU count fails the round.
-        # Speeds and GPU counts from the frame the jobs were picked from (their rows there are
-        # copies of the per-job rows).
-        f = self.frame
-        rows = [f.row[j] for j in ids]
-        t = f.T[rows, types]
+        t = np.array([self.T[j].item(k) for j, k in zip(ids, types, strict=True)])
         whole = np.floor(t * self.slot)
         steps = np.where(left < whole, left, whole)
-        scale = np.array(f.scale)[rows]
+        scale = np.array([self.scale[j] for j in ids])
         failed = (steps <= 0) | ((scale > 1) & (steps < scale))
         finish = now + steps / t
         # A job that finishes in the round: the engine completes it at (start of progress) +
