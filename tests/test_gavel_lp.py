@@ -196,7 +196,9 @@ def test_a_failing_feasibility_lp_is_a_solver_failure_not_infeasibility(monkeypa
     class Failed:
         status, x, message = 4, None, "numerical difficulties (test)"
 
-    monkeypatch.setattr(gavel_lp, "linprog", lambda *a, **k: Failed())
+    import scipy.optimize
+
+    monkeypatch.setattr(scipy.optimize, "linprog", lambda *a, **k: Failed())
     policy = FinishTimeFairness()
     policy.reset(0)
     p = problem([[2, 1], [1, 2]], now=50.0)
@@ -342,13 +344,17 @@ def test_makespan_perf_and_agnostic() -> None:
     assert np.all(agnostic.sum(axis=1) >= 400 / 420 - 1e-9)
 
 
-@settings(max_examples=60, deadline=None)
-@given(
+#: Shapes of the max-min / feasibility LP matrices, with a random instance per seed.
+FLOOR_CASES = given(
     m=st.integers(1, 12),
     n=st.integers(1, 4),
     tau=st.booleans(),
     seed=st.integers(0, 2**32 - 1),
 )
+
+
+@settings(max_examples=60, deadline=None)
+@FLOOR_CASES
 def test_floor_rows_are_the_stacked_rows_entry_for_entry(
     m: int, n: int, tau: bool, seed: int
 ) -> None:
@@ -372,3 +378,35 @@ def test_floor_rows_are_the_stacked_rows_entry_for_entry(
     assert np.array_equal(old.indptr, new.indptr) and old.indptr.dtype == new.indptr.dtype
     assert np.array_equal(old.indices, new.indices) and old.indices.dtype == new.indices.dtype
     assert old.data.tobytes() == new.data.tobytes()  # -0.0 and explicit zeros included
+
+
+@settings(max_examples=40, deadline=None)
+@FLOOR_CASES
+def test_bare_floor_arrays_solve_as_the_scipy_matrix_does(
+    m: int, n: int, tau: bool, seed: int
+) -> None:
+    """The max-min LPs hand HiGHS the bare CSR arrays (:func:`gavel_lp.floor_csr`, shape-cached
+    pattern): the same arrays, bit for bit, as :func:`gavel_lp.floor_rows`' matrix, and the same
+    vertex out of the solver — including after a different shape came in between."""
+    rng = np.random.default_rng(seed)
+    weights = rng.random((m, n))
+    weights[rng.random((m, n)) < 0.3] = 0.0
+    scale = rng.choice([1, 2, 4, 8], size=m)
+    gavel_lp.floor_csr(scale[:1], weights[:1, :1], not tau)  # another shape in the cache
+    bare = gavel_lp.floor_csr(scale, weights, tau)
+    full = gavel_lp.floor_rows(scale, weights, tau)
+    assert bare.shape == full.shape and bare.nnz == full.nnz
+    for name in ("indptr", "indices", "data"):
+        a, b = getattr(bare, name), getattr(full, name)
+        assert a.dtype == b.dtype and a.tobytes() == b.tobytes(), name
+    cols = m * n + int(tau)
+    cost = -np.ones(cols) if not tau else np.concatenate([np.zeros(m * n), [-1.0]])
+    limits = np.concatenate([np.arange(1, n + 1, dtype=float), np.ones(m), np.zeros(m)])
+    lower = np.zeros(cols)
+    if tau:
+        lower[-1] = -np.inf
+    one = highs_lp.solve_lp(cost, bare, limits, lower)
+    two = highs_lp.solve_lp(cost, full, limits, lower)
+    assert one.status == two.status
+    if one.x is not None:
+        assert one.x.tobytes() == two.x.tobytes()

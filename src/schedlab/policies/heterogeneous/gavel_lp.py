@@ -31,10 +31,10 @@ fallback) and records why in :attr:`GavelLP.fallbacks`, which the run reports.
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from functools import lru_cache
+from typing import TYPE_CHECKING
 
 import numpy as np
-from scipy import sparse
-from scipy.optimize import Bounds, LinearConstraint, linprog, milp
 
 from schedlab.policies.heterogeneous.allocation import (
     AllocationPolicy,
@@ -43,7 +43,10 @@ from schedlab.policies.heterogeneous.allocation import (
     isolated_allocation,
     isolated_throughput,
 )
-from schedlab.policies.heterogeneous.highs_lp import solve_lp
+from schedlab.policies.heterogeneous.highs_lp import CsrRows, solve_lp
+
+if TYPE_CHECKING:
+    from scipy import sparse
 
 #: Gavel's GCP prices, $ per GPU-hour, for the cost-aware policies.
 DEFAULT_PRICES = {"v100": 0.74, "p100": 0.43, "k80": 0.135}
@@ -66,6 +69,8 @@ class BaseRows:
 
 def base_rows(problem: AllocationProblem, extra: int = 0) -> BaseRows:
     """``Σ_j s_j x_jk ≤ N_k`` and ``Σ_k x_jk ≤ 1`` as sparse rows over ``m·n + extra`` columns."""
+    from scipy import sparse
+
     m, n = problem.throughput.shape
     cols = m * n + extra
     jj, kk = np.meshgrid(np.arange(m), np.arange(n), indexing="ij")
@@ -82,6 +87,8 @@ def base_rows(problem: AllocationProblem, extra: int = 0) -> BaseRows:
 
 def throughput_rows(weights: np.ndarray, extra: int = 0) -> sparse.csr_matrix:
     """Row j = ``weights[j, k]`` on ``x_jk`` (so row · z = Σ_k weights_jk x_jk)."""
+    from scipy import sparse
+
     m, n = weights.shape
     jj, kk = np.meshgrid(np.arange(m), np.arange(n), indexing="ij")
     return sparse.csr_matrix(
@@ -91,6 +98,8 @@ def throughput_rows(weights: np.ndarray, extra: int = 0) -> sparse.csr_matrix:
 
 def with_tau(rows: sparse.spmatrix, tau: np.ndarray) -> sparse.csr_matrix:
     """``rows`` with one more column (the epigraph variable τ) holding ``tau``."""
+    from scipy import sparse
+
     return sparse.hstack([rows, sparse.csr_matrix(tau.reshape(-1, 1))]).tocsr()
 
 
@@ -102,23 +111,47 @@ def floor_rows(scale: np.ndarray, weights: np.ndarray, tau: bool = False) -> spa
     :func:`base_rows`, ``−throughput_rows(weights)`` and :func:`with_tau` — so HiGHS gets the
     same input and returns the same vertex — at a fraction of the cost of scipy's generic
     constructors (the LP family is built thousands of times in a run)."""
-    m, n = weights.shape
+    from scipy import sparse
+
+    rows = floor_csr(scale, weights, tau)
+    return sparse.csr_matrix((rows.data, rows.indices, rows.indptr), shape=rows.shape)
+
+
+@lru_cache(maxsize=64)
+def _floor_pattern(m: int, n: int, tau: bool) -> tuple[np.ndarray, np.ndarray]:
+    """Column indices and row pointers of :func:`floor_csr` for ``m`` jobs and ``n`` types:
+    they depend on the shape only, and consecutive resets mostly see the same few shapes."""
     width = n + 1 if tau else n
     capacity = (np.arange(m)[None, :] * n + np.arange(n)[:, None]).ravel()
     per_job = np.arange(m * n)
     if tau:
         own = np.concatenate([per_job.reshape(m, n), np.full((m, 1), m * n)], axis=1).ravel()
-        floor = np.concatenate([-weights, np.ones((m, 1))], axis=1).ravel()
     else:
-        own, floor = per_job, (-weights).ravel()
+        own = per_job
     indices = np.concatenate([capacity, per_job, own]).astype(np.int32)
-    data = np.concatenate([np.tile(scale.astype(np.float64), n), np.ones(m * n), floor])
     lengths = np.concatenate([np.full(n, m), np.full(m, n), np.full(m, width)])
     indptr = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int32)
-    return sparse.csr_matrix((data, indices, indptr), shape=(n + 2 * m, m * n + int(tau)))
+    indices.flags.writeable = False
+    indptr.flags.writeable = False
+    return indices, indptr
+
+
+def floor_csr(scale: np.ndarray, weights: np.ndarray, tau: bool = False) -> CsrRows:
+    """:func:`floor_rows` as bare CSR arrays, for :func:`solve_lp`, which reads nothing else:
+    the max-min LPs skip scipy's matrix constructor and its checks (a third of the build)."""
+    m, n = weights.shape
+    indices, indptr = _floor_pattern(m, n, tau)
+    if tau:
+        floor = np.concatenate([-weights, np.ones((m, 1))], axis=1).ravel()
+    else:
+        floor = (-weights).ravel()
+    data = np.concatenate([np.tile(scale.astype(np.float64), n), np.ones(m * n), floor])
+    return CsrRows(data, indices, indptr, (n + 2 * m, m * n + int(tau)))
 
 
 def _solve(c, a_ub, b_ub, bounds, what: str):
+    from scipy.optimize import linprog
+
     result = linprog(c, A_ub=a_ub, b_ub=b_ub, bounds=bounds, method="highs")
     if result.status != 0 or result.x is None:
         raise SolverFailure(f"{what}: {result.message}")
@@ -127,7 +160,7 @@ def _solve(c, a_ub, b_ub, bounds, what: str):
 
 def _solve_max_min(
     cost: np.ndarray,
-    a_ub: sparse.csr_matrix,
+    a_ub: CsrRows,
     b_ub: np.ndarray,
     what: str,
     lower: np.ndarray | float = 0.0,
@@ -140,6 +173,8 @@ def _solve_max_min(
 
 def _feasible(problem: AllocationProblem, need: np.ndarray, throughput: np.ndarray):
     """An X meeting ``thr_j ≥ need_j`` under the base constraints, or None."""
+    from scipy.optimize import linprog
+
     m, n = throughput.shape
     a_ub = floor_rows(problem.scale, throughput)
     b_ub = np.concatenate([problem.capacity.astype(np.float64), np.ones(m), -need])
@@ -161,7 +196,7 @@ def max_min_allocation(
         c = np.where(share > 0, problem.scale / (problem.weight * share), 0.0)
     weighted = throughput * c[:, None]
     limits = np.concatenate([problem.capacity.astype(np.float64), np.ones(m)])
-    a_ub = floor_rows(problem.scale, weighted, tau=True)
+    a_ub = floor_csr(problem.scale, weighted, tau=True)
     b_ub = np.concatenate([limits, np.zeros(m)])
     cost = np.zeros(m * n + 1)
     cost[-1] = -1.0
@@ -171,7 +206,7 @@ def max_min_allocation(
     tau = float(first[-1])
     if tiebreak == "none" or tau <= 0:
         return first[: m * n].reshape(m, n)
-    a2 = floor_rows(problem.scale, weighted)
+    a2 = floor_csr(problem.scale, weighted)
     b2 = np.concatenate([limits, np.full(m, -tau * (1 - 1e-6))])
     try:
         second = _solve_max_min(-weighted.ravel(), a2, b2, "max-min tie-break LP")
@@ -343,6 +378,9 @@ class MaxSumThroughput(GavelLP):
         self.dropped_slos = []
 
     def solve(self, problem: AllocationProblem) -> np.ndarray:
+        from scipy import sparse
+        from scipy.optimize import linprog
+
         t = problem.throughput
         m, n = t.shape
         price = np.ones(n)
@@ -447,6 +485,8 @@ class WaterFilling(GavelLP):
         return entity_weights(w, problem.entity, frozen, self.entities, self.entity_weight)
 
     def solve(self, problem: AllocationProblem) -> np.ndarray:
+        from scipy import sparse
+
         t = problem.throughput if self.perf_aware else np.ones_like(problem.throughput)
         m, n = t.shape
         share = equal_share_throughput(replace(problem, throughput=t))
@@ -494,6 +534,9 @@ class WaterFilling(GavelLP):
         frozen: np.ndarray,
         big: float,
     ) -> np.ndarray:
+        from scipy import sparse
+        from scipy.optimize import Bounds, LinearConstraint, milp
+
         m, n = norm.shape
         cols = m * n + m
         base = base_rows(problem, extra=m)

@@ -16,10 +16,13 @@ from __future__ import annotations
 
 import threading
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, NamedTuple
 
 import highspy
 import numpy as np
-from scipy import sparse
+
+if TYPE_CHECKING:  # only a type here: scipy's import is not paid by the max-min runs
+    from scipy import sparse
 
 #: Options set on every solver this module makes (see the module docstring for why).
 OPTIONS: dict[str, object] = {
@@ -30,6 +33,20 @@ OPTIONS: dict[str, object] = {
 }
 INF = highspy.kHighsInf
 _local = threading.local()
+
+
+class CsrRows(NamedTuple):
+    """A constraint matrix as the three CSR arrays HiGHS reads (row-wise), and its shape: what
+    :func:`solve_lp` needs of a ``scipy.sparse.csr_matrix``, which it also accepts."""
+
+    data: np.ndarray
+    indices: np.ndarray
+    indptr: np.ndarray
+    shape: tuple[int, int]
+
+    @property
+    def nnz(self) -> int:
+        return len(self.data)
 
 
 @dataclass(frozen=True)
@@ -56,7 +73,7 @@ def _solver() -> highspy._Highs:
 
 def solve_lp(
     cost: np.ndarray,
-    a_ub: sparse.csr_matrix,
+    a_ub: sparse.csr_matrix | CsrRows,
     b_ub: np.ndarray,
     lower: np.ndarray | float = 0.0,
 ) -> LPResult:
