@@ -36,7 +36,7 @@ def test_baselines_match_the_artifact_job_for_job(policy: str) -> None:
     assert round(run.average, 5) == WORKLOAD6[policy][0]
 
 
-@pytest.mark.long  # one genetic search a scheduling interval over 160 jobs: about an hour here
+# One genetic search a scheduling interval over 160 jobs: about 4 minutes on two cores.
 def test_pollux_within_five_percent() -> None:
     run = _run("pollux")
     value, rel = WORKLOAD6["pollux"]

@@ -34,7 +34,7 @@ def test_sia_below_gavel_and_pollux_on_the_first_arrivals() -> None:
     assert [c.verdict for c in checks] == ["pass", "pass"], [(c.what, c.ours) for c in checks]
 
 
-@pytest.mark.long  # Pollux's genetic search over 160 jobs: about an hour here
+# Pollux's genetic search over 160 jobs: about 4 minutes on two cores.
 def test_sia_below_gavel_and_pollux_on_workload_6() -> None:
     checks = trend_checks(_runs(None))
     assert [c.verdict for c in checks] == ["pass", "pass"], [(c.what, c.ours) for c in checks]
