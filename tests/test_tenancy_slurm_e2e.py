@@ -86,6 +86,13 @@ def test_a_queue_over_its_share_loses_jobs_to_the_other_queue_and_nothing_is_los
         # a's victim is requeued, which can take seconds on a loaded machine.
         shorts = [submit(ours, "b", 8, 15, f"b{k}") for k in range(2)]
         wait_until(lambda: all(journal_starts(journal).get(j) for j in shorts), t0 + 60.0)
+
+        def b_counted() -> bool:
+            # The status is written once per cycle: wait for the one that counts b's jobs.
+            rows = {r["queue"]: r for r in read_queue(queue_path(state, None))["tenancy"]}
+            return rows.get("b", {}).get("alloc", {}).get("gpu", 0) == 16
+
+        wait_until(b_counted, t0 + 75.0)
         status = read_queue(queue_path(state, None))
         finish(proc, t0 + 180.0)
     records = list(read_journal(journal))
