@@ -13,7 +13,6 @@ types, and the engine validates them (a start on a busy GPU is a policy bug and 
 
 from __future__ import annotations
 
-import heapq
 import math
 import time
 from array import array
@@ -23,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from schedlab.engines.completions import CompletionQueue
 from schedlab.engines.decision_check import DecisionCheck, shown, who
 from schedlab.errors import InputError, PolicyError
 from schedlab.model.cluster import GPU_MILLI, Cluster
@@ -211,7 +211,6 @@ class _Run:
         self.gpu_seconds = np.zeros(n)
         # Engine-private per-job values live in Python lists: the hot loop reads and writes them
         # one job at a time, where a numpy scalar access costs several times a list's.
-        self.version = [0] * n
         self.ever_ran = [False] * n
         self.run_began = [0.0] * n  # when each job's current run began (for --min-runtime)
         self.cpu_milli = j.cpu_milli.tolist()
@@ -221,8 +220,7 @@ class _Run:
         self.reject_reason: dict[int, str] = {}
         self.pending: dict[int, None] = {}
         self.running: dict[int, None] = {}
-        self.heap: list[tuple[float, int, int, int]] = []  # (time, seq, job, version)
-        self.seq = 0
+        self.completions = CompletionQueue(n)
         self.free_gpus = engine.cluster.total_gpus
         # Cluster efficiency: each running job contributes its rate over its rate on one GPU of
         # the same model (= its GPU count under linear scaling, less where scaling flattens).
@@ -271,17 +269,17 @@ class _Run:
         rt.run_started[job] = now
         rt.progress_from[job] = max(now, start)
 
+    def is_running(self, job: int) -> bool:
+        return self.rt.status.item(job) == RUNNING
+
     def schedule_completion(self, job: int) -> None:
         """(Re)issue the job's completion event; older ones become stale."""
-        version = self.version[job] + 1
-        self.version[job] = version
         rt = self.rt
         rate = rt.rate.item(job)
         if rt.status.item(job) != RUNNING or rate <= 0:
-            return  # a job that makes no progress here never completes here
-        finish = rt.progress_from.item(job) + rt.remaining.item(job) / rate
-        self.seq += 1
-        heapq.heappush(self.heap, (finish, self.seq, job, version))
+            self.completions.void(job)  # a job that makes no progress here never completes here
+            return
+        self.completions.issue(job, rt.progress_from.item(job) + rt.remaining.item(job) / rate)
 
     def rate_on(self, job: int, allocation: Allocation) -> float:
         shaped = self.e.perf.rate_for_allocation(self.jobs, job, allocation, self.now)
@@ -548,21 +546,15 @@ class _Run:
         moving = rate > 0
         with np.errstate(divide="ignore", invalid="ignore"):
             finish = (resume + left / rate).tolist()
-        version, heap, seq, push = self.version, self.heap, self.seq, heapq.heappush
+        queue = self.completions
         if moving.all():
-            for job, at in zip(ids, finish, strict=True):
-                v = version[job] + 1
-                version[job] = v
-                seq += 1
-                push(heap, (at, seq, job, v))
+            queue.issue_all(ids, finish)
         else:
             for job, at, go in zip(ids, finish, moving.tolist(), strict=True):
-                v = version[job] + 1
-                version[job] = v
                 if go:
-                    seq += 1
-                    push(heap, (at, seq, job, v))
-        self.seq = seq
+                    queue.issue(job, at)
+                else:
+                    queue.void(job)
 
     def charge_one(self, job: int, seconds: float, now: float) -> None:
         """One overhead: ``job`` makes no progress for ``seconds`` from now."""
@@ -822,20 +814,13 @@ class _Run:
 
     def next_time(self) -> float:
         """When the next event of this run is due (INF: none)."""
-        heap, n = self.heap, self.n_jobs
+        n = self.n_jobs
         # Completions voided by a preemption or resize are dropped here, so that they never
         # become decision points of their own.
-        if heap:
-            version, status, pop = self.version, self.rt.status.item, heapq.heappop
-            while heap:
-                head = heap[0]
-                job = head[2]
-                if head[3] == version[job] and status(job) == RUNNING:
-                    break
-                pop(heap)
+        done = self.completions.next_time(self.is_running)
         now = self.submit[self.next_arrival] if self.next_arrival < n else INF
-        if heap and heap[0][0] < now:
-            now = heap[0][0]
+        if done < now:
+            now = done
         if self.wakeup < now:
             now = self.wakeup
         if self.gate is not None:
@@ -848,7 +833,7 @@ class _Run:
         """Apply every event due at ``now`` (arrivals, completions, failures, the gate); returns
         the jobs that joined the queue."""
         self.now = now
-        rt, heap, submit, n = self.rt, self.heap, self.submit, self.n_jobs
+        rt, submit, n = self.rt, self.submit, self.n_jobs
         new_pending: list[int] = []
         while self.next_arrival < n and submit[self.next_arrival] <= now:
             job = self.next_arrival
@@ -861,13 +846,10 @@ class _Run:
             self.pending[job] = None
             new_pending.append(job)
             self.events += 1
-        if heap and heap[0][0] <= now:
-            version, status, pop = self.version, rt.status.item, heapq.heappop
-            while heap and heap[0][0] <= now:
-                _, _, job, ver = pop(heap)
-                if ver == version[job] and status(job) == RUNNING:
-                    self.complete(job, now)
-                    self.events += 1
+        due, running = self.completions.pop_due, self.is_running
+        while (job := due(now, running)) >= 0:
+            self.complete(job, now)
+            self.events += 1
         if self.fail is not None:
             self.events += self.fail.fire(now)
             new_pending += self.requeued  # back in the queue: the policy sees them anew
