@@ -149,16 +149,13 @@ def _isolated_completion_long_way(
     import heapq
     import math
 
-    n = len(submit)
-    done = np.full(n, np.nan)
-    valid = np.isfinite(submit) & np.isfinite(work) & (work > 0) & (capacity > 0) & (scale > 0)
-    order = np.flatnonzero(valid)
-    order = order[np.argsort(submit[order], kind="stable")]
-    size = (work[order] / capacity[order]).tolist()
-    arrivals = submit[order].tolist()
-    sizes, group_of = np.unique(scale[order], return_inverse=True)
-    groups = group_of.tolist()
-    scales = [float(s) for s in sizes.tolist()]
+    # Every generated job can run, so the order is by submission alone (a stable sort).
+    order = sorted(range(len(submit)), key=lambda j: float(submit[j]))
+    size = [float(work[j]) / float(capacity[j]) for j in order]
+    arrivals = [float(submit[j]) for j in order]
+    counts = sorted({int(s) for s in scale})
+    groups = [counts.index(int(scale[j])) for j in order]
+    scales = [float(c) for c in counts]
     n_total = float(total_gpus)
     clocks = [0.0] * len(scales)
     heaps: list[list[tuple[float, int]]] = [[] for _ in scales]
@@ -204,6 +201,7 @@ def _isolated_completion_long_way(
                 active -= 1
             if not heap:
                 del busy[g]
+    done = np.full(len(submit), np.nan)
     done[order] = finish
     return done
 
