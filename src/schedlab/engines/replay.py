@@ -817,7 +817,8 @@ class _Run:
         n = self.n_jobs
         # Completions voided by a preemption or resize are dropped here, so that they never
         # become decision points of their own.
-        done = self.completions.next_time(self.is_running)
+        queue = self.completions
+        done = queue.next_time(self.is_running) if queue.heap else INF
         now = self.submit[self.next_arrival] if self.next_arrival < n else INF
         if done < now:
             now = done
@@ -846,10 +847,12 @@ class _Run:
             self.pending[job] = None
             new_pending.append(job)
             self.events += 1
-        due, running = self.completions.pop_due, self.is_running
-        while (job := due(now, running)) >= 0:
-            self.complete(job, now)
-            self.events += 1
+        heap = self.completions.heap
+        if heap and heap[0][0] <= now:  # (most events complete nothing)
+            due, running = self.completions.pop_due, self.is_running
+            while (job := due(now, running)) >= 0:
+                self.complete(job, now)
+                self.events += 1
         if self.fail is not None:
             self.events += self.fail.fire(now)
             new_pending += self.requeued  # back in the queue: the policy sees them anew
