@@ -818,7 +818,13 @@ class _Run:
         # Completions voided by a preemption or resize are dropped here, so that they never
         # become decision points of their own.
         queue = self.completions
-        done = queue.next_time(self.is_running) if queue.heap else INF
+        heap = queue.heap
+        if not heap:
+            done = INF
+        else:  # the head is usually live: looked at here, the queue is asked only otherwise
+            done, _, job, v = heap[0]
+            if v != queue.version[job] or self.rt.status.item(job) != RUNNING:
+                done = queue.next_time(self.is_running)
         now = self.submit[self.next_arrival] if self.next_arrival < n else INF
         if done < now:
             now = done
