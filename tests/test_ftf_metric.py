@@ -139,3 +139,90 @@ def test_sharing_never_beats_running_alone(jobs: list[tuple], total: int) -> Non
     assert np.all(end - submit >= alone * (1 - 1e-9) - 1e-9)
     slowest = work * np.maximum(len(jobs) * scale, total) / capacity
     assert np.all(end - submit <= slowest * (1 + 1e-9) + 1e-6)
+
+
+def _isolated_completion_long_way(
+    submit: np.ndarray, work: np.ndarray, capacity: np.ndarray, scale: np.ndarray, total_gpus: int
+) -> np.ndarray:
+    """The fluid reference as first written: heads read from the heaps and every busy count's
+    pace computed again in each pass. The kept heads and divisors must give the same floats."""
+    import heapq
+    import math
+
+    # Every generated job can run, so the order is by submission alone (a stable sort).
+    order = sorted(range(len(submit)), key=lambda j: float(submit[j]))
+    size = [float(work[j]) / float(capacity[j]) for j in order]
+    arrivals = [float(submit[j]) for j in order]
+    counts = sorted({int(s) for s in scale})
+    groups = [counts.index(int(scale[j])) for j in order]
+    scales = [float(c) for c in counts]
+    n_total = float(total_gpus)
+    clocks = [0.0] * len(scales)
+    heaps: list[list[tuple[float, int]]] = [[] for _ in scales]
+    busy: dict[int, None] = {}
+    finish = [math.nan] * len(order)
+    active, i, count = 0, 0, len(order)
+    now = arrivals[0]
+    while i < count or active:
+        arrival = arrivals[i] if i < count else math.inf
+        soonest, group = math.inf, -1
+        for g in busy:
+            pace = active * scales[g]
+            dt = (heaps[g][0][0] - clocks[g]) * (pace if pace > n_total else n_total)
+            if dt < soonest:
+                soonest, group = dt, g
+        step = arrival - now
+        if step <= soonest:
+            if step > 0:
+                for g in busy:
+                    pace = active * scales[g]
+                    clocks[g] += step / (pace if pace > n_total else n_total)
+            now = arrival
+            while i < count and arrivals[i] <= now:
+                g = groups[i]
+                if g not in busy:
+                    busy[g], clocks[g] = None, 0.0
+                heapq.heappush(heaps[g], (clocks[g] + size[i], i))
+                active += 1
+                i += 1
+            continue
+        step = soonest if soonest > 0.0 else 0.0
+        if step > 0:
+            for g in busy:
+                pace = active * scales[g]
+                clocks[g] += step / (pace if pace > n_total else n_total)
+        now += step
+        if heaps[group][0][0] > clocks[group]:
+            clocks[group] = heaps[group][0][0]
+        for g in list(busy):
+            heap, due = heaps[g], clocks[g] * (1 + 1e-12)
+            while heap and heap[0][0] <= due:
+                finish[heapq.heappop(heap)[1]] = now
+                active -= 1
+            if not heap:
+                del busy[g]
+    done = np.full(len(submit), np.nan)
+    done[order] = finish
+    return done
+
+
+# Whole-number times and works make ties (arrivals together, finishes together) common.
+TIED_JOBS = st.lists(
+    st.tuples(
+        st.integers(0, 60).map(float),  # submit
+        st.integers(1, 40).map(float),  # work
+        st.sampled_from([1.0, 2.0, 4.0]),  # capacity
+        st.sampled_from([1, 2, 4, 8]),  # GPUs
+    ),
+    min_size=1,
+    max_size=40,
+)
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.one_of(JOBS, TIED_JOBS), st.sampled_from([2, 4, 8]))
+def test_kept_heads_and_divisors_give_the_long_ways_floats(jobs: list[tuple], total: int) -> None:
+    submit, work, capacity, scale = (np.array(c) for c in zip(*jobs, strict=True))
+    fast = isolated_completion(submit, work, capacity, scale, total)
+    slow = _isolated_completion_long_way(submit, work, capacity, scale, total)
+    assert fast.tobytes() == slow.tobytes()

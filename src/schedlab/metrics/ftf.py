@@ -132,6 +132,11 @@ def isolated_completion(
     n_total = float(total_gpus)
     clocks = [0.0] * len(scales)
     heaps: list[list[tuple[float, int]]] = [[] for _ in scales]
+    # Each count's head (its earliest virtual finish; inf: none) and its divisor at the current
+    # number of active jobs, kept beside the heaps so that the per-event passes over the busy
+    # counts read one list item each: at a million jobs this loop is most of the metric's time.
+    heads = [math.inf] * len(scales)
+    divisors = [n_total] * len(scales)
     busy: dict[int, None] = {}  # GPU counts with active jobs (only their clocks move)
     finish = [math.nan] * len(order)
     active, i, count = 0, 0, len(order)
@@ -143,38 +148,44 @@ def isolated_completion(
         soonest, group = inf, -1
         for g in busy:
             pace = active * scales[g]
-            dt = (heaps[g][0][0] - clocks[g]) * (pace if pace > n_total else n_total)
+            divisor = divisors[g] = pace if pace > n_total else n_total
+            dt = (heads[g] - clocks[g]) * divisor
             if dt < soonest:
                 soonest, group = dt, g
         step = arrival - now
         if step <= soonest:  # the next event is an arrival: land on its time exactly
             if step > 0:  # every active count's virtual clock moves on at its pace
                 for g in busy:
-                    pace = active * scales[g]
-                    clocks[g] += step / (pace if pace > n_total else n_total)
+                    clocks[g] += step / divisors[g]
             now = arrival
             while i < count and arrivals[i] <= now:
                 g = groups[i]
                 if g not in busy:  # an idle count's clock starts again from 0
                     busy[g], clocks[g] = None, 0.0
-                heappush(heaps[g], (clocks[g] + size[i], i))
+                heap = heaps[g]
+                heappush(heap, (clocks[g] + size[i], i))
+                heads[g] = heap[0][0]
                 active += 1
                 i += 1
             continue
         step = soonest if soonest > 0.0 else 0.0
         if step > 0:
             for g in busy:
-                pace = active * scales[g]
-                clocks[g] += step / (pace if pace > n_total else n_total)
+                clocks[g] += step / divisors[g]
         now += step
-        if heaps[group][0][0] > clocks[group]:
-            clocks[group] = heaps[group][0][0]
-        for g in list(busy):  # every job due by now (ties finish together)
+        if heads[group] > clocks[group]:
+            clocks[group] = heads[group]
+        # Every job due by now (ties finish together).
+        due_counts = [g for g in busy if heads[g] <= clocks[g] * (1 + 1e-12)]
+        for g in due_counts:
             heap, due = heaps[g], clocks[g] * (1 + 1e-12)
             while heap and heap[0][0] <= due:
                 finish[heappop(heap)[1]] = now
                 active -= 1
-            if not heap:
+            if heap:
+                heads[g] = heap[0][0]
+            else:
+                heads[g] = inf
                 del busy[g]
     done[order] = finish
     return done
