@@ -33,6 +33,7 @@ import numpy as np
 
 from schedlab.errors import InputError
 from schedlab.input_files import check_input_file
+from schedlab.perf.blas_threads import one_blas_thread
 from schedlab.perf.goodput.csv_floats import legacy_float
 
 if TYPE_CHECKING:
@@ -265,7 +266,11 @@ class Application:
                     f"{self.name}: no step time for placement {p} (the measured placements "
                     "span too few dimensions to interpolate)"
                 )
-            ret = interpolate([nodes, sum(p), local_bsz])[0]
+            # The first call computes every simplex's barycentric transform with LAPACK: on
+            # the default thread pool the idle workers spin between those tiny calls (25 s of
+            # CPU for cifar10's table on two busy cores against 10 ms on one thread).
+            with one_blas_thread():
+                ret = interpolate([nodes, sum(p), local_bsz])[0]
         if not (ret[0] == ret[0] and ret[1] == ret[1]):  # NaN: outside the measured hull
             raise ValueError(
                 f"{self.name}: no step time for placement {p} at local batch {local_bsz}"

@@ -225,7 +225,9 @@ def mutate_states(
     prob = np.where(rng.random(states.shape[:2]) < 0.1, 0.1, 0.0)
     states[rng.random(states.shape) < prob[:, :, None]] = 0
     free = cap[None, :] - states.sum(axis=1)  # P × N
-    room = (free >= 1)[:, None, :] & allowed[None]
+    room = (free >= 1)[:, None, :]  # P × 1 × N: with every node allowed, p1 per (member, node)
+    if not allowed.all():
+        room = room & allowed[None]
     p1 = room / np.maximum(room.sum(axis=2, keepdims=True), 1.0)
     held = (states > 0) & room
     p2 = held / np.maximum(held.sum(axis=2, keepdims=True), 1.0)
