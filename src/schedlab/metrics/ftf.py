@@ -175,10 +175,11 @@ def isolated_completion(
         now += step
         if heads[group] > clocks[group]:
             clocks[group] = heads[group]
-        # Every job due by now (ties finish together).
-        due_counts = [g for g in busy if heads[g] <= clocks[g] * (1 + 1e-12)]
-        for g in due_counts:
-            heap, due = heaps[g], clocks[g] * (1 + 1e-12)
+        for g in list(busy):  # every job due by now (ties finish together)
+            due = clocks[g] * (1 + 1e-12)
+            if heads[g] > due:
+                continue
+            heap = heaps[g]
             while heap and heap[0][0] <= due:
                 finish[heappop(heap)[1]] = now
                 active -= 1
