@@ -9,7 +9,7 @@ import pandas as pd
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from schedlab.traces.columns import TextTable, parse_numbers
+from schedlab.traces.columns import TextTable, _split_csv, _split_plain, parse_numbers
 from schedlab.traces.job_common import datetime_seconds
 
 
@@ -90,3 +90,26 @@ def test_any_date_time_reads_as_pandas_reads_it(seconds: int, micro: int, offset
     zoned = text + f"{sign}{abs(offset) // 60:02d}:{abs(offset) % 60:02d}"
     got = datetime_seconds(table([text, zoned]), "t", "x.csv")
     assert same(got, pandas_seconds([text, zoned]))
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.text(alphabet=st.sampled_from(list("ab ,\n\t\u2028\x0b1")), max_size=40))
+def test_plain_split_reads_what_the_csv_module_reads(text: str) -> None:
+    """Text without quotes or carriage returns is split at commas and line ends without the csv
+    module: header, cells by column and editor lines as the csv module gives them, blank lines
+    (and lines of blank cells) skipped, a blank first line read as a header of no cells, and
+    the first row of another width than the header's named."""
+    header, columns, lines, misfit = _split_plain(text)
+    want = _split_csv(text)
+    assert (header, [list(c) for c in columns], list(lines), misfit) == want
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.text(alphabet=st.sampled_from(list("a1 \t\x1c\x85\u2028\u3000é")), max_size=6)))
+def test_stripped_cells_are_str_strip(cells: list[str]) -> None:
+    """A column without white space is kept as written; any other is stripped cell by cell
+    (ASCII and Unicode white space alike, as ``str.strip`` removes it)."""
+    column = np.empty(len(cells), dtype=object)
+    column[:] = cells
+    table = TextTable({"c": column}, np.arange(2, len(cells) + 2))
+    assert table.stripped("c").tolist() == [c.strip() for c in cells]
