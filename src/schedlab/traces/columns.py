@@ -181,7 +181,7 @@ def _split_plain(text: str) -> Split:
     """:func:`_split_csv` for a CSV text without quotes or carriage returns, split by
     ``str.split`` alone: the lines, then every data cell in one list sliced into columns —
     no Python step per cell or row, and no list per row for the garbage collector to walk (a
-    million-row trace: 0.6 s instead of 2.5 s). Blank lines (and lines of blank cells) are
+    million-row trace's table: 1.2 s instead of 2.1 s). Blank lines (and lines of blank cells) are
     skipped as the csv path skips them."""
     if not text:
         return None, [], [], None
@@ -191,14 +191,15 @@ def _split_plain(text: str) -> Split:
     header = body[0].split(",") if body[0] else []  # the csv module reads no cell there
     del body[0]
     numbers: Sequence[int] = range(2, len(body) + 2)
-    if not all(body) or not all([line.replace(",", "").strip() for line in body]):
-        kept = [(n, s) for n, s in zip(numbers, body, strict=True) if s.replace(",", "").strip()]
-        numbers, body = [n for n, _ in kept], [line for _, line in kept]
+    filled = [bool(line.replace(",", "").strip()) for line in body]
+    if not all(filled):
+        numbers = [n for n, keep in zip(numbers, filled, strict=True) if keep]
+        body = [line for line, keep in zip(body, filled, strict=True) if keep]
     width = len(header)
     commas = [line.count(",") for line in body]
-    if any([c != width - 1 for c in commas]):
-        i = next(i for i, c in enumerate(commas) if c != width - 1)
-        return header, [], list(numbers), (commas[i] + 1, numbers[i])
+    misfit = next((i for i, c in enumerate(commas) if c != width - 1), None)
+    if misfit is not None:
+        return header, [], list(numbers), (commas[misfit] + 1, numbers[misfit])
     if not body:
         return header, [[] for _ in header], [], None
     cells = ",".join(body).split(",")
