@@ -159,9 +159,9 @@ def _run_and_write(
         f"schedlab {__version__} pack run; repeat: schedlab pack --config config.toml --out DIR",
     )
     if figures:  # matplotlib is imported for them only
-        from schedlab.report.pack_figures import curves_frame, write_pack_figures
+        from schedlab.report.pack_figures import curve_columns, write_pack_figures
 
-        curves = curves_frame([summary])
+        curves = curve_columns([summary])
         label = Path(str(cfg["pods"])).stem
         write_pack_figures(
             curves,

@@ -87,7 +87,8 @@ def write_grid_outputs(
         from schedlab.report.pack_report import render_pack_page, write_page
 
         title = f"Pack grid — {', '.join(map(str, table['pods'].unique()))}"
-        page = render_pack_page(all_curves, table, policies, inflate, title, [("grid", out)])
+        rows = table.to_dict("records")
+        page = render_pack_page(all_curves, rows, policies, inflate, title, [("grid", out)])
         write_page(page, out / "report.html")
     write_csv(out / "aggregate.csv", agg)
     write_config(out / "config.toml", config, f"schedlab {__version__} pack grid")

@@ -10,10 +10,7 @@ import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
-
-import numpy as np
-import pandas as pd
+from typing import TYPE_CHECKING, Any
 
 from schedlab.engines.pack import PackConfig, run_pack
 from schedlab.experiments.live_progress import reporter
@@ -22,6 +19,9 @@ from schedlab.experiments.seed_stats import ci_half_width
 from schedlab.experiments.workloads import Workload
 from schedlab.metrics.pack_curves import value_at
 from schedlab.results import write_json
+
+if TYPE_CHECKING:  # tables are made only when a grid is aggregated
+    import pandas as pd
 
 
 @dataclass(frozen=True)
@@ -93,8 +93,10 @@ def run_grid(
     )
 
 
-def results_table(summaries: Sequence[dict[str, object]], policies: Sequence[str]) -> pd.DataFrame:
-    """One row per run, in (workload, policy, seed) order."""
+def result_rows(
+    summaries: Sequence[dict[str, object]], policies: Sequence[str]
+) -> list[dict[str, object]]:
+    """One row per run, in (workload, policy as listed, seed) order."""
     rows = []
     for s in summaries:
         unalloc = s["unallocated_gpu_pct"]
@@ -113,15 +115,22 @@ def results_table(summaries: Sequence[dict[str, object]], policies: Sequence[str
                 "wall_seconds": s["wall_seconds"],
             }
         )
-    table = pd.DataFrame(rows)
     rank = {p: i for i, p in enumerate(policies)}
-    table["_rank"] = table["policy"].map(rank)
-    return table.sort_values(["pods", "_rank", "seed"]).drop(columns="_rank").reset_index(drop=True)
+    return sorted(rows, key=lambda r: (r["pods"], rank[r["policy"]], r["seed"]))  # type: ignore[index]
+
+
+def results_table(summaries: Sequence[dict[str, object]], policies: Sequence[str]) -> pd.DataFrame:
+    """:func:`result_rows` as a table (``results.csv``)."""
+    import pandas as pd
+
+    return pd.DataFrame(result_rows(summaries, policies))
 
 
 def aggregate(table: pd.DataFrame) -> pd.DataFrame:
     """Mean, seed-to-seed standard deviation and 95 % CI (Student t, ``_ci95``: the half-width)
     per (pods, policy), policy order kept; ``seeds`` counts the runs of each."""
+    import numpy as np
+
     measures = ["unallocated_gpu_pct_100", "unallocated_gpu_pct_130", "frag_amount_pct_100"]
     g = table.groupby(["pods", "policy"], sort=False)
     out = g[measures].agg(["mean", "std", "count"])

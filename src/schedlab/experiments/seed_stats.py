@@ -18,9 +18,12 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
-import pandas as pd
+
+if TYPE_CHECKING:  # tables are only made by the grids; a single run's page needs none
+    import pandas as pd
 
 #: Confidence level of the interval written to aggregate.csv.
 CONFIDENCE = 0.95
@@ -62,6 +65,8 @@ def seed_stats(table: pd.DataFrame, keys: Sequence[str], metrics: Sequence[str])
     """One row per ``keys`` cell (first-appearance order): ``seeds`` (runs in the cell) and, per
     metric, ``<m>_mean``, ``<m>_sd``, ``<m>_ci95`` over the runs where it is defined, plus
     ``<m>_n`` when that is fewer than the cell's runs."""
+    import pandas as pd
+
     rows = []
     groups = table.groupby(list(keys), sort=False, dropna=False)
     for cell, runs in groups:

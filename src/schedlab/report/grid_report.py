@@ -30,7 +30,8 @@ from schedlab import __version__
 from schedlab.experiments.seed_stats import mean_ci, time_unit
 from schedlab.metrics.replay_metrics import jct_cdf
 from schedlab.report.colours import Look, figure_looks
-from schedlab.report.html_report import _empty_note, _figure, _svg, best_cells, page_head
+from schedlab.report.html_report import _empty_note, _figure, _svg, best_cells
+from schedlab.report.page import page_head
 from schedlab.results import atomic_write
 
 #: (summary field, label, scale, digits, higher is better) of the table and figures; a scale

@@ -12,24 +12,33 @@ from __future__ import annotations
 
 import html
 import json
-from collections.abc import Sequence
+import math
+import statistics
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-import pandas as pd
+import numpy as np
 
 from schedlab.errors import InputError
-from schedlab.experiments.pack_sweep import aggregate, results_table
+from schedlab.experiments.pack_sweep import result_rows
 from schedlab.experiments.published import reference_for
-from schedlab.experiments.seed_stats import mean_ci
+from schedlab.experiments.seed_stats import ci_half_width, mean_ci
 from schedlab.report.colours import figure_looks
 from schedlab.report.pack_figures import (
-    curves_frame,
+    Curves,
+    curve_column,
+    curve_columns,
+    curve_rows,
     draw_bars_at,
     draw_fragmentation,
     draw_unallocated,
 )
 from schedlab.results import atomic_write
+
+#: A run's row of the results table (``results.csv``): pods, policy, seed, the ROWS measures,
+#: pods_failed, ….
+Row = Mapping[str, Any]
 
 #: Rows of the table: (aggregate column, label, digits, whether lower is better).
 ROWS = (
@@ -74,20 +83,48 @@ def _read_summary(path: Path) -> dict[str, Any] | None:
     return data if isinstance(data, dict) else None
 
 
+def _number(value: Any) -> float:
+    """A table cell as a float: NaN when missing."""
+    return math.nan if value is None else float(value)
+
+
+def _mean(values: Sequence[float]) -> float:
+    return math.fsum(values) / len(values) if values else math.nan
+
+
+def _policy_stats(runs: Sequence[Row]) -> dict[str, dict[str, Any]]:
+    """Per policy of one pod list's runs, over the runs where each is defined: every table
+    measure's (mean, 95 % half-width), the mean of pods that did not fit, and the runs."""
+    by: dict[str, list[Row]] = {}
+    for run in runs:
+        by.setdefault(str(run["policy"]), []).append(run)
+    stats: dict[str, dict[str, Any]] = {}
+    for policy, mine in by.items():
+        cell: dict[str, Any] = {
+            "runs": len(mine),
+            "failed": _mean([v for r in mine if not math.isnan(v := _number(r["pods_failed"]))]),
+        }
+        for field, _, _ in ROWS:
+            values = [v for r in mine if not math.isnan(v := _number(r[field]))]
+            sd = statistics.stdev(values) if len(values) >= 2 else math.nan
+            cell[field] = (_mean(values), ci_half_width(sd, len(values)))
+        stats[policy] = cell
+    return stats
+
+
 def _section(
     label: str,
-    curves: pd.DataFrame,
-    table: pd.DataFrame,
+    curves: Curves,
+    runs: Sequence[Row],
     policies: Sequence[str],
     inflate: float,
 ) -> str:
-    from schedlab.report.html_report import _svg, best_cells
     from schedlab.report.mpl import plt
+    from schedlab.report.page import best_cells, inline_svg
 
     e = html.escape
     looks = figure_looks(policies, "placement")
-    agg = aggregate(table[table["pods"] == label])
-    by = {r["policy"]: r for _, r in agg.iterrows()}
+    by = _policy_stats([r for r in runs if str(r["pods"]) == label])
     reference = reference_for(label, inflate) or {}
     head = "".join(
         f'<th><span class="swatch" style="background:{looks[p].colour}"></span>{e(p)}</th>'
@@ -96,15 +133,11 @@ def _section(
     rows = []
     for field, name, digits in ROWS:
         means = [
-            float(by[p][f"{field}_mean"])
-            if p in by and by[p][f"{field}_mean"] is not None
-            else None
+            by[p][field][0] if p in by and not math.isnan(by[p][field][0]) else None
             for p in policies
         ]
         texts = [
-            "—"
-            if m is None
-            else mean_ci(m, by[p][f"{field}_ci95"] or float("nan"), 1, digits, field)
+            "—" if m is None else mean_ci(m, by[p][field][1] or math.nan, 1, digits, field)
             for p, m in zip(policies, means, strict=True)
         ]
         bold = best_cells([t.split(" ")[0] for t in texts], means, False)  # type: ignore[arg-type]
@@ -115,13 +148,12 @@ def _section(
             f"<td>{e(f'{reference[p]:.2f}') if p in reference else '—'}</td>" for p in policies
         )
         rows.append(f"<tr><th>Published @100 (FGD paper)</th>{cells}</tr>")
-    failed = table[table["pods"] == label].groupby("policy")["pods_failed"].mean()
-    cells = "".join(f"<td>{failed.get(p, float('nan')):,.1f}</td>" for p in policies)
+    cells = "".join(f"<td>{(by[p]['failed'] if p in by else math.nan):,.1f}</td>" for p in policies)
     rows.append(f"<tr><th>Pods that did not fit (mean)</th>{cells}</tr>")
-    cells = "".join(f"<td>{int(by[p]['runs']) if p in by else 0}</td>" for p in policies)
+    cells = "".join(f"<td>{by[p]['runs'] if p in by else 0}</td>" for p in policies)
     rows.append(f'<tr class="meta"><th>Runs</th>{cells}</tr>')
     figures = []
-    mine = curves[curves["pods"] == label] if "pods" in curves else curves
+    mine = curve_rows(curves, curve_column(curves, "pods") == label) if "pods" in curves else curves
     for name, fig, caption in (
         (
             "Unallocated GPU",
@@ -142,12 +174,12 @@ def _section(
                     "figure.",
                 )
             ]
-            if (mine["bin"] == 100).any()
+            if (curve_column(mine, "bin") == 100).any()
             else []
         ),
     ):
         anchor = e(f"{label}-{name}".lower().replace(" ", "-").replace("%", "pct"))
-        svg = _svg(fig, f"fig-{anchor}", f"{name}, {label}")
+        svg = inline_svg(fig, f"fig-{anchor}", f"{name}, {label}")
         plt.close(fig)
         caption_html = f"<figcaption><b>{e(name)}.</b> {e(caption)}</figcaption>"
         figures.append(f'<figure id="{anchor}">{svg}{caption_html}</figure>')
@@ -166,22 +198,23 @@ def _best(bold: bool) -> str:
 
 
 def render_pack_page(
-    curves: pd.DataFrame,
-    table: pd.DataFrame,
+    curves: Curves,
+    runs: Sequence[Row],
     policies: Sequence[str],
     inflate: float,
     title: str,
     sources: Sequence[tuple[str, Path]],
 ) -> str:
-    """The page: a section per pod list (``table['pods']``), in the order they appear."""
-    from schedlab.report.html_report import html_page, page_head
+    """The page: a section per pod list (the rows' ``pods``), in the order they appear."""
+    from schedlab.report.page import html_page, page_head
 
-    labels = list(dict.fromkeys(table["pods"].astype(str)))
+    labels = list(dict.fromkeys(str(r["pods"]) for r in runs))
+    seeds = len({r["seed"] for r in runs})
     body = (
-        f'<p class="lead">{len(table)} pack run{"s" if len(table) != 1 else ""}: '
+        f'<p class="lead">{len(runs)} pack run{"s" if len(runs) != 1 else ""}: '
         f"{len(policies)} placement polic{'ies' if len(policies) != 1 else 'y'} × "
-        f"{table['seed'].nunique()} seed(s), inflation {inflate:g}.</p>"
-        + "".join(_section(label, curves, table, policies, inflate) for label in labels)
+        f"{seeds} seed(s), inflation {inflate:g}.</p>"
+        + "".join(_section(label, curves, runs, policies, inflate) for label in labels)
     )
     page = html_page(title, body, sources)
     return page.replace(page_head(title), page_head(title, PACK_CSS), 1)
@@ -212,22 +245,30 @@ def pack_page(
     if len(inflates) != 1:
         raise InputError("pack runs of different inflations cannot share one page")
     policies = list(dict.fromkeys(str(s["policy"]) for s in summaries))
-    table = results_table(summaries, policies)
-    curves = pd.concat(
-        [curves_frame([s]).assign(pods=s["workload"]) for s in summaries], ignore_index=True
+    parts = [curve_columns([s]) for s in summaries]
+    curves = {name: np.concatenate([part[name] for part in parts]) for name in parts[0]}
+    curves["pods"] = np.concatenate(
+        [
+            np.full(len(part["bin"]), s["workload"], dtype=object)
+            for s, part in zip(summaries, parts, strict=True)
+        ]
     )
     title = title or f"Pack report: {len(summaries)} run{'s' if len(summaries) != 1 else ''}"
-    return render_pack_page(curves, table, policies, inflates.pop(), title, sources)
+    rows = result_rows(summaries, policies)
+    return render_pack_page(curves, rows, policies, inflates.pop(), title, sources)
 
 
 def pack_grid_page(folder: Path, title: str | None = None) -> str:
     """The page of a finished pack grid (its results.csv and curves.csv)."""
+    import pandas as pd  # the grid's tables are read as tables
+
     table = pd.read_csv(folder / "results.csv", dtype={"pods": "str", "policy": "str"})
     curves = pd.read_csv(folder / "curves.csv", dtype={"pods": "str", "policy": "str"})
     policies = list(dict.fromkeys(table["policy"]))
     inflate = float(table["inflate"].iloc[0])
     title = title or f"Pack grid — {', '.join(dict.fromkeys(table['pods']))}"
-    return render_pack_page(curves, table, policies, inflate, title, [("grid", folder)])
+    rows = table.to_dict("records")
+    return render_pack_page(curves, rows, policies, inflate, title, [("grid", folder)])
 
 
 def write_page(page: str, out: Path) -> Path:

@@ -115,7 +115,7 @@ def sharing_tables(runs: list[tuple[str, dict[str, Any]]]) -> str:
 
 def render_sharing_page(folders: list[Path], title: str | None = None) -> str:
     """The whole page for sharing runs (no I/O besides reading the summaries)."""
-    from schedlab.report.html_report import html_page
+    from schedlab.report.page import html_page
 
     runs = []
     for folder in folders:
