@@ -17,8 +17,8 @@ import pytest
 from schedlab.cli import main
 from schedlab.experiments.seed_stats import add_clipped_intervals, mean_ci, seed_stats, time_unit
 from schedlab.report.colours import figure_looks, policy_look
-from schedlab.report.html_report import best_cells
 from schedlab.report.pack_figures import write_pack_figures
+from schedlab.report.page import best_cells
 
 #: t(0.975, 3), from tables.
 T_975_DF3 = 3.182446305284

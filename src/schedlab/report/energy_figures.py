@@ -19,10 +19,10 @@ from schedlab.report.html_report import (
     _figure,
     _figure_series,
     _style,
-    _svg,
     _time_unit,
     downsample_step,
 )
+from schedlab.report.page import inline_svg
 
 
 def _energy(run: Run) -> dict[str, Any] | None:
@@ -130,7 +130,7 @@ def figure_carbon_intensity(runs: Sequence[Run]) -> str:
         _empty_note(ax, "no intensity recorded")
     ax.set_xlabel(f"Time ({unit})")
     ax.set_ylabel("Carbon intensity (g/kWh)")
-    return _svg(fig, "fig-ci", "Grid carbon intensity over time")
+    return inline_svg(fig, "fig-ci", "Grid carbon intensity over time")
 
 
 def figure_energy_carbon(runs: Sequence[Run]) -> str:
@@ -150,7 +150,7 @@ def figure_energy_carbon(runs: Sequence[Run]) -> str:
     if all(np.isnan(carbon)):
         _empty_note(twin, "no carbon intensity given (--ci)")
     fig.legend(frameon=False, fontsize=8, loc="upper right")
-    return _svg(fig, "fig-energy", "Energy and carbon per run")
+    return inline_svg(fig, "fig-energy", "Energy and carbon per run")
 
 
 def figure_jct_vs_carbon(runs: Sequence[Run]) -> str:
@@ -176,7 +176,7 @@ def figure_jct_vs_carbon(runs: Sequence[Run]) -> str:
         _empty_note(ax, "no run with carbon and completed jobs")
     ax.set_xlabel("Carbon (kg CO2e)")
     ax.set_ylabel("Average JCT (h)")
-    return _svg(fig, "fig-jct-carbon", "Average JCT against carbon per run")
+    return inline_svg(fig, "fig-jct-carbon", "Average JCT against carbon per run")
 
 
 def energy_figures(runs: Sequence[Run]) -> tuple[tuple[str, str, str], ...]:

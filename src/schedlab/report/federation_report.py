@@ -26,12 +26,10 @@ from schedlab.report.html_report import (
     _int,
     _num,
     _pct,
-    _svg,
-    best_cells,
-    html_page,
     jct_cdf_figure,
 )
 from schedlab.report.html_report import _value as _get
+from schedlab.report.page import best_cells, html_page, inline_svg
 
 
 def _money(v: float) -> str:
@@ -251,7 +249,7 @@ def figure_shares(runs: Sequence[FederationRun]) -> str:
     ax.set_xlabel("Share of the GPU-hours (%)")
     ax.legend(frameon=False, fontsize=8, ncols=min(len(sites), 8), loc="lower left",
               bbox_to_anchor=(0.0, 1.0))  # fmt: skip
-    return _svg(fig, "fig-fed-shares", "Share of the GPU-hours by site per dispatcher")
+    return inline_svg(fig, "fig-fed-shares", "Share of the GPU-hours by site per dispatcher")
 
 
 # ------------------------------------------------------------------------------------ page

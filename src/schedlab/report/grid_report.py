@@ -30,8 +30,8 @@ from schedlab import __version__
 from schedlab.experiments.seed_stats import mean_ci, time_unit
 from schedlab.metrics.replay_metrics import jct_cdf
 from schedlab.report.colours import Look, figure_looks
-from schedlab.report.html_report import _empty_note, _figure, _svg, best_cells
-from schedlab.report.page import page_head
+from schedlab.report.html_report import _empty_note, _figure
+from schedlab.report.page import best_cells, inline_svg, page_head
 from schedlab.results import atomic_write
 
 #: (summary field, label, scale, digits, higher is better) of the table and figures; a scale
@@ -327,7 +327,7 @@ def _figure_html(name: str, fig: Figure, caption: str) -> str:
     e = html.escape
     anchor = e(name.lower().replace(" ", "-").replace("'", ""))
     fig.tight_layout()
-    svg = _svg(fig, f"fig-{anchor}", f"{name}. {caption}")
+    svg = inline_svg(fig, f"fig-{anchor}", f"{name}. {caption}")
     caption_html = f"<figcaption><b>{e(name)}.</b> {e(caption)}</figcaption>"
     return f'<figure id="{anchor}">{svg}{caption_html}</figure>'
 

@@ -36,8 +36,7 @@ from schedlab.metrics.replay_metrics import (
 )
 from schedlab.report import mpl  # noqa: F401 - the Agg backend and svg.hashsalt for every figure
 from schedlab.report.colours import Look, figure_looks, policy_look
-from schedlab.report.page import best_cells, html_page
-from schedlab.report.page import inline_svg as _svg
+from schedlab.report.page import best_cells, html_page, inline_svg
 from schedlab.report.run_checks import check_run
 from schedlab.report.sharing_report import is_sharing_run, render_sharing_page
 from schedlab.results import atomic_write
@@ -229,7 +228,7 @@ def jct_cdf_figure(
     ax.set_ylim(0, 1.02)
     ax.set_xlabel("Job completion time (log scale)")
     ax.set_ylabel("Fraction of completed jobs")
-    return _svg(fig, name, alt)
+    return inline_svg(fig, name, alt)
 
 
 def _time_unit(runs: Sequence[Run]) -> tuple[float, str]:
@@ -289,7 +288,7 @@ def _figure_series(
         _empty_note(ax, "no time series recorded")
     ax.set_xlabel(f"Time ({unit})")
     ax.set_ylabel(ylabel)
-    return _svg(fig, name, alt)
+    return inline_svg(fig, name, alt)
 
 
 def figure_queue_length(runs: Sequence[Run]) -> str:
@@ -346,7 +345,7 @@ def figure_per_user(runs: Sequence[Run]) -> str:
         ax.set_ylabel(f"Mean JCT ({unit})")
         ax.legend(frameon=False, fontsize=8)
     ax.set_xlabel(f"User (top {min(TOP_USERS, len(users))} by job count)")
-    return _svg(fig, "fig-users", "Mean job completion time per user and run")
+    return inline_svg(fig, "fig-users", "Mean job completion time per user and run")
 
 
 # --------------------------------------------------------------------------------------- table

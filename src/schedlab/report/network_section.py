@@ -16,8 +16,8 @@ from schedlab.report.html_report import (
     _figure,
     _figure_series,
     _style,
-    _svg,
 )
+from schedlab.report.page import inline_svg
 
 #: Link tiers drawn, in order (timeseries column suffix, title).
 TIERS = (
@@ -66,7 +66,7 @@ def figure_comm_share_cdf(runs: Sequence[Run]) -> str:
     ax.set_ylim(0, 1.02)
     ax.set_xlabel("Communication share of the job's run time (%)")
     ax.set_ylabel("Fraction of jobs")
-    return _svg(fig, "fig-comm-share", "CDF of the communication share of run time per run")
+    return inline_svg(fig, "fig-comm-share", "CDF of the communication share of run time per run")
 
 
 def network_section(runs: Sequence[Run]) -> str:

@@ -83,9 +83,10 @@ def _read_summary(path: Path) -> dict[str, Any] | None:
     return data if isinstance(data, dict) else None
 
 
-def _number(value: Any) -> float:
-    """A table cell as a float: NaN when missing."""
-    return math.nan if value is None else float(value)
+def _defined(runs: Sequence[Row], field: str) -> list[float]:
+    """``field`` of the runs where it has a value (a missing cell is None or NaN)."""
+    values = (math.nan if r[field] is None else float(r[field]) for r in runs)
+    return [v for v in values if not math.isnan(v)]
 
 
 def _mean(values: Sequence[float]) -> float:
@@ -100,12 +101,9 @@ def _policy_stats(runs: Sequence[Row]) -> dict[str, dict[str, Any]]:
         by.setdefault(str(run["policy"]), []).append(run)
     stats: dict[str, dict[str, Any]] = {}
     for policy, mine in by.items():
-        cell: dict[str, Any] = {
-            "runs": len(mine),
-            "failed": _mean([v for r in mine if not math.isnan(v := _number(r["pods_failed"]))]),
-        }
+        cell: dict[str, Any] = {"runs": len(mine), "failed": _mean(_defined(mine, "pods_failed"))}
         for field, _, _ in ROWS:
-            values = [v for r in mine if not math.isnan(v := _number(r[field]))]
+            values = _defined(mine, field)
             sd = statistics.stdev(values) if len(values) >= 2 else math.nan
             cell[field] = (_mean(values), ci_half_width(sd, len(values)))
         stats[policy] = cell
