@@ -15,8 +15,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import pandas as pd
+if TYPE_CHECKING:  # the tables are built only when a study reports: a run need not load pandas
+    import pandas as pd
 
 COLUMNS = ("study", "target", "metric", "published", "ours", "tolerance", "verdict")
 
@@ -88,6 +90,8 @@ def trend_row(
 
 
 def table(rows: list[dict[str, object]]) -> pd.DataFrame:
+    import pandas as pd
+
     return pd.DataFrame(rows, columns=list(COLUMNS))
 
 

@@ -44,6 +44,7 @@ idle gap is counted as busy), lease extensions — is kept per round in :attr:`G
 
 from __future__ import annotations
 
+import itertools
 import math
 import random
 from dataclasses import dataclass, field
@@ -83,10 +84,9 @@ class RoundRecord:
     start: float
     end: float
     #: GPU-busy seconds credited (Gavel's accounting): ``busy_seconds[i]`` to worker
-    #: ``busy_workers[i]`` (each worker at most once a round), and per job.
+    #: ``busy_workers[i]`` (each worker at most once a round).
     busy_workers: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
     busy_seconds: np.ndarray = field(default_factory=lambda: np.zeros(0))
-    job_busy: dict[int, float] = field(default_factory=dict)
     lease_opportunities: int = 0
     lease_extensions: int = 0
     jobs: int = 0
@@ -104,6 +104,10 @@ class _Round:
     failed: np.ndarray
     #: Indices in Gavel's crediting order: latest finish first, then job id.
     order: list[int]
+    #: The indices of ``order`` whose job did not fail, and each job's busy seconds as Gavel
+    #: credits them (set when the round is credited).
+    kept: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+    busy: np.ndarray = field(default_factory=lambda: np.zeros(0))
 
 
 @dataclass
@@ -117,6 +121,10 @@ class _Frame:
     T: np.ndarray
     x: np.ndarray
     scale: list[int]
+    #: Each job's row.
+    row: dict[int, int] = field(default_factory=dict)
+    #: Every job asks one GPU (the picking pass then takes a type's best jobs at once).
+    single: bool = True
 
     @staticmethod
     def empty(types: int) -> _Frame:
@@ -197,6 +205,8 @@ class GavelRounds(SchedulingPolicy):
         half = self.slot / 2.0
         self.half = half
         self.active: dict[int, None] = {}
+        # Received seconds since the reset and deficits per type of the jobs that arrived
+        # since the frame was built; the frame holds every other active job's rows.
         self.recv: dict[int, np.ndarray] = {}
         self.deficit: dict[int, np.ndarray] = {}
         self.busy = np.zeros(n)
@@ -262,15 +272,14 @@ class GavelRounds(SchedulingPolicy):
         """Credit the round that just ended (in Gavel's order: latest finish first), retire the
         jobs the engine completed, count failures and drop the jobs that failed too often."""
         status = snap.runtime.status
-        record = self.log[-1]
         decisions: list[Decision] = []
         rnd = self.planned
         assert rnd is not None
-        failed = rnd.failed.tolist()
-        for i in rnd.order:
-            job = rnd.jobs[i]
-            if failed[i]:
-                if job in self.active:
+        if rnd.failed.any():
+            failed = rnd.failed.tolist()
+            for i in rnd.order:
+                job = rnd.jobs[i]
+                if failed[i] and job in self.active:
                     self.failures[job] = self.failures.get(job, 0) + 1
                     self.need_update = True
                     if self.failures[job] >= MAX_FAILED_ROUNDS:
@@ -279,22 +288,32 @@ class GavelRounds(SchedulingPolicy):
                         if status.item(job) == RUNNING:
                             decisions.append(Preempt(job))
                         decisions.append(Reject(job, f"failed {MAX_FAILED_ROUNDS} rounds in a row"))
-                continue
-            self.failures[job] = 0
-            e = record.job_busy[job]
-            k = rnd.types[i]
-            self.recv[job][k] += e
-            self.busy[k] += e
-            if status.item(job) == DONE:
-                self._retire(job)
+        if len(rnd.kept):
+            # Each job's received time on its type and each type's busy time, added in the
+            # crediting order (np.add.at adds one at a time, in order: the same sums).
+            ids = [rnd.jobs[i] for i in rnd.kept.tolist()]
+            types = np.asarray(rnd.types)[rnd.kept]
+            seconds = rnd.busy[rnd.kept]
+            # The round's jobs were picked from the frame, whose rows their received-time
+            # arrays are views of (no frame is built between a round and its close).
+            row = self.frame.row
+            self.frame.recv[[row[job] for job in ids], types] += seconds
+            np.add.at(self.busy, types, seconds)
+            if self.failures:
+                for job in ids:
+                    self.failures.pop(job, None)
+            done = status[ids] == DONE
+            if done.any():
+                for job in np.asarray(ids)[done].tolist():
+                    self._retire(job)
         self.planned = None
         self.round_end = None
         return decisions
 
     def _retire(self, job: int) -> None:
         del self.active[job]
-        del self.recv[job]
-        del self.deficit[job]
+        self.recv.pop(job, None)  # (still here only if it never made it into a frame)
+        self.deficit.pop(job, None)
         self.need_update = True
         self.frame_stale = True
 
@@ -392,22 +411,40 @@ class GavelRounds(SchedulingPolicy):
     # -- one round -----------------------------------------------------------------------
     def _frame(self) -> _Frame:
         """The active jobs' per-type rows as matrices (rebuilt when the active set or the
-        allocation changed; the received-time and deficit rows stay shared with the per-job
-        arrays, which the rounds update in place)."""
+        allocation changed). The frame is where the received time and deficit of every job in
+        it live: the rounds and resets update its rows in place, and a rebuild carries them
+        over (a job that arrived since has its rows in :attr:`recv` and :attr:`deficit`)."""
         f = self.frame
         if self.frame_stale:
             order = list(self.active)
             n = len(self.types)
+            old = self.frame
             f = _Frame.empty(n)
             f.order = order
-            if order:
-                f.recv = np.array([self.recv[j] for j in order])
-                f.deficit = np.array([self.deficit[j] for j in order])
-                for i, job in enumerate(order):  # the per-job arrays become views of the rows
-                    self.recv[job] = f.recv[i]
-                    self.deficit[job] = f.deficit[i]
-                f.T = np.array([self._throughputs(j) for j in order])
+            survivors = [j for j in order if j in old.row]
+            fresh = [j for j in order if j not in old.row]
+            if order[: len(survivors)] == survivors:
+                # The usual change: jobs left and jobs arrived (active jobs keep arrival order,
+                # so the arrivals come last): the old rows that remain, then the new ones.
+                rows = [old.row[j] for j in survivors]
+                f.recv = np.concatenate([old.recv[rows], self._rows(self.recv, fresh)])
+                f.deficit = np.concatenate([old.deficit[rows], self._rows(self.deficit, fresh)])
+                f.T = np.concatenate(
+                    [old.T[rows], self._rows({j: self._throughputs(j) for j in fresh}, fresh)]
+                )
+            else:
+                recv = [old.recv[old.row[j]] if j in old.row else self.recv[j] for j in order]
+                deficit = [
+                    old.deficit[old.row[j]] if j in old.row else self.deficit[j] for j in order
+                ]
+                f.recv, f.deficit = self._rows(recv, None), self._rows(deficit, None)
+                f.T = self._rows([self._throughputs(j) for j in order], None)
+            for job in fresh:  # their rows live in the frame from now on
+                self.recv.pop(job, None)
+                self.deficit.pop(job, None)
             f.scale = [self.scale[j] for j in order]
+            f.row = {j: i for i, j in enumerate(order)}
+            f.single = all(s == 1 for s in f.scale)
             self.frame = f
             self.frame_stale = False
             self.shares_stale = True
@@ -417,6 +454,12 @@ class GavelRounds(SchedulingPolicy):
             f.x = np.array(rows) if rows else np.zeros((0, len(self.types)))
             self.shares_stale = False
         return f
+
+    def _rows(self, arrays: Any, jobs: list[int] | None) -> np.ndarray:
+        """Per-job rows as one (jobs × types) matrix: ``arrays`` in order, or ``arrays[j]``
+        for each of ``jobs``."""
+        rows = arrays if jobs is None else [arrays[j] for j in jobs]
+        return np.array(rows) if rows else np.zeros((0, len(self.types)))
 
     def _pick(self) -> dict[int, list[int]]:
         """Jobs to run this round per type: Gavel's greedy pass over its priority queue.
@@ -449,11 +492,19 @@ class GavelRounds(SchedulingPolicy):
             valid &= priority > 0.0
         # Per type: (priority, deficit, share) descending, ties in arrival order.
         keys = (-share, -f.deficit, -priority)
+        # One-GPU jobs: a type takes its best jobs not taken yet, as many as it has GPUs.
+        taken_rows = np.zeros(len(f.order), dtype=bool) if f.single else None
         for k in order:
             if left[k] == 0:
                 continue
             ranked = np.lexsort([key[:, k] for key in keys])
             room = left[k]
+            if taken_rows is not None:
+                rows = ranked[valid[ranked, k] & ~taken_rows[ranked]][:room]
+                taken_rows[rows] = True
+                picked[k] = [f.order[i] for i in rows.tolist()]
+                left[k] = room - len(rows)
+                continue
             for i in ranked[valid[ranked, k]].tolist():
                 job = f.order[i]
                 s = f.scale[i]
@@ -470,26 +521,32 @@ class GavelRounds(SchedulingPolicy):
     def _place(self, picked: dict[int, list[int]]) -> dict[int, tuple[int, tuple[int, ...]]]:
         """GPUs for the picked jobs: lease extensions first, then a walk over the servers."""
         out: dict[int, tuple[int, tuple[int, ...]]] = {}
-        scale = self.scale
+        scale, assigned, shares = self.scale, self.assigned, self.x
         for k, jobs in picked.items():
             if not jobs:
                 continue
-            ordered = sorted(jobs, key=scale.__getitem__, reverse=True)
+            # The jobs by size, largest first, each size's jobs in the picked order.
+            by_size: dict[int, list[int]] = {}
+            for job in jobs:
+                group = by_size.get(scale[job])
+                if group is None:
+                    by_size[scale[job]] = [job]
+                else:
+                    group.append(job)
             flat = self.flat[k]
             taken: set[int] = set()
             ptr = 0
-            for size in sorted({scale[j] for j in ordered}, reverse=True):
-                for job in ordered:
-                    if scale[job] != size:
-                        continue
-                    prev = self.assigned.get(job)
+            for size in sorted(by_size, reverse=True):
+                walkers = []  # jobs with a share whose GPUs of last round cannot be kept
+                for job in by_size[size]:
+                    prev = assigned.get(job)
                     if prev is not None and prev[0] == k and taken.isdisjoint(prev[1]):
                         out[job] = prev
                         taken.update(prev[1])
-                for job in ordered:
-                    if scale[job] != size or job not in self.x:
-                        continue
-                    ids = list(out[job][1]) if job in out else []
+                    elif job in shares:
+                        walkers.append(job)
+                for job in walkers:
+                    ids: list[int] = []
                     while len(ids) < size and ptr < len(flat):
                         w = flat[ptr]
                         ptr += 1
@@ -513,13 +570,14 @@ class GavelRounds(SchedulingPolicy):
             self._maybe_reset(snap)
             placed = self._place(self._pick())
         record = RoundRecord(start=now, end=now)
-        record.lease_opportunities = sum(1 for j in self.assigned if j in self.active)
         assigned = self.assigned
-        record.lease_extensions = sum(
-            1
-            for j, a in placed.items()
-            if j in assigned and (assigned[j][1] == a[1] or set(assigned[j][1]) == set(a[1]))
-        )
+        record.lease_opportunities = len(assigned.keys() & self.active.keys())
+        extensions = 0
+        for j, (_, workers) in placed.items():
+            prev = assigned.get(j)
+            if prev is not None and (prev[1] == workers or set(prev[1]) == set(workers)):
+                extensions += 1
+        record.lease_extensions = extensions
         decisions = self._decisions(snap, placed, earlier, record)
         self.assigned = placed
         self.log.append(record)
@@ -569,7 +627,8 @@ class GavelRounds(SchedulingPolicy):
             return decisions
         # Element by element the arithmetic of Gavel's loop: n = min(int(T·slot), R) steps,
         # done at now + n/T; a multi-GPU job whose n is below its GPU count fails the round.
-        t = np.array([self.T[j].item(k) for j, k in zip(ids, types, strict=True)])
+        row = self.frame.row
+        t = self.frame.T[[row[j] for j in ids], types]
         whole = np.floor(t * self.slot)
         steps = np.where(left < whole, left, whole)
         scale = np.array([self.scale[j] for j in ids])
@@ -596,12 +655,17 @@ class GavelRounds(SchedulingPolicy):
         assert rnd is not None
         record.end = end
         record.jobs = len(rnd.jobs)
-        seconds = (rnd.finish - start).tolist()
-        failed = rnd.failed.tolist()
-        kept = [i for i in rnd.order if not failed[i]]
-        record.job_busy = {rnd.jobs[i]: seconds[i] for i in kept}
-        record.busy_workers = np.array([w for i in kept for w in rnd.workers[i]], dtype=np.int64)
-        record.busy_seconds = np.array([seconds[i] for i in kept for _ in rnd.workers[i]])
+        busy = rnd.finish - start
+        if rnd.failed.any():
+            failed = rnd.failed.tolist()
+            kept = [i for i in rnd.order if not failed[i]]
+        else:
+            kept = rnd.order
+        rnd.kept = np.asarray(kept, dtype=np.int64)
+        rnd.busy = busy
+        workers = [rnd.workers[i] for i in kept]
+        record.busy_workers = np.fromiter(itertools.chain.from_iterable(workers), np.int64)
+        record.busy_seconds = np.repeat(busy[rnd.kept], [len(w) for w in workers])
         self.credit_from = end
 
     def _allocation(self, workers: tuple[int, ...]) -> Allocation:
