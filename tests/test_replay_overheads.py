@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from schedlab.engines.replay import PolicyError, ReplayConfig, ReplayEngine, ReplayRecord, _Run
 from schedlab.model.jobs import JobTable
-from schedlab.model.snapshot import Decision, Overhead, Snapshot
+from schedlab.model.snapshot import Decision, Overhead, Overheads, Snapshot, Start, one_per_job
 from schedlab.perf.models import TraceDuration
 from schedlab.policies.registry import make_placement, make_scheduler
 from schedlab.policies.scheduler import ReplayContext, SchedulingPolicy
@@ -24,9 +24,12 @@ class Rounds(SchedulingPolicy):
     name = "rounds"
     summary = "test policy"
 
-    def __init__(self, period: float, pauses: list[float], twice: bool = False) -> None:
+    def __init__(
+        self, period: float, pauses: list[float], twice: bool = False, grouped: bool = False
+    ) -> None:
         self.inner, _ = make_scheduler("fifo", "bestfit", False)
         self.period, self.pauses, self.twice = period, pauses, twice
+        self.grouped = grouped  # the running jobs' charges as one Overheads
         self.calls = 0
 
     def reset(self, ctx: ReplayContext) -> None:
@@ -40,6 +43,8 @@ class Rounds(SchedulingPolicy):
         charged: list[Decision] = [
             Overhead(job, self.period * pauses[(job + self.calls) % len(pauses)]) for job in running
         ]
+        if self.grouped:
+            charged = [Overheads(tuple(running), tuple(d.seconds for d in charged))]  # type: ignore[union-attr]
         if self.twice and running:
             charged.append(Overhead(running[0], self.period * pauses[self.calls % len(pauses)] / 4))
         return self.inner.decide(snap) + charged
@@ -97,13 +102,15 @@ def test_a_batch_of_overheads_is_the_same_run_as_the_overheads_one_by_one(
         checkpoint=[True] * len(rows),
     )
     batched = replay(jobs, Rounds(period, pauses, twice), restart=5.0)
+    grouped = replay(jobs, Rounds(period, pauses, twice, grouped=True), restart=5.0)
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(_Run, "charge", one_by_one)
         single = replay(jobs, Rounds(period, pauses, twice), restart=5.0)
-    for name in FIELDS:
-        np.testing.assert_array_equal(getattr(batched, name), getattr(single, name), err_msg=name)
-    assert batched.events == single.events
-    assert batched.decision_points == single.decision_points
+    for run in (batched, grouped):
+        for name in FIELDS:
+            np.testing.assert_array_equal(getattr(run, name), getattr(single, name), err_msg=name)
+        assert run.events == single.events
+        assert run.decision_points == single.decision_points
 
 
 def test_nine_jobs_charged_in_one_batch_by_hand() -> None:
@@ -142,3 +149,61 @@ def test_an_overhead_on_a_job_that_is_not_running_is_refused_in_a_batch() -> Non
 
     with pytest.raises(PolicyError, match="charged an overhead to job 9, which is not running"):
         replay(jobs, Wrong(1e9, [0.0]), restart=0.0)
+
+
+def test_one_overheads_decision_is_the_nine_overheads_by_hand() -> None:
+    # As above, with the nine charges as one Overheads: each job still ends at 110 s.
+    jobs = JobTable.from_columns(
+        job_id=[f"j{i}" for i in range(9)],
+        submit_time=[0.0] * 9,
+        num_gpus=[1] * 9,
+        duration=[100.0] * 9,
+    )
+
+    class Once(Rounds):
+        def decide(self, snap: Snapshot) -> list[Decision]:
+            starts = self.inner.decide(snap)
+            if snap.now != 0:
+                return starts
+            return [*starts, Overheads(tuple(d.job for d in starts), (10.0,) * len(starts))]
+
+    record = replay(jobs, Once(1e9, [0.0]), restart=0.0)
+    assert record.end_time.tolist() == [110.0] * 9
+    assert record.gpu_seconds.tolist() == [110.0] * 9
+
+
+@pytest.mark.parametrize(
+    ("charged", "message"),
+    [
+        (Overheads((0, 1), (1.0,)), "charged 2 job\\(s\\) 1 overhead\\(s\\) in one Overheads"),
+        (Overheads((0, 1), (1.0, float("nan"))), "charged job 1 nan s of overhead"),
+        (Overheads((0, 1), (1.0, -2.0)), "charged job 1 -2.0 s of overhead"),
+        (Overheads((0, "b"), (1.0, 1.0)), "charged an overhead to 'b', not a job"),  # type: ignore[arg-type]
+        (Overheads(5, 1.0), "its jobs and seconds must be sequences"),  # type: ignore[arg-type]
+    ],
+)
+def test_a_wrong_overheads_decision_is_named(charged: Overheads, message: str) -> None:
+    jobs = JobTable.from_columns(
+        job_id=["a", "b"], submit_time=[0.0, 0.0], num_gpus=[1, 1], duration=[100.0, 100.0]
+    )
+
+    class Wrong(Rounds):
+        def decide(self, snap: Snapshot) -> list[Decision]:
+            starts = self.inner.decide(snap)
+            return [*starts, charged] if snap.now == 0 else starts
+
+    with pytest.raises(PolicyError, match=message):
+        replay(jobs, Wrong(1e9, [0.0]), restart=0.0)
+
+
+def test_the_live_engines_read_an_overheads_as_one_overhead_per_job() -> None:
+    start = Start(3, ((0, (0,)),))
+    decisions: list[Decision] = [start, Overheads((1, 2), (5.0, 0.0)), Overhead(4, 1.0)]
+    assert one_per_job(decisions) == [
+        start,
+        Overhead(1, 5.0),
+        Overhead(2, 0.0),
+        Overhead(4, 1.0),
+    ]
+    plain: list[Decision] = [start, Overhead(4, 1.0)]
+    assert one_per_job(plain) is plain

@@ -13,7 +13,15 @@ import numpy as np
 import pytest
 
 from schedlab.cli import main
-from schedlab.model.snapshot import PENDING, RUNNING, Overhead, Preempt, Resize, Start
+from schedlab.model.snapshot import (
+    PENDING,
+    RUNNING,
+    Overhead,
+    Overheads,
+    Preempt,
+    Resize,
+    Start,
+)
 from schedlab.serve.apply import Applier, start_commands
 from schedlab.serve.fake import FakeSlurm, fake_job, fake_node, without_reasons
 from schedlab.serve.hostlist import expand_hostlist, expand_ranges, gpu_indices
@@ -400,6 +408,7 @@ def test_preempt_resize_and_start_commands(tmp_path: Path) -> None:
             Preempt(i(2)),
             Resize(i(1), ((0, (0,)),)),
             Overhead(i(1), 5.0),  # simulation only
+            Overheads((i(1), i(2)), (5.0, 3.0)),  # the same, one record per job
             Start(i(4), ((1, (0, 1)),)),  # 2 GPUs for a 4-GPU job: refused before Slurm
         ],
     )
@@ -413,8 +422,9 @@ def test_preempt_resize_and_start_commands(tmp_path: Path) -> None:
         released(3),
     ]
     actions = [r["action"] for r in out.records]
-    assert actions == ["preempt", "preempt", "skip", "skip", "start", "skip"]
-    assert out.records[3]["reason"] == "Overhead decisions have no Slurm counterpart"
+    assert actions == ["preempt", "preempt", "skip", "skip", "skip", "skip", "start", "skip"]
+    for r in out.records[3:6]:
+        assert r["reason"] == "Overhead decisions have no Slurm counterpart"
     assert "asked for 4" in out.records[-1]["reason"]
 
 

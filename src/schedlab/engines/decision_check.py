@@ -33,6 +33,7 @@ from schedlab.model.jobs import JobTable
 from schedlab.model.snapshot import (
     Decision,
     Overhead,
+    Overheads,
     Pace,
     Preempt,
     Reconfigure,
@@ -191,7 +192,7 @@ def _has_nan(values: np.ndarray) -> bool:
 
 
 _VERBS = {Start: "started", Resize: "resized"}
-_OTHERS = (Preempt, Reject, Overhead, Pace, Reconfigure)
+_OTHERS = (Preempt, Reject, Overhead, Overheads, Pace, Reconfigure)
 
 
 class DecisionCheck:
@@ -229,6 +230,8 @@ class DecisionCheck:
                 raise self._wrong(f"decide() returned {shown(d)}, which is not a decision")
             elif kind is Overhead and not 0 <= d.seconds < math.inf:
                 raise self._wrong(f"decide() charged job {d.job} {d.seconds!r} s of overhead")
+            elif kind is Overheads:
+                self._overheads(d)  # type: ignore[arg-type]
             elif kind is Pace and not (0 <= d.rate < math.inf and 0 <= d.remaining < math.inf):
                 raise self._wrong(
                     f"decide() paced job {d.job} at {d.rate!r} units/s with {d.remaining!r} left"
@@ -236,6 +239,29 @@ class DecisionCheck:
             elif kind is Reject and not isinstance(d.reason, str):
                 raise self._wrong(f"decide() rejected job {d.job} with reason {shown(d.reason)}")
         return decisions
+
+    def _overheads(self, d: Overheads) -> None:
+        """Job numbers and as many charges, each finite and not negative."""
+        try:
+            jobs, charges = list(d.jobs), list(d.seconds)
+        except TypeError:
+            raise self._wrong(
+                f"decide() returned {shown(d)}: its jobs and seconds must be sequences"
+            ) from None
+        if len(jobs) != len(charges):
+            raise self._wrong(
+                f"decide() charged {len(jobs)} job(s) {len(charges)} overhead(s) in one Overheads"
+            )
+        if all(type(j) is int for j in jobs) and all(type(s) is float for s in charges):
+            seconds = np.fromiter(charges, np.float64, len(charges))
+            if ((seconds >= 0) & (seconds < math.inf)).all():
+                return  # the usual case, in one pass
+        for job in jobs:
+            if isinstance(job, bool) or not isinstance(job, int | np.integer):
+                raise self._wrong(f"decide() charged an overhead to {shown(job)}, not a job")
+        for job, s in zip(jobs, charges, strict=True):
+            if isinstance(s, bool) or not isinstance(s, int | float) or not 0 <= s < math.inf:
+                raise self._wrong(f"decide() charged job {job} {s!r} s of overhead")
 
     def next_wakeup(self, snap: Snapshot) -> float:
         """When the policy wants to be asked again: a time, or inf (never NaN)."""

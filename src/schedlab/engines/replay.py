@@ -37,6 +37,7 @@ from schedlab.model.snapshot import (
     Decision,
     JobRuntime,
     Overhead,
+    Overheads,
     Pace,
     Preempt,
     Reconfigure,
@@ -72,6 +73,7 @@ _KINDS: tuple[tuple[type, int], ...] = (
     (Start, 2),
     (Pace, 3),
     (Overhead, 4),
+    (Overheads, 4),
 )
 _KIND: dict[type, int] = dict(_KINDS)
 
@@ -503,14 +505,25 @@ class _Run:
         if overheads:
             self.charge(overheads, now)
 
-    def charge(self, overheads: list[Overhead], now: float) -> None:
+    def charge(self, overheads: list[Overhead | Overheads], now: float) -> None:
         """Apply a decision's overheads: each job's progress is banked, its progress resumes
         ``seconds`` later and its completion is re-issued. A round-based policy charges every
         running job at every round, so the jobs are taken together, in numpy, with the same
         float operations as :meth:`stop_progress` and :meth:`schedule_completion` one by one
         (a job charged twice in one decision is taken one charge at a time)."""
-        ids = [d.job for d in overheads]
-        seconds = np.fromiter([d.seconds for d in overheads], np.float64, len(ids))
+        if len(overheads) == 1 and type(overheads[0]) is Overheads:  # a round's, as one
+            ids = list(overheads[0].jobs)
+            charges = overheads[0].seconds
+        else:
+            ids, charges = [], []
+            for d in overheads:
+                if type(d) is Overheads:
+                    ids += d.jobs
+                    charges += d.seconds
+                else:
+                    ids.append(d.job)
+                    charges.append(d.seconds)
+        seconds = np.fromiter(charges, np.float64, len(ids))
         rt = self.rt
         status = rt.status
         n_jobs = len(status)

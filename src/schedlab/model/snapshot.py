@@ -79,6 +79,17 @@ class Overhead:
 
 
 @dataclass(frozen=True, slots=True)
+class Overheads:
+    """:class:`Overhead` for many jobs as one decision, applied as one ``Overhead`` per
+    ``(jobs[i], seconds[i])`` in that order: what a round-based policy charges every job it runs
+    at every round (Gavel's mechanism charges some fifty jobs a round, tens of thousands of
+    rounds a run). Simulation only."""
+
+    jobs: tuple[int, ...]
+    seconds: tuple[float, ...]
+
+
+@dataclass(frozen=True, slots=True)
 class Pace:
     """A running job's speed changes with no change of GPUs: from now on it progresses at
     ``rate`` work units per second and has ``remaining`` units left. For policies that carry
@@ -103,7 +114,21 @@ class Reconfigure:
     delay: float | None = None
 
 
-Decision = Start | Preempt | Resize | Reject | Overhead | Pace | Reconfigure
+Decision = Start | Preempt | Resize | Reject | Overhead | Overheads | Pace | Reconfigure
+
+
+def one_per_job(decisions: list[Decision]) -> list[Decision]:
+    """``decisions`` with every :class:`Overheads` written out as one :class:`Overhead` per job,
+    for code that takes decisions one job at a time (the live engines record each)."""
+    if not any(type(d) is Overheads for d in decisions):
+        return decisions
+    out: list[Decision] = []
+    for d in decisions:
+        if isinstance(d, Overheads):
+            out += [Overhead(j, s) for j, s in zip(d.jobs, d.seconds, strict=True)]
+        else:
+            out.append(d)
+    return out
 
 
 @dataclass

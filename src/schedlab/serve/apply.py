@@ -35,7 +35,15 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from schedlab.model.snapshot import Decision, Preempt, Reconfigure, Reject, Resize, Start
+from schedlab.model.snapshot import (
+    Decision,
+    Preempt,
+    Reconfigure,
+    Reject,
+    Resize,
+    Start,
+    one_per_job,
+)
 from schedlab.serve.client import SlurmClient, SlurmError
 from schedlab.serve.live import LiveView
 from schedlab.serve.reasons import cleared_comment, reason_command
@@ -252,6 +260,7 @@ class Applier:
         result = Outcome()
         infos = view.infos
         names = view.cluster.names
+        decisions = one_per_job(decisions)
         ordered = [d for d in decisions if not isinstance(d, Start)] + [
             d for d in decisions if isinstance(d, Start)
         ]

@@ -27,6 +27,7 @@ from schedlab.model.snapshot import (
     REJECTED,
     Decision,
     Overhead,
+    Overheads,
     Pace,
     Reject,
     Snapshot,
@@ -195,6 +196,8 @@ class _Probe(SchedulingPolicy):
                 known = d.job in snap.pending_set
             elif isinstance(d, Overhead | Pace):  # applied after the starts of the same decision
                 known = d.job in snap.running_set or d.job in started
+            elif isinstance(d, Overheads):
+                known = all(j in snap.running_set or j in started for j in d.jobs)
             else:
                 known = d.job in snap.running_set
             if not known:

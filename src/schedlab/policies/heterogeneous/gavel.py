@@ -29,8 +29,9 @@ job:
 Arrivals join at round boundaries; when nothing runs, time jumps to the next arrival.
 
 How it drives the replay engine: each round it returns the starts, moves (a resize to the same
-number of other GPUs) and stops, and for every job it runs an :class:`Overhead` of the seconds
-it waits after its ``n`` steps, so the engine credits exactly ``n`` steps at the matrix speed
+number of other GPUs) and stops, and for every job it runs an overhead of the seconds it waits
+after its ``n`` steps (all of them as one :class:`Overheads`), so the engine credits exactly
+``n`` steps at the matrix speed
 (the wait comes first instead of last, which no one can see: such a job does not finish in the
 round). A job that finishes in the round gets an overhead of 0 and the engine completes it at
 ``now + remaining/T`` — the same expression the mechanism uses, so the round ends exactly at an
@@ -59,7 +60,7 @@ from schedlab.model.snapshot import (
     RUNNING,
     Allocation,
     Decision,
-    Overhead,
+    Overheads,
     Preempt,
     Reject,
     Resize,
@@ -104,6 +105,8 @@ class _Round:
     failed: np.ndarray
     #: Indices in Gavel's crediting order: latest finish first, then job id.
     order: list[int]
+    #: Each job's row in the frame the round was picked from.
+    rows: np.ndarray
     #: The indices of ``order`` whose job did not fail, and each job's busy seconds as Gavel
     #: credits them (set when the round is credited).
     kept: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
@@ -294,10 +297,9 @@ class GavelRounds(SchedulingPolicy):
             ids = [rnd.jobs[i] for i in rnd.kept.tolist()]
             types = np.asarray(rnd.types)[rnd.kept]
             seconds = rnd.busy[rnd.kept]
-            # The round's jobs were picked from the frame, whose rows their received-time
-            # arrays are views of (no frame is built between a round and its close).
-            row = self.frame.row
-            self.frame.recv[[row[job] for job in ids], types] += seconds
+            # The round's jobs were picked from the frame, where their received time lives
+            # (no frame is built between a round and its close).
+            self.frame.recv[rnd.rows[rnd.kept], types] += seconds
             np.add.at(self.busy, types, seconds)
             if self.failures:
                 for job in ids:
@@ -483,7 +485,10 @@ class GavelRounds(SchedulingPolicy):
         # x·1e9 where it has a share but no fraction yet, 0 without a share or speed.
         share, busy = f.x, self.busy
         nonzero = share != 0.0
-        frac = np.divide(f.recv, busy, out=np.zeros_like(f.recv), where=busy != 0.0)
+        if busy.all():  # every type has run since the reset (the usual round)
+            frac = f.recv / busy
+        else:
+            frac = np.divide(f.recv, busy, out=np.zeros_like(f.recv), where=busy != 0.0)
         use = nonzero & (frac > 0.0)
         priority = np.where(use, share / np.where(use, frac, 1.0), share * 1e9)
         priority[nonzero & (f.T == 0)] = 0.0
@@ -628,7 +633,8 @@ class GavelRounds(SchedulingPolicy):
         # Element by element the arithmetic of Gavel's loop: n = min(int(T·slot), R) steps,
         # done at now + n/T; a multi-GPU job whose n is below its GPU count fails the round.
         row = self.frame.row
-        t = self.frame.T[[row[j] for j in ids], types]
+        rows = np.fromiter([row[j] for j in ids], np.int64, len(ids))
+        t = self.frame.T[rows, types]
         whole = np.floor(t * self.slot)
         steps = np.where(left < whole, left, whole)
         scale = np.array([self.scale[j] for j in ids])
@@ -642,8 +648,8 @@ class GavelRounds(SchedulingPolicy):
         end = float(ends.max())
         wait = np.where(failed, end - now, np.where(done, 0.0, end - finish))
         order = np.lexsort((jobs, -finish)).tolist()
-        self.planned = _Round(ids, types, workers, steps, finish, failed, order)
-        decisions += [Overhead(j, w) for j, w in zip(ids, wait.tolist(), strict=True)]
+        self.planned = _Round(ids, types, workers, steps, finish, failed, order, rows)
+        decisions.append(Overheads(tuple(ids), tuple(wait.tolist())))
         self._credit(record, end)
         self.round_end = end
         return decisions
@@ -665,7 +671,11 @@ class GavelRounds(SchedulingPolicy):
         rnd.busy = busy
         workers = [rnd.workers[i] for i in kept]
         record.busy_workers = np.fromiter(itertools.chain.from_iterable(workers), np.int64)
-        record.busy_seconds = np.repeat(busy[rnd.kept], [len(w) for w in workers])
+        seconds = busy[rnd.kept]
+        if len(record.busy_workers) == len(kept):  # one GPU each (no job runs on none)
+            record.busy_seconds = seconds
+        else:
+            record.busy_seconds = np.repeat(seconds, [len(w) for w in workers])
         self.credit_from = end
 
     def _allocation(self, workers: tuple[int, ...]) -> Allocation:

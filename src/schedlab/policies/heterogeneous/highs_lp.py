@@ -79,7 +79,11 @@ def solve_lp(
 ) -> LPResult:
     """Minimise ``cost·z`` over ``a_ub z ≤ b_ub``, ``z ≥ lower`` (−inf: free below)."""
     cols, rows = len(cost), a_ub.shape[0]
-    col_lower = np.broadcast_to(np.asarray(lower, dtype=np.float64), (cols,))
+    # HiGHS reads any bound at or past its infinity (IEEE's, in highspy) as none: no clipping.
+    if np.ndim(lower) == 0:
+        col_lower = np.full(cols, float(lower))  # type: ignore[arg-type]
+    else:
+        col_lower = np.ascontiguousarray(np.broadcast_to(lower, (cols,)), dtype=np.float64)
     highs = _solver()
     passed = highs.passModel(
         cols,
@@ -89,10 +93,10 @@ def solve_lp(
         int(highspy.ObjSense.kMinimize),
         0.0,
         np.ascontiguousarray(cost, dtype=np.float64),
-        np.clip(col_lower, -INF, INF),
+        col_lower,
         np.full(cols, INF),
         np.full(rows, -INF),
-        np.clip(np.asarray(b_ub, dtype=np.float64), -INF, INF),
+        np.ascontiguousarray(b_ub, dtype=np.float64),
         a_ub.indptr.astype(np.int32, copy=False),
         a_ub.indices.astype(np.int32, copy=False),
         a_ub.data.astype(np.float64, copy=False),

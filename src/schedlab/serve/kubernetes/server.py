@@ -29,7 +29,7 @@ from types import FrameType
 from typing import Any
 
 from schedlab.errors import InputError, PolicyError
-from schedlab.model.snapshot import Preempt, Reject, Start
+from schedlab.model.snapshot import Preempt, Reject, Start, one_per_job
 from schedlab.policies.placement.job_placement import JobPlacementPolicy
 from schedlab.policies.protection import drop_blocked_starts, gpus_of, protected_until
 from schedlab.policies.wiring import PolicyChoice
@@ -497,7 +497,7 @@ class KubeServer(ServeLoop):
         self.keep_policy_state(decided.state)
         for job, why in decided.dropped:
             self._write(view.jobs[job].key, "skip", reason=f"start does not fit: {why}")
-        decisions = self._guard(view, decided.decisions)
+        decisions = one_per_job(self._guard(view, decided.decisions))
         # What the API objects show taken (unavailable nodes lend nothing): every bind is
         # checked against it.
         ledger = view.snapshot.state.copy()
