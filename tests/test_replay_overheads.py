@@ -113,9 +113,10 @@ def test_a_batch_of_overheads_is_the_same_run_as_the_overheads_one_by_one(
         assert run.decision_points == single.decision_points
 
 
-def test_nine_jobs_charged_in_one_batch_by_hand() -> None:
+@pytest.mark.parametrize("grouped", [False, True])
+def test_nine_jobs_charged_in_one_batch_by_hand(grouped: bool) -> None:
     # Nine 1-GPU jobs of 100 s arrive at 0 on 12 GPUs; at t=0 each is charged 10 s, so each ends
-    # at 110 s; one batch (nine charges) takes the numpy path.
+    # at 110 s; one batch (nine charges, or one Overheads naming the nine) takes the numpy path.
     jobs = JobTable.from_columns(
         job_id=[f"j{i}" for i in range(9)],
         submit_time=[0.0] * 9,
@@ -126,7 +127,11 @@ def test_nine_jobs_charged_in_one_batch_by_hand() -> None:
     class Once(Rounds):
         def decide(self, snap: Snapshot) -> list[Decision]:
             starts = self.inner.decide(snap)
-            return starts + [Overhead(d.job, 10.0) for d in starts] if snap.now == 0 else starts
+            if snap.now != 0:
+                return starts
+            if grouped:
+                return [*starts, Overheads(tuple(d.job for d in starts), (10.0,) * len(starts))]
+            return starts + [Overhead(d.job, 10.0) for d in starts]
 
     record = replay(jobs, Once(1e9, [0.0]), restart=0.0)
     assert record.end_time.tolist() == [110.0] * 9
@@ -149,27 +154,6 @@ def test_an_overhead_on_a_job_that_is_not_running_is_refused_in_a_batch() -> Non
 
     with pytest.raises(PolicyError, match="charged an overhead to job 9, which is not running"):
         replay(jobs, Wrong(1e9, [0.0]), restart=0.0)
-
-
-def test_one_overheads_decision_is_the_nine_overheads_by_hand() -> None:
-    # As above, with the nine charges as one Overheads: each job still ends at 110 s.
-    jobs = JobTable.from_columns(
-        job_id=[f"j{i}" for i in range(9)],
-        submit_time=[0.0] * 9,
-        num_gpus=[1] * 9,
-        duration=[100.0] * 9,
-    )
-
-    class Once(Rounds):
-        def decide(self, snap: Snapshot) -> list[Decision]:
-            starts = self.inner.decide(snap)
-            if snap.now != 0:
-                return starts
-            return [*starts, Overheads(tuple(d.job for d in starts), (10.0,) * len(starts))]
-
-    record = replay(jobs, Once(1e9, [0.0]), restart=0.0)
-    assert record.end_time.tolist() == [110.0] * 9
-    assert record.gpu_seconds.tolist() == [110.0] * 9
 
 
 @pytest.mark.parametrize(
