@@ -39,7 +39,7 @@ import numpy as np
 
 from schedlab.model.cluster import Cluster
 from schedlab.model.gpu_models import GPU_MODELS
-from schedlab.model.snapshot import Decision, Overhead, Reject, Snapshot
+from schedlab.model.snapshot import Decision, Overheads, Reject, Snapshot
 from schedlab.perf.models import ThroughputTable
 from schedlab.policies.elastic.admission import Admission, PlanRequest, admit, plan_all
 from schedlab.policies.elastic.counts import no_count_error, runnable_counts
@@ -233,8 +233,9 @@ class ElasticFlow(ElasticEdf):
             ),
             default=math.inf,
         )
-        if self.overhead_seconds > 0:
-            decisions += [Overhead(j, self.overhead_seconds) for j in sorted(self.holding)]
+        if self.overhead_seconds > 0 and self.holding:
+            held = sorted(self.holding)
+            decisions.append(Overheads(tuple(held), (self.overhead_seconds,) * len(held)))
         return decisions
 
     def _admit_one_by_one(

@@ -75,7 +75,7 @@ from schedlab.model.snapshot import (
     DONE,
     Allocation,
     Decision,
-    Overhead,
+    Overheads,
     Preempt,
     Reject,
     Resize,
@@ -416,7 +416,14 @@ class Gandiva(SchedulingPolicy):
             base += restart
         running = snap.running_after(decisions)
         gpus = snap.jobs.num_gpus
-        return [Overhead(j, base + 2.0 * (math.log2(int(gpus[j])) + 1.0)) for j in sorted(running)]
+        jobs = sorted(running)
+        if not jobs:
+            return []
+        return [
+            Overheads(
+                tuple(jobs), tuple(base + 2.0 * (math.log2(int(gpus[j])) + 1.0) for j in jobs)
+            )
+        ]
 
     def _unplaceable(self, snap: Snapshot, job: int) -> str | None:
         g = int(snap.jobs.num_gpus[job])
