@@ -322,12 +322,15 @@ def next_wakeup(self, snap):
         ("return [Overhead(0, float('inf'))]", "charged job 0 inf s of overhead"),
         ("return [Overhead(0, float('nan'))]", "charged job 0 nan s of overhead"),
         ("return [Reject(0, None)]", "rejected job 0 with reason None"),
+        ("return [Overheads((0,), (-1.0,))]", "charged job 0 -1.0 s of overhead"),
+        ("return [Overheads((0,), ())]", "charged 1 job(s) 0 overhead(s) in one Overheads"),
     ],
 )
 def test_a_later_decision_out_of_range_is_one_line(
     later: str, needle: str, plugin, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    body = "from schedlab.model.snapshot import Overhead, Reject\n" + LATER.format(later=later)
+    body = "from schedlab.model.snapshot import Overhead, Overheads, Reject\n"
+    body += LATER.format(later=later)
     refused_policy(plugin(policy(body, WAKE_AT_20)), needle, tmp_path, capsys)
 
 
