@@ -9,6 +9,7 @@ from hypothesis import strategies as st
 from schedlab.policies.goodput.nsga2 import (
     crowding_distance,
     non_dominated_fronts,
+    nsga2,
     rank_and_crowding,
     ranked_survivors,
     select_survivors,
@@ -114,3 +115,48 @@ def test_limited_fronts_are_the_first_fronts_that_hold_the_limit(rows, limit) ->
     assert len(got) == min(want, len(full))
     for a, b in zip(got, full, strict=False):
         np.testing.assert_array_equal(a, b)
+
+
+def _toy_search(values: int, pop_size: int, generations: int):
+    """NSGA-II on states (jobs=2, nodes=2) with entries 0..values-1; returns every batch of
+    states it evaluated and its answer."""
+    rng = np.random.default_rng(3)
+    batches: list[np.ndarray] = []
+
+    def evaluate(states: np.ndarray) -> np.ndarray:
+        batches.append(states.copy())
+        total = states.sum(axis=(1, 2)).astype(float)
+        return np.column_stack([-total, total])  # two conflicting objectives
+
+    def mutate(states: np.ndarray) -> np.ndarray:
+        return states + rng.integers(-1, 2, states.shape)
+
+    def repair(states: np.ndarray) -> np.ndarray:
+        return np.clip(states, 0, values - 1)
+
+    initial = np.zeros((1, 2, 2), dtype=np.int64)
+    answer = nsga2(initial, evaluate, mutate, repair, rng, pop_size, generations)
+    return batches, answer
+
+
+def test_each_generation_evaluates_a_population_of_new_states() -> None:
+    # 10**4 states: every generation finds pop_size children, none twice, none a member
+    batches, (front, values) = _toy_search(10, pop_size=12, generations=6)
+    assert [len(b) for b in batches] == [1] + [12] * 6
+    members = {batches[0][0].tobytes()}
+    for batch in batches[1:]:
+        keys = {s.tobytes() for s in batch}
+        assert len(keys) == len(batch)
+        members |= keys
+    assert {s.tobytes() for s in front} <= members
+    assert len(front) == len(values) > 0
+
+
+def test_a_search_that_runs_out_of_new_states_ends_with_what_it_has() -> None:
+    # 2**4 = 16 states in all, a population of 12: the children run out and a generation
+    # brings fewer than 12 (or none, which ends the search)
+    batches, (front, _) = _toy_search(2, pop_size=12, generations=30)
+    assert all(len({s.tobytes() for s in b}) == len(b) for b in batches)
+    assert min(len(b) for b in batches[1:]) < 12
+    assert ((front >= 0) & (front <= 1)).all()
+    assert len(front) > 0

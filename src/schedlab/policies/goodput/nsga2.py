@@ -10,6 +10,7 @@ one seeded generator, so a seed repeats a run.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 
 import numpy as np
@@ -135,6 +136,7 @@ def nsga2(
     n_jobs = pop.shape[1]
     # After the first generation the survivors' ranks and crowding come from their selection.
     rank, crowd = rank_and_crowding(f)
+    new_share = 1.0
     for _ in range(generations):
         seen = set(keys)
         children: list[np.ndarray] = []
@@ -143,7 +145,11 @@ def nsga2(
             need = pop_size - got
             if need <= 0:
                 break
-            pairs = (need + 1) // 2
+            # As many pairs as should give the children still needed, from the share of the
+            # last batch that was new (children repeat seen ones more as the search settles):
+            # one batch mostly suffices, where one child per child needed took about five
+            # rounds a generation, each paying numpy's per-call cost on small arrays.
+            pairs = min(math.ceil(need * 1.2 / (2 * max(new_share, 0.1))), 5 * pop_size)
             a, b = rng.integers(len(pop), size=(2, 2 * pairs))
             better = (rank[a] < rank[b]) | ((rank[a] == rank[b]) & (crowd[a] > crowd[b]))
             tie = (rank[a] == rank[b]) & (crowd[a] == crowd[b])
@@ -155,6 +161,7 @@ def nsga2(
             c1 = np.where(take_first[:, :, None], p1, p2)
             c2 = np.where(take_first[:, :, None], p2, p1)
             kids, kid_keys = _unique(repair(mutate(np.concatenate([c1, c2]))), seen)
+            new_share = len(kids) / (2 * pairs)
             kids = kids[:need]
             if len(kids):
                 children.append(kids)

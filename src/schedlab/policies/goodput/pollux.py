@@ -154,18 +154,18 @@ class Pollux(IntervalPolicy):
         idx = np.arange(n_jobs)
 
         def speedups(states: np.ndarray) -> np.ndarray:
-            used_nodes = np.minimum(np.count_nonzero(states, axis=2), tables.shape[1] - 1)
-            reps = np.minimum(states.sum(axis=2), tables.shape[2] - 1)
+            used_nodes = np.minimum(count_per_row(states > 0), tables.shape[1] - 1)
+            reps = np.minimum(sum_per_row(states), tables.shape[2] - 1)
             return tables[idx[None, :], used_nodes, reps]
 
         def evaluate(states: np.ndarray) -> np.ndarray:
             sp = speedups(states)
             scaled = sp * n_nodes / total
-            changed = np.any(states != base[None], axis=2)
+            changed = count_per_row(states != base[None]) > 0
             scaled = scaled * np.where(changed, factor[None, :], 1.0)
             mean = (np.sum((scaled + 1e-3) ** -1.0, axis=1) / n_jobs) ** -1.0
-            reps = states.sum(axis=2)
-            active_nodes = states.sum(axis=1) > 0
+            reps = sum_per_row(states)
+            active_nodes = sum_per_node(states) > 0
             gpus = (active_nodes * cap[None, :]).sum(axis=1)
             with np.errstate(divide="ignore", invalid="ignore"):
                 share = np.where(reps > 0, reps / gpus[:, None], 0.0)
@@ -218,22 +218,34 @@ def mutate_states(
     per_node: np.ndarray,
 ) -> np.ndarray:
     """Pollux's mutation of a population (P × jobs × nodes): reset a job's row to the current
-    allocation ``base`` (p 0.1), zero some entries of some rows, raise entries on nodes with
-    room to a uniform count up to ``per_node``. Returns a new array; ``states`` is untouched."""
+    allocation ``base`` (p 0.1), zero entries (p 0.1 each) of some rows (p 0.1), raise entries
+    on nodes with room to a uniform count up to ``per_node``. Returns a new array; ``states``
+    is untouched. Random numbers are drawn only where they decide something (the zeroing for
+    the picked rows, the new counts for the raised entries), in row-major order: the search
+    spends most of its time here, on arrays that are mostly left as they are."""
     reset = rng.random(states.shape[:2]) < 0.1
     states = np.where(reset[:, :, None], base[None], states)  # a new array
-    prob = np.where(rng.random(states.shape[:2]) < 0.1, 0.1, 0.0)
-    states[rng.random(states.shape) < prob[:, :, None]] = 0
-    free = cap[None, :] - states.sum(axis=1)  # P × N
+    picked = rng.random(states.shape[:2]) < 0.1
+    if picked.any():
+        rows = states[picked]
+        rows[rng.random(rows.shape) < 0.1] = 0
+        states[picked] = rows
+    free = cap[None, :] - sum_per_node(states)  # P × N
     room = (free >= 1)[:, None, :]  # P × 1 × N: with every node allowed, p1 per (member, node)
     if not allowed.all():
         room = room & allowed[None]
-    p1 = room / np.maximum(room.sum(axis=2, keepdims=True), 1.0)
+    # An entry with room is raised with probability p1 + p2 − p1·p2, p1 = 1 / (entries with
+    # room in its row) and p2 = 1 / (entries of its row held and with room) when it is held,
+    # else 0: p1 + held · p2 · (1 − p1), in single precision (a probability needs no more).
+    p1 = (1.0 / np.maximum(room.sum(axis=2, keepdims=True), 1)).astype(np.float32)
     held = (states > 0) & room
-    p2 = held / np.maximum(held.sum(axis=2, keepdims=True), 1.0)
-    hit = rng.random(states.shape) < p1 + p2 - p1 * p2
-    raised = rng.integers(states, per_node[None] + 1)
-    states[hit] = raised[hit]
+    q = (1.0 / np.maximum(count_per_row(held), 1)).astype(np.float32)[:, :, None] * (1 - p1)
+    prob = held * q
+    prob += room * p1
+    hit = np.flatnonzero(rng.random(states.shape, dtype=np.float32) < prob)
+    flat = states.reshape(-1)  # a view: states is a new contiguous array
+    limit = per_node.reshape(-1)[hit % per_node.size]
+    flat[hit] = rng.integers(flat[hit], limit + 1)
     return states
 
 
@@ -247,30 +259,92 @@ def repair_states(
 ) -> np.ndarray:
     """A feasible copy of a population: only allowed nodes; with ``avoidance`` at most one
     multi-node job per node; per job at most ``max_rep`` replicas on at most
-    ``MAX_NODES_PER_JOB`` nodes (kept in a random node order); per node at most its GPUs
-    (earlier jobs first). ``states`` is untouched."""
-    if not allowed.all():
-        states = np.where(allowed[None], states, 0)
+    ``MAX_NODES_PER_JOB`` nodes (kept in a random node order, drawn for the rows cut only);
+    per node at most its GPUs (earlier jobs first). ``states`` is untouched. Only the rows and
+    members a cut applies to are worked on: after a mutation they are a few."""
+    states = np.where(allowed[None], states, 0)  # a new array
     if avoidance:
-        spread = np.count_nonzero(states, axis=2) > 1
+        spread = count_per_row(states > 0) > 1
         mark = (states > 0) & spread[:, :, None]
-        states = np.where(np.cumsum(mark, axis=1) > 1, 0, states)
-    order = rng.random(states.shape)  # drawn whether or not a cut below needs it
+        shared = (count_per_node(mark) > 1).any(axis=1)  # members with a node two jobs mark
+        if shared.any():
+            some = states[shared]
+            some[from_second_mark(mark[shared])] = 0
+            states[shared] = some
+    cut = sum_per_row(states) > max_rep[None, :]  # P × jobs: rows past their replica limit
     over_nodes = states.shape[2] > MAX_NODES_PER_JOB
-    if over_nodes or (states.sum(axis=2) > max_rep[None, :]).any():
+    if over_nodes:
+        cut |= count_per_row(states > 0) > MAX_NODES_PER_JOB
+    if cut.any():
         # cut replicas past max_rep, and nodes past MAX_NODES_PER_JOB, in a random node order
-        # (without either cut the shuffled row comes back unchanged: skipped)
-        shuffle = np.argsort(order, axis=2)
-        rows = np.arange(states.shape[0])[:, None, None], np.arange(states.shape[1])[None, :, None]
-        states = states[(*rows, shuffle)]  # each row's nodes in the shuffled order
-        states = capped_steps(states, max_rep[None, :, None])
+        rows = states[cut]  # K × N
+        limit = np.broadcast_to(max_rep[None, :], cut.shape)[cut][:, None]
+        shuffle = np.argsort(rng.random(rows.shape), axis=1)
+        k = np.arange(len(rows))[:, None]
+        shuffled = capped_steps(rows[k, shuffle], limit, axis=1)
         if over_nodes:
-            keep = capped_steps(states > 0, MAX_NODES_PER_JOB)
-            states = np.where(keep > 0, states, 0)
-        unshuffle = np.empty_like(shuffle)
-        unshuffle[(*rows, shuffle)] = np.arange(states.shape[2])
-        states = states[(*rows, unshuffle)]
-    return capped_steps(states, cap[None, None, :], axis=1)
+            keep = capped_steps(shuffled > 0, MAX_NODES_PER_JOB, axis=1)
+            shuffled = np.where(keep > 0, shuffled, 0)
+        rows[k, shuffle] = shuffled
+        states[cut] = rows
+    total = running_total(states)  # per node, earlier jobs first
+    full = (total[:, -1] > cap[None, :]).any(axis=1)  # members past some node's GPUs
+    if full.any():
+        capped = np.minimum(total[full], cap[None, None, :])
+        steps = capped.copy()
+        steps[:, 1:] -= capped[:, :-1]
+        states[full] = steps
+    return states
+
+
+# Sums over a population's short axes: numpy's reductions along them cost about three times
+# what einsum's do on the search's arrays (P × jobs × 16 nodes), and these run a dozen times
+# per generation.
+def sum_per_row(states: np.ndarray) -> np.ndarray:
+    """Replicas of each (member, job): ``states.sum(axis=2)``."""
+    return np.einsum("pjn->pj", states)
+
+
+def sum_per_node(states: np.ndarray) -> np.ndarray:
+    """Replicas on each (member, node): ``states.sum(axis=1)``."""
+    return np.einsum("pjn->pn", states)
+
+
+def count_per_row(mask: np.ndarray) -> np.ndarray:
+    """True entries of each (member, job) of a boolean population: ``mask.sum(axis=2)``
+    (counted in bytes while that cannot overflow)."""
+    if mask.shape[2] < 256:
+        return np.einsum("pjn->pj", mask.view(np.uint8))
+    return np.count_nonzero(mask, axis=2)
+
+
+def count_per_node(mask: np.ndarray) -> np.ndarray:
+    """True entries of each (member, node) of a boolean population: ``mask.sum(axis=1)``."""
+    if mask.shape[1] < 256:
+        return np.einsum("pjn->pn", mask.view(np.uint8))
+    return np.count_nonzero(mask, axis=1)
+
+
+def running_total(states: np.ndarray) -> np.ndarray:
+    """``np.cumsum(states, axis=1)``: one add per job, which on the search's short job axis
+    takes half the time of numpy's accumulate along a middle axis."""
+    total = states.copy()
+    for j in range(1, states.shape[1]):
+        total[:, j] += total[:, j - 1]
+    return total
+
+
+def from_second_mark(mark: np.ndarray) -> np.ndarray:
+    """``np.cumsum(mark, axis=1) > 1`` for a boolean ``mark``: true from the second marked
+    job on, per (member, node); boolean steps as in :func:`running_total`."""
+    out = np.zeros_like(mark)
+    one = mark[:, 0].copy()
+    two = np.zeros_like(one)
+    for j in range(1, mark.shape[1]):
+        two |= one & mark[:, j]
+        one |= mark[:, j]
+        out[:, j] = two
+    return out
 
 
 def capped_steps(states: np.ndarray, limit, axis: int = 2) -> np.ndarray:
