@@ -118,3 +118,22 @@ def test_a_launch_that_never_reached_the_script_is_not_an_execution() -> None:
     ran = [_run(1, 10, 50, ended=False), *runs]
     assert invariants.unlaunched_runs([(1, "NODE_FAIL", 10.0, 50.0)], ran) == {}
     assert invariants.unlaunched_runs([(1, "NODE_FAIL", 10.0, 10.5)], ran) == {}
+
+
+def test_the_live_window_of_unknown_state_allows_for_slurms_message_timeout(
+    tmp_path: Path,
+) -> None:
+    # a start journaled under a cycle's begin time, 5 s before the heal of a 30 s blackhole:
+    # inside the window when it ends 1 s before the heal, outside when the client's 10 s
+    # MessageTimeout (Slurm's default) is allowed for
+    from schedlab.testing.faultinject.live import message_timeout
+
+    conf = tmp_path / "slurm.conf"
+    conf.write_text("ClusterName=dev\nSlurmctldPort=6817\n")
+    assert message_timeout(conf) == 10.0
+    conf.write_text("ClusterName=dev\nMessageTimeout=5\n")
+    assert message_timeout(conf) == 5.0
+    t0, healed, held = 1000.0, 1030.0, 10.0
+    start = [{"action": "start", "job": 1, "time": healed - 5.0}]
+    assert invariants.no_action_on_unknown_state(start, [(t0 + 1, healed - 1)])
+    assert not invariants.no_action_on_unknown_state(start, [(t0 + 1, healed - held - 1)])

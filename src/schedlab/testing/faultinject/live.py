@@ -66,6 +66,13 @@ def scheduler_conf(conf: Path, port: int, out: Path) -> Path:
     return out
 
 
+def message_timeout(conf: Path) -> float:
+    """Slurm's ``MessageTimeout`` in ``conf`` (its default: 10 s): how long a client waits on
+    the controller before its command fails."""
+    found = re.search(r"^MessageTimeout=(\d+)", conf.read_text(), re.M)
+    return float(found.group(1)) if found else 10.0
+
+
 def controller_port(conf: Path) -> int:
     return int(re.search(r"^SlurmctldPort=(\d+)", conf.read_text(), re.M).group(1))  # type: ignore[union-attr]
 
@@ -171,7 +178,9 @@ def run_live(name: str, work: Path, seed: int = 0) -> LiveResult:
                 argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
             )
             faults = threading.Thread(
-                target=_faults, args=(name, proxy, unknown, journal), daemon=True
+                target=_faults,
+                args=(name, proxy, unknown, journal, message_timeout(conf)),
+                daemon=True,
             )
             faults.start()
             while True:
@@ -214,12 +223,19 @@ def run_live(name: str, work: Path, seed: int = 0) -> LiveResult:
 
 
 def _faults(
-    name: str, proxy: FaultProxy, unknown: list[tuple[float, float]], journal: Path
+    name: str,
+    proxy: FaultProxy,
+    unknown: list[tuple[float, float]],
+    journal: Path,
+    held: float,
 ) -> None:
     """The scenario's fault timeline, from the scheduler's first start on (a scheduler that
     cannot reach Slurm when it starts refuses to start: that is not these scenarios); ``unknown``
-    collects the Unix-time spans in which it cannot read Slurm, less a second each side for a
-    read already under way."""
+    collects the Unix-time spans in which it cannot read Slurm: from a second after the fault
+    (a read already under way) to ``held`` + 1 s before the heal. A journal record carries the
+    time its cycle began, and a read the blackhole holds is answered at the heal if the client
+    still waits (Slurm's ``MessageTimeout``, ``held``): a cycle that began that close to the heal
+    acts on a state read after it."""
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline and not (
         journal.exists() and '"start"' in journal.read_text()
@@ -229,8 +245,9 @@ def _faults(
         t0 = time.time()
         proxy.set_fault("sched-ctld", blackhole=True)
         time.sleep(30.0)
+        healed = time.time()
         proxy.heal()
-        unknown.append((t0 + 1.0, time.time() - 1.0))
+        unknown.append((t0 + 1.0, healed - held - 1.0))
     elif name == "S4":
         proxy.set_fault("sched-ctld", delay_ms=500, jitter_ms=200)
     elif name == "S8":
@@ -238,8 +255,9 @@ def _faults(
             t0 = time.time()
             proxy.set_fault("sched-ctld", **fault)
             time.sleep(15.0)
+            healed = time.time()
             proxy.heal()
-            unknown.append((t0 + 1.0, time.time() - 1.0))
+            unknown.append((t0 + 1.0, healed - held - 1.0))
 
 
 def wait_ended(jobs: list[int], deadline: float) -> None:
