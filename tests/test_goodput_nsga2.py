@@ -160,3 +160,23 @@ def test_a_search_that_runs_out_of_new_states_ends_with_what_it_has() -> None:
     assert min(len(b) for b in batches[1:]) < 12
     assert ((front >= 0) & (front <= 1)).all()
     assert len(front) > 0
+
+
+def test_unique_keeps_the_first_of_equal_states_and_skips_seen_ones() -> None:
+    from schedlab.policies.goodput.nsga2 import _unique
+
+    rng = np.random.default_rng(0)
+    for case in range(100):
+        states = rng.integers(0, 2, (8, 2, 3))
+        if case % 2:
+            states = states[:, ::-1]  # not contiguous
+        seen = {states[0].tobytes()}
+        want, want_keys, mirror = [], [], set(seen)
+        for s in states:
+            if s.tobytes() not in mirror:
+                mirror.add(s.tobytes())
+                want.append(s)
+                want_keys.append(s.tobytes())
+        got, keys = _unique(states, seen)
+        assert keys == want_keys and seen == mirror
+        np.testing.assert_array_equal(got, np.array(want).reshape(got.shape))

@@ -6,6 +6,12 @@ minimise), the mutation, the crossover and the repair. One generation: binary to
 children, repair makes them feasible, duplicates are dropped, and the best ``size`` of parents
 and children by rank then crowding survive (Deb et al., 2002). Everything random comes from
 one seeded generator, so a seed repeats a run.
+
+Children are made in batches until ``size`` new ones are found (pymoo's mating loop does the
+same, a batch per missing child count): each batch is sized by the share of the last batch that
+was new, so one batch mostly suffices. Every child of a generation is drawn alike (the two of
+a pair share their parents and cut), so the first ``size`` new ones of one larger batch are
+children of the same search as those of several smaller ones; the random stream differs.
 """
 
 from __future__ import annotations
@@ -110,8 +116,13 @@ def _unique(states: np.ndarray, seen: set[bytes]) -> tuple[np.ndarray, list[byte
     """The states not in ``seen`` (first of equal ones), added to it; and their keys."""
     keep = []
     keys = []
-    for i, s in enumerate(states):
-        key = s.tobytes()
+    # each state's bytes in one call (a row of void items), not one tobytes() per state
+    if states.size:
+        rows = np.ascontiguousarray(states).reshape(len(states), -1)
+        every = rows.view(np.dtype((np.void, rows.shape[1] * rows.itemsize))).ravel().tolist()
+    else:  # no states, or empty ones (no jobs)
+        every = [s.tobytes() for s in states]
+    for i, key in enumerate(every):
         if key not in seen:
             seen.add(key)
             keep.append(i)
