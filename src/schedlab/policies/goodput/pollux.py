@@ -281,19 +281,16 @@ def repair_states(
         limit = np.broadcast_to(max_rep[None, :], cut.shape)[cut][:, None]
         shuffle = np.argsort(rng.random(rows.shape), axis=1)
         k = np.arange(len(rows))[:, None]
-        shuffled = capped_steps(rows[k, shuffle], limit, axis=1)
+        shuffled = capped_steps(rows[k, shuffle], limit)
         if over_nodes:
-            keep = capped_steps(shuffled > 0, MAX_NODES_PER_JOB, axis=1)
+            keep = capped_steps(shuffled > 0, MAX_NODES_PER_JOB)
             shuffled = np.where(keep > 0, shuffled, 0)
         rows[k, shuffle] = shuffled
         states[cut] = rows
     total = running_total(states)  # per node, earlier jobs first
     full = (total[:, -1] > cap[None, :]).any(axis=1)  # members past some node's GPUs
     if full.any():
-        capped = np.minimum(total[full], cap[None, None, :])
-        steps = capped.copy()
-        steps[:, 1:] -= capped[:, :-1]
-        states[full] = steps
+        states[full] = steps_within(total[full], cap[None, None, :])
     return states
 
 
@@ -347,13 +344,15 @@ def from_second_mark(mark: np.ndarray) -> np.ndarray:
     return out
 
 
-def capped_steps(states: np.ndarray, limit, axis: int = 2) -> np.ndarray:
-    """The entries along ``axis`` cut so their running total stays within ``limit``: the
-    differences of ``min(cumsum, limit)`` (``np.diff(..., prepend=0)`` without its copy)."""
-    total = np.minimum(np.cumsum(states, axis=axis), limit)
-    out = total.copy()
-    if axis == 2:
-        out[:, :, 1:] -= total[:, :, :-1]
-    else:
-        out[:, 1:] -= total[:, :-1]
-    return out
+def capped_steps(rows: np.ndarray, limit) -> np.ndarray:
+    """Each row's entries cut so that its running total stays within ``limit``."""
+    return steps_within(np.cumsum(rows, axis=1), limit)
+
+
+def steps_within(total: np.ndarray, limit) -> np.ndarray:
+    """The steps of running totals (along axis 1) capped at ``limit``: the differences of
+    ``min(total, limit)`` (``np.diff(..., prepend=0)`` without its copy)."""
+    capped = np.minimum(total, limit)
+    steps = capped.copy()
+    steps[:, 1:] -= capped[:, :-1]
+    return steps
