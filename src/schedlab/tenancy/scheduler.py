@@ -424,7 +424,8 @@ class TenantScheduler(SchedulingPolicy):
                 changed.update(tree.ancestors[int(self.leaf_of[v])])
                 victims.append(v)
                 gone.add(v)
-                st.by_leaf()[int(self.leaf_of[v])].remove(v)
+                if st.running is not None:  # else built later from the array below
+                    st.running[int(self.leaf_of[v])].remove(v)
                 running = st.running_array()
                 if running is not None:
                     st.running_jobs = running[running != v]
