@@ -321,6 +321,8 @@ def next_wakeup(self, snap):
         ("return [Resize(0, ((0, (0, 1)),))]", "resized job 0 on 2 GPU(s) over 1 node(s)"),
         ("return [Overhead(0, float('inf'))]", "charged job 0 inf s of overhead"),
         ("return [Overhead(0, float('nan'))]", "charged job 0 nan s of overhead"),
+        ("return [Overhead(0, '5')]", "charged job 0 '5' s of overhead"),
+        ("return [Overhead('0', 5.0)]", "charged an overhead to '0', not a job"),
         ("return [Reject(0, None)]", "rejected job 0 with reason None"),
         ("return [Overheads((0,), (-1.0,))]", "charged job 0 -1.0 s of overhead"),
         ("return [Overheads((0,), ())]", "charged 1 job(s) 0 overhead(s) in one Overheads"),

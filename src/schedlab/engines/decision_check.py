@@ -228,8 +228,8 @@ class DecisionCheck:
                 self.allocation(d.job, d.allocation, _VERBS[kind])
             elif not isinstance(d, _OTHERS):
                 raise self._wrong(f"decide() returned {shown(d)}, which is not a decision")
-            elif kind is Overhead and not 0 <= d.seconds < math.inf:
-                raise self._wrong(f"decide() charged job {d.job} {d.seconds!r} s of overhead")
+            elif kind is Overhead:
+                self._charge(d.job, d.seconds)  # type: ignore[union-attr]
             elif kind is Overheads:
                 self._overheads(d)  # type: ignore[arg-type]
             elif kind is Pace and not (0 <= d.rate < math.inf and 0 <= d.remaining < math.inf):
@@ -256,12 +256,21 @@ class DecisionCheck:
             seconds = np.fromiter(charges, np.float64, len(charges))
             if ((seconds >= 0) & (seconds < math.inf)).all():
                 return  # the usual case, in one pass
-        for job in jobs:
-            if isinstance(job, bool) or not isinstance(job, int | np.integer):
-                raise self._wrong(f"decide() charged an overhead to {shown(job)}, not a job")
         for job, s in zip(jobs, charges, strict=True):
-            if isinstance(s, bool) or not isinstance(s, int | float) or not 0 <= s < math.inf:
-                raise self._wrong(f"decide() charged job {job} {s!r} s of overhead")
+            self._charge(job, s)
+
+    def _charge(self, job: object, seconds: object) -> None:
+        """One overhead charge: a job number, and a number of seconds, finite and not
+        negative (what :class:`Overhead` holds, and each pair of an :class:`Overheads`)."""
+        if isinstance(job, bool) or not isinstance(job, int | np.integer):
+            raise self._wrong(f"decide() charged an overhead to {shown(job)}, not a job")
+        number = int | float | np.integer | np.floating
+        if (
+            isinstance(seconds, bool)
+            or not isinstance(seconds, number)
+            or not 0 <= seconds < math.inf
+        ):
+            raise self._wrong(f"decide() charged job {job} {seconds!r} s of overhead")
 
     def next_wakeup(self, snap: Snapshot) -> float:
         """When the policy wants to be asked again: a time, or inf (never NaN)."""
