@@ -50,11 +50,17 @@ def check_loopback(conf: Path) -> str:
     return text
 
 
+def conf_setting(conf: Path, key: str) -> str | None:
+    """The value ``key=`` sets at the start of a line of the slurm.conf ``conf`` (None: unset)."""
+    found = re.search(rf"^{re.escape(key)}=(\S+)", conf.read_text(), re.M)
+    return found.group(1) if found else None
+
+
 def controller_port(conf: Path) -> int:
-    found = re.search(r"^SlurmctldPort=(\d+)", conf.read_text(), re.M)
-    if found is None:
+    port = conf_setting(conf, "SlurmctldPort")
+    if port is None or not port.isdigit():
         raise ValueError(f"{conf} names no SlurmctldPort")
-    return int(found.group(1))
+    return int(port)
 
 
 def node_ports(conf: Path) -> dict[str, int]:

@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from schedlab.testing.faultinject import invariants
+from schedlab.testing.faultinject.cluster import conf_setting, controller_port
 from schedlab.testing.faultinject.invariants import Execution
 from schedlab.testing.faultinject.proxy import FaultProxy
 
@@ -69,12 +70,8 @@ def scheduler_conf(conf: Path, port: int, out: Path) -> Path:
 def message_timeout(conf: Path) -> float:
     """Slurm's ``MessageTimeout`` in ``conf`` (its default: 10 s): how long a client waits on
     the controller before its command fails."""
-    found = re.search(r"^MessageTimeout=(\d+)", conf.read_text(), re.M)
-    return float(found.group(1)) if found else 10.0
-
-
-def controller_port(conf: Path) -> int:
-    return int(re.search(r"^SlurmctldPort=(\d+)", conf.read_text(), re.M).group(1))  # type: ignore[union-attr]
+    seconds = conf_setting(conf, "MessageTimeout")
+    return float(seconds) if seconds is not None and seconds.isdigit() else 10.0
 
 
 def submit(
