@@ -120,6 +120,16 @@ def test_bad_federation_files_are_refused_in_one_line(tmp_path, capsys, body, me
     assert not out.exists()
 
 
+def test_a_federation_file_not_in_utf8_is_one_line(tmp_path, capsys) -> None:
+    jobs = trace(tmp_path / "jobs.csv", n=3)
+    fed = tmp_path / "bad.toml"
+    fed.write_bytes(GOOD_SITE.encode().replace(b'"a"', b'"\xff\xfe"'))
+    out = tmp_path / "out"
+    assert main(["replay", "--federation", str(fed), "--trace", str(jobs), "--out", str(out)]) == 2
+    assert capsys.readouterr().err.strip() == f"schedlab: error: not a UTF-8 text file at {fed}"
+    assert not out.exists()
+
+
 def test_bad_job_data_and_missing_links_are_refused(tmp_path, capsys) -> None:
     two = GOOD_SITE + GOOD_SITE.replace('"a"', '"b"')
     fed = fed_file(tmp_path, two, "two.toml")

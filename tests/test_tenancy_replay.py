@@ -153,6 +153,25 @@ BAD_FILES = {
         "which is an inner queue",
     ),
     "setting": ('[tenancy.kai]\nk_val = 2\n[[queue]]\nname = "a"\n', "unknown setting 'k_val'"),
+    "k-inf": ("[tenancy.kai]\nk_value = inf\n", "'k_value' must be a finite number (got inf)"),
+    "multiplier-nan": (
+        "[tenancy.kai]\nreclaimer_saturation_multiplier = nan\n",
+        "'reclaimer_saturation_multiplier' must be a number ≥ 1 (got nan)",
+    ),
+    "misspelt-table": ("[tenancy.kia]\nk_value = 2\n", "did you mean [tenancy.kai]?"),
+    "other-policy-table": ("[tenancy.drf]\nfoo = 1\n", "[tenancy.drf] has an unknown setting"),
+    "setting-too-high": (
+        '[tenancy]\nusage = { window = "7d" }\n',
+        "[tenancy.usage] is not a share policy's settings table",
+    ),
+    "duration-nan": (
+        "[tenancy.kai]\nusage = { window = nan }\n",
+        "usage.window must be ≥ 0 and finite (got nan)",
+    ),
+    "priority-nan": (
+        '[[queue]]\nname = "a"\npriority = nan\n',
+        "field 'priority' must be a finite number (got nan)",
+    ),
 }
 
 
@@ -167,6 +186,41 @@ def test_bad_queue_files_stop_before_the_run(case, trace, tmp_path, capsys):
     assert len(err.splitlines()) == 1 and message in err and "Traceback" not in err
     assert str(queues) in err or "jobs.csv" in err
     assert not out.exists()
+
+
+def test_a_queue_file_not_in_utf8_is_one_line(trace, tmp_path, capsys):
+    queues = tmp_path / "q.toml"
+    queues.write_bytes(b'[[queue]]\nname = "pr\xff\xfeod"\n')
+    assert replay(trace, tmp_path / "run", "--queues", str(queues), "--tenancy", "kai") == 2
+    err = capsys.readouterr().err.strip()
+    assert err == f"schedlab: error: not a UTF-8 text file at {queues}"
+    assert not (tmp_path / "run").exists()
+
+
+def test_explicit_choices_that_cannot_hold_are_refused(trace, tmp_path, capsys):
+    queues = tmp_path / "q.toml"
+    queues.write_text(QUEUES)
+    # 'none' is the run without tenancy: the queue file's kai must not run in its place.
+    assert replay(trace, tmp_path / "a", "--queues", str(queues), "--tenancy", "none") == 2
+    assert "'--queues' does not apply with it" in capsys.readouterr().err
+    assert replay(trace, tmp_path / "b", "--tenancy", "") == 2
+    assert "'--tenancy' needs a policy name" in capsys.readouterr().err
+    # Sending unknown tenants to the default queue needs one.
+    assert (
+        replay(trace, tmp_path / "c", "--tenancy", "kai", "--unknown-tenant", "default-queue") == 2
+    )
+    err = capsys.readouterr().err
+    assert "field 'default_queue' names one of its queues" in err and "Traceback" not in err
+    assert not any((tmp_path / d).exists() for d in "abc")
+
+
+def test_empty_segments_of_a_trace_queue_path_are_dropped(tmp_path):
+    path = tmp_path / "jobs.csv"
+    path.write_text("job_id,submit_time,num_gpus,duration,queue\nx,0,2,100,a//b/\ny,5,2,100,c\n")
+    out = tmp_path / "run"
+    assert replay(path, out, "--tenancy", "kai") == 0
+    queues = pd.read_csv(out / "tenancy_queues.csv")["queue"].tolist()
+    assert "a/b" in queues and "c" in queues and not any("//" in q for q in queues)
 
 
 def test_bad_options(trace, tmp_path, capsys):

@@ -11,6 +11,7 @@ from pathlib import Path
 
 from schedlab.errors import InputError
 from schedlab.federation.egress import Egress, parse_egress
+from schedlab.input_files import read_text
 
 DISPATCHERS = (
     "round-robin",
@@ -264,11 +265,9 @@ def _place(table: object, index: int, kind: str, file: str) -> Place:
 def read_federation(path: str | Path) -> Federation:
     """Parse and check a federation file (paths in it are relative to the file)."""
     file = str(path)
+    text = read_text(path, "federation file")
     try:
-        with open(path, "rb") as fh:
-            data = tomllib.load(fh)
-    except OSError as exc:
-        raise InputError(f"cannot read the federation file: {exc.strerror}", path=file) from None
+        data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise InputError(f"not a TOML file ({exc})", path=file) from None
     _unknown(data, {"federation", "site", "data_store"}, f"{file}: top level")

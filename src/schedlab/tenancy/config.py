@@ -27,6 +27,7 @@ Every problem is one :class:`InputError` naming the file and the field; nothing 
 
 from __future__ import annotations
 
+import math
 import re
 import tomllib
 from collections.abc import Mapping
@@ -35,7 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from schedlab.errors import InputError
-from schedlab.input_files import check_input_file
+from schedlab.input_files import check_input_file, read_text
 from schedlab.tenancy.tree import QueueSpec
 
 UNKNOWN_TENANT = ("create", "default-queue", "error")
@@ -92,13 +93,13 @@ def parse_duration(value: object, where: str) -> float:
         if m is None:
             raise InputError(f"{where} must be a duration such as 60s or 7d (got {value!r})")
         seconds = float(m.group(1)) * _UNITS.get(m.group(2) or "s", 1.0)
-    if seconds < 0:
-        raise InputError(f"{where} must be ≥ 0 (got {value!r})")
+    if not 0 <= seconds < math.inf:
+        raise InputError(f"{where} must be ≥ 0 and finite (got {value!r})")
     return seconds
 
 
 def _load(path: Path) -> dict[str, Any]:
-    text = path.read_text(encoding="utf-8")
+    text = read_text(path, "queue file")
     if path.suffix.lower() in (".yaml", ".yml"):
         import yaml  # only a YAML queue file needs it
 

@@ -18,6 +18,7 @@ that lost resources keeps ``ρ_s ≤ m·ρ_r`` rejects the set. Candidates go by
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
@@ -47,11 +48,11 @@ class KaiPolicy(SharePolicy):
 
     def configure(self, options: Mapping[str, Any]) -> None:
         k = options["k_value"]
-        if isinstance(k, bool) or not isinstance(k, int | float):
-            raise self.setting_error("k_value", k, "must be a number")
+        if isinstance(k, bool) or not isinstance(k, int | float) or not math.isfinite(k):
+            raise self.setting_error("k_value", k, "must be a finite number")
         self.k = max(0.0, float(k))  # KAI: values ≤ 0 become 0
         m = options["reclaimer_saturation_multiplier"]
-        if isinstance(m, bool) or not isinstance(m, int | float) or m < 1:
+        if isinstance(m, bool) or not isinstance(m, int | float) or not 1 <= m < math.inf:
             raise self.setting_error("reclaimer_saturation_multiplier", m, "must be a number ≥ 1")
         self.multiplier = float(m)
         self.usage_settings = self._usage(options["usage"])

@@ -30,6 +30,7 @@ the field.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from fractions import Fraction
@@ -276,8 +277,10 @@ def _kai(queues: list[dict[str, Any]]) -> list[tuple[QueueSpec, str]]:
             if key == "gpu" and res.get("overQuotaWeight") is not None:
                 weight = _kai_value(res["overQuotaWeight"], f"{at}.overQuotaWeight", False)
         priority = spec.get("priority", 0)
-        if isinstance(priority, bool) or not isinstance(priority, int | float):
-            raise InputError(f"Queue {name!r}: spec.priority must be a number (got {priority!r})")
+        if not _finite(priority):
+            raise InputError(
+                f"Queue {name!r}: spec.priority must be a finite number (got {priority!r})"
+            )
         path = _chain(name, parent_of, "Queue")
         match = ({"queue_kind": KAI, "queue": name},)
         out.append(
@@ -309,3 +312,8 @@ def _namespaces(quotas: list[dict[str, Any]]) -> list[tuple[QueueSpec, str]]:
         )
         for ns, g in sorted(gpus.items())
     ]
+
+
+def _finite(value: object) -> bool:
+    """A number (not a boolean), neither NaN nor infinite."""
+    return not isinstance(value, bool) and isinstance(value, int | float) and math.isfinite(value)

@@ -58,7 +58,9 @@ class _Kueue(SharePolicy):
         self.defaults = {k: options[k] for k in PREEMPTION_KEYS if k in options}
         threshold = options.get("max_priority_threshold")
         if threshold is not None and (
-            isinstance(threshold, bool) or not isinstance(threshold, int | float)
+            isinstance(threshold, bool)
+            or not isinstance(threshold, int | float)
+            or threshold != threshold
         ):
             raise self.setting_error("max_priority_threshold", threshold, "must be a number")
         self.defaults["max_priority_threshold"] = threshold

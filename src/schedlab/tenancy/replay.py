@@ -11,6 +11,7 @@ demand, deserved quota and usage over time), ``tenancy_queues.csv`` (one line pe
 
 from __future__ import annotations
 
+import difflib
 import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
@@ -26,7 +27,12 @@ from schedlab.policies.ordering.queue_scheduler import QueueScheduler
 from schedlab.policies.scheduler import SchedulingPolicy
 from schedlab.tenancy.config import TenancyConfig, read_queue_file
 from schedlab.tenancy.recorder import TenancyRecorder
-from schedlab.tenancy.registry import NONE, check_share_policy, make_share_policy
+from schedlab.tenancy.registry import (
+    NONE,
+    check_share_policy,
+    make_share_policy,
+    share_policy_names,
+)
 from schedlab.tenancy.scheduler import TenantScheduler
 from schedlab.tenancy.spec import CONFIG_KEYS, TenancySpec, config_entries, spec_from  # noqa: F401
 from schedlab.tenancy.tenants import DEFAULT_KEYS, Tenancy, resolve, trace_attributes
@@ -44,13 +50,37 @@ def config_of(spec: TenancySpec) -> TenancyConfig:
             f"{config.source}: no share policy: set [tenancy] policy or pass '--tenancy'"
         )
     check_share_policy(policy)
-    return replace(
+    check_settings_tables(config)
+    config = replace(
         config,
         policy=policy,
         tenant_key=spec.tenant_key or config.tenant_key,
         derive_deserved=spec.derive_deserved or config.derive_deserved,
         unknown_tenant=spec.unknown_tenant or config.unknown_tenant,
     )
+    declared = {q.path for q in config.queues}
+    if config.unknown_tenant == "default-queue" and config.default_queue not in declared:
+        raise InputError(
+            f"{config.source}: '--unknown-tenant default-queue' needs a queue file whose "
+            f"[tenancy] field 'default_queue' names one of its queues (got "
+            f"{config.default_queue!r})"
+        )
+    return config
+
+
+def check_settings_tables(config: TenancyConfig) -> None:
+    """Every ``[tenancy.<name>]`` table of the queue file names a share policy and holds
+    settings it takes, whichever policy runs: a table the run does not use (a misspelt
+    name, another policy's, a setting placed one level too high) is not passed over."""
+    for name, settings in config.params.items():
+        if name not in share_policy_names():
+            near = difflib.get_close_matches(name, share_policy_names(), n=1)
+            hint = f"; did you mean [tenancy.{near[0]}]?" if near else ""
+            raise InputError(
+                f"{config.source}: [tenancy.{name}] is not a share policy's settings table"
+                f"{hint} (tables: one per policy, {', '.join(share_policy_names())})"
+            )
+        make_share_policy(name, settings, config.source)
 
 
 def build_tenancy(

@@ -19,6 +19,7 @@ never preempts in Slurm: these policies do not reclaim.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
@@ -123,8 +124,8 @@ class _SlurmFairShare(SharePolicy):
         if not self.calc > 0:
             raise self.setting_error("calc_period", options["calc_period"], "must be > 0")
         d = options["dampening"]
-        if isinstance(d, bool) or not isinstance(d, int | float) or d < 1:
-            raise self.setting_error("dampening", d, "must be a number ≥ 1")
+        if isinstance(d, bool) or not isinstance(d, int | float) or not 1 <= d < math.inf:
+            raise self.setting_error("dampening", d, "must be a finite number ≥ 1")
         self.dampening = float(d)
         self.time_based = True  # type: ignore[misc]
 

@@ -61,7 +61,7 @@ def config_entries(spec: TenancySpec) -> dict[str, object]:
     if not spec.enabled:
         return {}
     return {
-        "tenancy": spec.policy,
+        **({"tenancy": spec.policy} if spec.policy != NONE else {}),  # else: the file's
         **({"queues": str(Path(spec.queues).resolve())} if spec.queues else {}),
         **({"tenant_column": list(spec.tenant_key)} if spec.tenant_key else {}),
         **({"derive_deserved": spec.derive_deserved} if spec.derive_deserved else {}),
@@ -72,8 +72,16 @@ def config_entries(spec: TenancySpec) -> dict[str, object]:
 def spec_from(pick: Any) -> TenancySpec:
     """The tenancy options from a ``pick(key)`` of command line over config."""
     key = pick("tenant_column")
+    policy = pick("tenancy")
+    if policy is not None and not policy:
+        raise InputError("'--tenancy' needs a policy name (or 'none')")
+    if policy == NONE and pick("queues"):
+        raise InputError(
+            "'--tenancy none' is the run without tenancy, and '--queues' does not apply with "
+            "it: leave '--tenancy' out to run the queue file's policy, or name another"
+        )
     return TenancySpec(
-        policy=pick("tenancy") or NONE,
+        policy=policy or NONE,
         queues=pick("queues") or None,
         tenant_key=tuple(key) if key else (),
         derive_deserved=pick("derive_deserved") or None,

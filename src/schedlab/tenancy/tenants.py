@@ -113,7 +113,7 @@ def _derived(config: TenancyConfig, attrs: Mapping[str, np.ndarray], n: int) -> 
     for key in config.tenant_key:
         col = np.asarray(attrs[key], dtype=object)
         col = np.where(col == "", UNASSIGNED, col)
-        parts.append(np.asarray([str(v).strip("/") or UNASSIGNED for v in col], dtype=object))
+        parts.append(np.asarray([_tenant(str(v)) for v in col], dtype=object))
     if not parts:
         return np.full(n, UNASSIGNED, dtype=object)
     out = parts[0]
@@ -195,6 +195,15 @@ def tree_of(config: TenancyConfig, paths: np.ndarray) -> tuple[QueueTree, np.nda
 
 def _path(name: str) -> str:
     return "/".join(p for p in name.split("/") if p)
+
+
+def _tenant(value: str) -> str:
+    """A tenant value as a queue path, empty segments dropped as in the queue file's names
+    (``a//b/`` is ``a/b``); 'unassigned' when nothing is left."""
+    path = value.strip("/")
+    if "//" in path:
+        path = _path(path)
+    return path or UNASSIGNED
 
 
 def job_paths(config: TenancyConfig, attrs: Mapping[str, np.ndarray], n: int) -> np.ndarray:

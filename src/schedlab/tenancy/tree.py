@@ -239,8 +239,10 @@ def _fill(tree: QueueTree, i: int, spec: QueueSpec, where: str, name: str) -> No
             v = _number(value, f"{at} field '{fld}.{key}'", allow_all=allow_all)
             arr[i, r] = none if (none is not None and v == -1) else v
     tree.weight[i] = _number(spec.weight, f"{at} field 'weight'")
-    if isinstance(spec.priority, bool) or not isinstance(spec.priority, int | float):
-        raise InputError(f"{at} field 'priority' must be a number (got {spec.priority!r})")
+    priority = spec.priority
+    number = not isinstance(priority, bool) and isinstance(priority, int | float)
+    if not number or not np.isfinite(priority):
+        raise InputError(f"{at} field 'priority' must be a finite number (got {priority!r})")
     tree.priority[i] = float(spec.priority)
     shares = spec.shares if spec.shares is not None else spec.weight
     tree.shares[i] = _number(shares, f"{at} field 'shares'")
