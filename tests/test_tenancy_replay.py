@@ -264,6 +264,18 @@ def test_oversubscribed_children_warn_and_run(trace, tmp_path, capsys):
     assert "oversubscribed" in capsys.readouterr().err
 
 
+def test_deserved_above_the_limit_warns_and_runs(trace, tmp_path, capsys):
+    queues = tmp_path / "q.toml"
+    queues.write_text(
+        QUEUES.replace("deserved = { gpu = 4 }", "deserved = { gpu = 4 }\nlimit = { gpu = 2 }", 1)
+    )
+    out = tmp_path / "run"
+    assert replay(trace, out, "--queues", str(queues)) == 0
+    assert "queue 'a': deserved gpu 4 is above its limit 2" in capsys.readouterr().err
+    jobs = pd.read_csv(out / "jobs.csv")
+    assert (jobs["status"] == "completed").all()
+
+
 def test_yaml_queue_file(trace, tmp_path):
     queues = tmp_path / "q.yaml"
     queues.write_text(

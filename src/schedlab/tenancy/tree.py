@@ -238,6 +238,13 @@ def _fill(tree: QueueTree, i: int, spec: QueueSpec, where: str, name: str) -> No
             r = tree.resource(check_resource(key, f"{at} field '{fld}'"))
             v = _number(value, f"{at} field '{fld}.{key}'", allow_all=allow_all)
             arr[i, r] = none if (none is not None and v == -1) else v
+    for r, key in enumerate(tree.resources):
+        deserved, limit = tree.deserved[i, r], tree.limit[i, r]
+        if 0 <= limit < deserved:  # KAI takes it (the limit caps the share): a warning
+            tree.warnings.append(
+                f"{at}: deserved {key} {deserved:g} is above its limit {limit:g} (it never "
+                f"gets more than {limit:g})"
+            )
     tree.weight[i] = _number(spec.weight, f"{at} field 'weight'")
     priority = spec.priority
     number = not isinstance(priority, bool) and isinstance(priority, int | float)
