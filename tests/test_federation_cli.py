@@ -107,6 +107,14 @@ GOOD_SITE = '[[site]]\nname = "a"\ncluster = "1x8:V100"\nprice_gpu_hour = { V100
             "key 'move_margin': must be below 1",
         ),
         ("[[site]\n", "not a TOML file"),
+        (
+            GOOD_SITE + "[federation]\nweights = { time = 2 }\n",
+            "key 'weights': only the joint dispatcher reads it, and this run has least-loaded",
+        ),
+        (
+            GOOD_SITE + '[federation]\ndispatcher = "joint"\nincremental = { step = 2 }\n',
+            "key 'incremental': only the multikueue-incremental dispatcher reads it",
+        ),
     ],
 )
 def test_bad_federation_files_are_refused_in_one_line(tmp_path, capsys, body, message) -> None:
@@ -196,6 +204,10 @@ def test_a_federation_sweep_compares_dispatchers_over_seeds(tmp_path, capsys) ->
     bad = ["sweep", "--federation", str(moving), "--traces", str(jobs), "--dispatchers"]
     assert main([*bad, "cheapest", "round-robin", "--out", str(tmp_path / "bad")]) == 2
     assert "moving jobs needs a dispatcher with a score" in capsys.readouterr().err
+    weighted = fed_file(tmp_path, "[federation]\nweights = { cost = 3 }\n" + two, "weighted.toml")
+    bad = ["sweep", "--federation", str(weighted), "--traces", str(jobs), "--dispatchers"]
+    assert main([*bad, "cheapest", "round-robin", "--out", str(tmp_path / "bad")]) == 2
+    assert "key 'weights': only the joint dispatcher reads it" in capsys.readouterr().err
     assert not (tmp_path / "bad").exists()
 
 

@@ -56,7 +56,12 @@ def run_task(task: FederationTask) -> dict[str, Any]:
 
 def run_federation_grid(args: argparse.Namespace) -> int:
     from schedlab.experiments.parallel import run_all
-    from schedlab.federation.config import DISPATCHERS, read_federation, with_dispatcher
+    from schedlab.federation.config import (
+        DISPATCHERS,
+        check_settings_read,
+        read_federation,
+        with_dispatcher,
+    )
     from schedlab.output_dir import staged_dir
     from schedlab.results import write_csv
 
@@ -72,6 +77,7 @@ def run_federation_grid(args: argparse.Namespace) -> int:
             f"'--dispatchers': unknown {unknown[0]!r} (known: {', '.join(DISPATCHERS)})"
         )
     for f in files:  # a dispatcher a file's settings refuse (moves need a score): before any run
+        check_settings_read(read_federation(f), dispatchers)
         for d in dispatchers:
             with_dispatcher(read_federation(f), d)
     seeds = parse_seeds("0" if args.seeds is None else args.seeds)

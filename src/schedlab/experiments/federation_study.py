@@ -20,6 +20,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from schedlab.federation.config import READ_BY
+
 DAY = 86400.0
 #: Seconds from 2022-01-01 to each start of the study.
 STARTS = {"01-01": 0.0, "04-01": 90 * DAY, "07-01": 181 * DAY, "10-01": 273 * DAY}
@@ -62,17 +64,18 @@ def federation_text(case: Case, price_no: float = PRICE) -> str:
     """The study's federation file for one case."""
     kind, weights, step = DISPATCHERS[case.dispatcher]
     data = f'"{case.data}"' if case.data.startswith("per_gpu") else case.data
-    lines = [
-        "[federation]",
-        f'dispatcher = "{kind}"',
-        f"weights = {{ time = {weights[0]}, cost = {weights[1]}, carbon = {weights[2]} }}",
+    lines = ["[federation]", f'dispatcher = "{kind}"']
+    if kind in READ_BY["weights"]:
+        lines.append(
+            f"weights = {{ time = {weights[0]}, cost = {weights[1]}, carbon = {weights[2]} }}"
+        )
+    lines += [
         'origin = "us"',
         f"default_data_gb = {data}",
         f"ci_offset_s = {STARTS[case.start]:.0f}",
-        "[federation.incremental]",
-        f"step = {step}",
-        "round_s = 300",
     ]
+    if kind in READ_BY["incremental"]:
+        lines += ["[federation.incremental]", f"step = {step}", "round_s = 300"]
     backfill = "true" if case.ordering == "fifo" else "false"
     for name, nodes, zone in SITES:
         wan = ", ".join(

@@ -100,6 +100,9 @@ class Federation:
     move_margin: float = 0.1
     default_ckpt_gb: float = 0.0
     ckpt_gb_per_gpu: bool = False
+    #: The ``[federation]`` keys the file gives (a setting no dispatcher of the run reads is
+    #: refused: :func:`check_settings_read`).
+    given: frozenset[str] = frozenset()
 
     @property
     def places(self) -> dict[str, Place]:
@@ -128,6 +131,20 @@ def with_dispatcher(fed: Federation, name: str) -> Federation:
     if fed.dispatcher in MULTIKUEUE and name not in MULTIKUEUE:
         stage_in = fed.declared_stage_in
     return replace(fed, dispatcher=name, stage_in=stage_in)
+
+
+#: ``[federation]`` settings that only some dispatchers read.
+READ_BY = {"weights": ("joint",), "incremental": ("multikueue-incremental",)}
+
+
+def check_settings_read(fed: Federation, dispatchers: list[str]) -> None:
+    """A setting that none of the run's ``dispatchers`` reads is an error, not passed over."""
+    for key, readers in READ_BY.items():
+        if key in fed.given and not set(readers) & set(dispatchers):
+            raise InputError(
+                f"{fed.path}: [federation], key {key!r}: only the {' and '.join(readers)} "
+                f"dispatcher reads it, and this run has {', '.join(dispatchers)}"
+            )
 
 
 def check_rescorable(dispatcher: str, where: str) -> None:
@@ -374,6 +391,7 @@ def read_federation(path: str | Path) -> Federation:
         move_margin=margin,
         default_ckpt_gb=ckpt_gb,
         ckpt_gb_per_gpu=ckpt_per_gpu,
+        given=frozenset(settings),
     )
 
 

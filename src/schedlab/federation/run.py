@@ -16,7 +16,7 @@ from schedlab.energy.spec import EnergySpec
 from schedlab.engines.replay import ReplayConfig, ReplayRecord
 from schedlab.errors import InputError
 from schedlab.experiments.replay_run import ReplaySpec, check_runnable, jobs_frame, load_perf
-from schedlab.federation.config import Federation, read_federation
+from schedlab.federation.config import Federation, check_settings_read, read_federation
 from schedlab.federation.sim import Manager, Outcome, job_data
 from schedlab.federation.site import Site, build_site, describe
 from schedlab.metrics.ftf import isolated_jct
@@ -60,7 +60,10 @@ class FederationResult:
 def run_federation(
     federation: str | Path | Federation, options: FederationOptions, jobs: JobTable | None = None
 ) -> FederationResult:
-    fed = federation if isinstance(federation, Federation) else read_federation(federation)
+    if not isinstance(federation, Federation):
+        federation = read_federation(federation)
+        check_settings_read(federation, [federation.dispatcher])
+    fed = federation
     if options.power_model == "measured":
         raise InputError("'--power-model measured' does not apply to a federation (binary, linear)")
     if jobs is None:
