@@ -717,6 +717,46 @@ def test_kubeconfig_with_an_exec_plugin_is_refused_by_name(tmp_path: Path, capsy
     assert "authenticates with 'exec'" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [
+        (["--metrics-port", "99999"], "'--metrics-port' must be a port in 1..65535 (got 99999)"),
+        (["--metrics-port", "0"], "'--metrics-port' must be a port in 1..65535 (got 0)"),
+        (["--seed", "-1"], "'--seed' must be ≥ 0 (got -1)"),
+        (["--lease-seconds", "inf"], "'--lease-seconds' must be ≥ 2 and finite (got inf)"),
+        (["--listen", "127.0.0.1:8888"], "'--listen' is where '--extender' listens"),
+    ],
+)
+def test_options_are_checked_before_the_cluster_is_asked(
+    extra: list[str], message: str, tmp_path: Path, capsys
+) -> None:
+    from schedlab.cli import main
+
+    config = tmp_path / "kubeconfig"  # a server nobody answers at: checks come first
+    config.write_text(
+        "current-context: c\nclusters: [{name: k, cluster: {server: 'https://127.0.0.1:9'}}]\n"
+        "users: [{name: u, user: {token: t}}]\n"
+        "contexts: [{name: c, context: {cluster: k, user: u}}]\n"
+    )
+    argv = ["serve", "kubernetes", "--kubeconfig", str(config), "--policy", "fifo", "--quiet"]
+    assert main([*argv, *extra]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and message in err[0], err
+
+
+def test_a_kubeconfig_not_in_utf8_or_not_yaml_is_one_line(tmp_path: Path, capsys) -> None:
+    from schedlab.cli import main
+
+    config = tmp_path / "kubeconfig"
+    config.write_bytes(b"current-context: \xff\xfe\n")
+    assert main(["serve", "kubernetes", "--kubeconfig", str(config), "--policy", "fifo"]) == 2
+    assert capsys.readouterr().err.strip() == f"schedlab: error: not a UTF-8 text file at {config}"
+    config.write_text("clusters: [\n  - {name: k\n")
+    assert main(["serve", "kubernetes", "--kubeconfig", str(config), "--policy", "fifo"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "not a valid kubeconfig" in err[0]
+
+
 def test_a_start_that_would_over_commit_is_never_bound(tmp_path: Path) -> None:
     """Whatever the policy says: the binder takes every start on a ledger of the cluster as
     the API objects show it, and skips one that does not fit, calling nothing."""

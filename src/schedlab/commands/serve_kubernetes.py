@@ -85,7 +85,7 @@ def add_kubernetes_parser(targets: argparse._SubParsersAction) -> None:
     )
     k.add_argument(
         "--listen",
-        default="127.0.0.1:8888",
+        default=None,
         metavar="HOST:PORT",
         help="where --extender listens (default 127.0.0.1:8888)",
     )
@@ -107,7 +107,7 @@ def _config(args: argparse.Namespace):  # type: ignore[no-untyped-def]
     from schedlab.commands.serve import merge_config_file
     from schedlab.policies.api import SERVE
     from schedlab.policies.wiring import build
-    from schedlab.serve.config_file import KUBE_KEYS
+    from schedlab.serve.config_file import KUBE_KEYS, check_port
     from schedlab.serve.kubernetes.lease import default_identity
     from schedlab.serve.kubernetes.server import KubeConfig
     from schedlab.tenancy.live import KUBE_ATTRIBUTES
@@ -123,8 +123,14 @@ def _config(args: argparse.Namespace):  # type: ignore[no-untyped-def]
         value = getattr(args, name)
         if not 0 <= value < float("inf"):
             raise InputError(f"'--{name.replace('_', '-')}' must be ≥ 0 seconds (got {value})")
-    if not args.lease_seconds >= 2:
-        raise InputError(f"'--lease-seconds' must be ≥ 2 (got {args.lease_seconds})")
+    if not 2 <= args.lease_seconds < float("inf"):
+        raise InputError(f"'--lease-seconds' must be ≥ 2 and finite (got {args.lease_seconds})")
+    if args.seed < 0:
+        raise InputError(f"'--seed' must be ≥ 0 (got {args.seed})")
+    if args.metrics_port is not None:
+        check_port(args.metrics_port, "'--metrics-port'")
+    if args.listen is not None:
+        raise InputError("'--listen' is where '--extender' listens: it needs '--extender'")
     config = KubeConfig(
         policy=args.policy,
         placement=args.placement,
@@ -175,7 +181,8 @@ def run_extender(args: argparse.Namespace) -> int:
     from schedlab.serve.kubernetes.kubeconfig import load_credentials
 
     merge_config_file(args, KUBE_KEYS)
-    host, port = listen_address(args.listen)
+    listen = args.listen or "127.0.0.1:8888"
+    host, port = listen_address(listen)
     make_placement(args.placement, SERVE)  # a bad name before anything is opened
     if args.journal is not None:
         check_out_file(args.journal, "'--journal'")
@@ -188,7 +195,7 @@ def run_extender(args: argparse.Namespace) -> int:
     try:
         server = serve_extender(extender, host, port)
     except OSError as exc:
-        raise InputError(f"'--listen' {args.listen}: cannot listen ({exc.strerror})") from None
+        raise InputError(f"'--listen' {listen}: cannot listen ({exc.strerror})") from None
     done = threading.Event()
     previous = {s: signal.signal(s, lambda *_: done.set()) for s in (signal.SIGTERM, signal.SIGINT)}
     if not args.quiet:

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from schedlab.errors import InputError
+from schedlab.input_files import read_text
 
 SERVICE_ACCOUNT = Path("/var/run/secrets/kubernetes.io/serviceaccount")
 
@@ -59,12 +60,12 @@ def from_kubeconfig(path: Path, context: str | None = None) -> Credentials:
     """The credentials of ``context`` (default: the file's current context) in ``path``."""
     import yaml  # only serve kubernetes needs YAML
 
+    text = read_text(path, "kubeconfig")
     try:
-        doc = yaml.safe_load(path.read_text())
-    except OSError as exc:
-        raise InputError(f"cannot read kubeconfig {path}: {exc.strerror}") from None
+        doc = yaml.safe_load(text)
     except yaml.YAMLError as exc:
-        raise InputError(f"{path}: not a valid kubeconfig ({exc})") from None
+        why = " ".join(str(exc).split())  # one line, as every refusal
+        raise InputError(f"{path}: not a valid kubeconfig ({why})") from None
     if not isinstance(doc, dict):
         raise InputError(f"{path}: not a valid kubeconfig (not a mapping)")
     source = str(path)
