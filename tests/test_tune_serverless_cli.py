@@ -172,6 +172,7 @@ def test_bad_files_are_one_line_errors_naming_file_and_field(
         (["--objective", "fastest"], "'--objective' must be time, cost or weighted:W"),
         (["--objective", "weighted:2"], "'--objective' must be time, cost or weighted:W"),
         (["--memory", "1024=fast"], "'--memory' must look like MB=SPEED"),
+        (["--memory", "1024=inf"], "'--memory' must look like MB=SPEED"),
         (["--baselines", "gpu"], "'--baselines' takes"),
         (["--max-stages", "0"], "'--max-stages' must be ≥ 1"),
         (["--batch", "0"], "'--batch' must be ≥ 1"),
@@ -189,3 +190,15 @@ def test_no_plan_that_fits_is_said_in_one_line(toy, tmp_path, capsys) -> None:
     err = capsys.readouterr().err
     assert "no plan of toy fits toy at batch 32 with at most 1 stages" in err
     assert not (tmp_path / "never").exists()
+
+
+def test_limits_beyond_the_batch_plan_as_the_batch_does(toy, tmp_path) -> None:
+    """d and m each take at least one sample: limits past the batch (32) change nothing, and
+    the search stops at the batch instead of counting to a million."""
+    model, platform = toy
+    runs = []
+    for name, d, m in (("batch", "32", "32"), ("huge", "100000", "1000000")):
+        out = tmp_path / name
+        assert main([*argv(model, platform, out), "--max-d", d, "--max-m", m]) == 0
+        runs.append(json.loads((out / "plan.json").read_text())["funcpipe"])
+    assert runs[0] == runs[1]

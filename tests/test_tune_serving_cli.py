@@ -71,6 +71,9 @@ def test_the_same_seed_gives_the_same_random_search(tmp_path) -> None:
         (["--service", SERVICE, "--budget", "0"], "'--budget' must be in 1..720"),
         (["--service", SERVICE, "--tuner", "meta"], "needs --meta FILE"),
         (["--tuner", "grid"], "exactly one of --service and --services"),
+        (["--service", SERVICE, "--load", "inf"], "'--load' must be > 0 requests/s and finite"),
+        (["--service", SERVICE, "--duration", "inf"], "'--duration' must be > 0 s and finite"),
+        (["--service", SERVICE, "--load", "1e30"], "more than the 100,000 pods pods.csv may list"),
     ],
 )
 def test_bad_input_is_one_line_and_writes_nothing(tmp_path, capsys, extra, message) -> None:
@@ -78,4 +81,37 @@ def test_bad_input_is_one_line_and_writes_nothing(tmp_path, capsys, extra, messa
     assert main(["tune", "serving", *extra, "--out", str(out)]) == 2
     err = capsys.readouterr().err.strip()
     assert message in err and len(err.splitlines()) == 1
+    assert not out.exists()
+
+
+@pytest.mark.parametrize(
+    "content", [b"", b"job,a\n1,2\n", b"\x93NUMPY\x01\x00v\x00{'descr': '<f8', 'fortran_order'"]
+)
+def test_a_file_that_is_not_meta_weights_is_one_line(tmp_path, capsys, content) -> None:
+    meta = tmp_path / "meta.npz"
+    meta.write_bytes(content)
+    out = tmp_path / "svc"
+    argv = ["tune", "serving", "--service", SERVICE, "--tuner", "meta", "--meta", str(meta)]
+    assert main([*argv, "--out", str(out)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "not a meta-weights file written by" in err, err
+    assert str(meta) in err and "pickle" not in err
+    assert not out.exists()
+
+
+def test_a_bare_array_is_not_meta_weights(tmp_path, capsys) -> None:
+    import numpy as np
+
+    meta = tmp_path / "meta.npz"
+    with open(meta, "wb") as fh:
+        np.save(fh, np.zeros(3))
+    argv = ["tune", "serving", "--service", SERVICE, "--tuner", "meta", "--meta", str(meta)]
+    assert main([*argv, "--out", str(tmp_path / "svc")]) == 2
+    assert "not a meta-weights file written by" in capsys.readouterr().err
+
+
+def test_a_population_beyond_the_bound_is_refused(tmp_path, capsys) -> None:
+    out = tmp_path / "services.csv"
+    assert main(["tune", "serving", "gen", "--n", "100000000000", "--out", str(out)]) == 2
+    assert "'--n' may be at most 100,000 services" in capsys.readouterr().err
     assert not out.exists()

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
 from pathlib import Path
 from typing import Any
@@ -185,10 +186,10 @@ def run_serving(args: argparse.Namespace) -> int:
     _check_budget(args.budget)
     if args.seed < 0:
         raise InputError(f"'--seed' must be ≥ 0 (got {args.seed})")
-    if args.load is not None and not args.load > 0:
-        raise InputError(f"'--load' must be > 0 requests/s (got {args.load})")
-    if not args.duration > 0:
-        raise InputError(f"'--duration' must be > 0 s (got {args.duration})")
+    if args.load is not None and not 0 < args.load < math.inf:
+        raise InputError(f"'--load' must be > 0 requests/s and finite (got {args.load})")
+    if not 0 < args.duration < math.inf:
+        raise InputError(f"'--duration' must be > 0 s and finite (got {args.duration})")
     if args.host_mem < 1:
         raise InputError(f"'--host-mem' must be ≥ 1 MiB (got {args.host_mem})")
     weights = _weights(args.meta, args.tuner)
@@ -205,6 +206,12 @@ def run_serving(args: argparse.Namespace) -> int:
         data = outputs.tuned(service, perf, result, args.budget, args.seed)
         chosen = result.incumbent()
         count = outputs.replicas(args.load, float(perf.throughput[chosen]))
+        if count > outputs.MAX_REPLICAS:
+            raise InputError(
+                f"'--load' {args.load:g} requests/s needs {count:,} replicas of the chosen "
+                f"configuration ({float(perf.throughput[chosen]):.1f} requests/s each), more "
+                f"than the {outputs.MAX_REPLICAS:,} pods pods.csv may list"
+            )
         data["replicas"] = count
         write_json(out / "tuned.json", data)
         write_csv(out / "pods.csv",
@@ -439,10 +446,10 @@ def parse_memory(text: str) -> dict[float, float]:
             size, rate = float(mb), float(speed)
         except ValueError:
             size = rate = -1.0
-        if not sep or not (size > 0 and rate > 0) or size in options:
+        if not sep or not (0 < size < math.inf and 0 < rate < math.inf) or size in options:
             raise InputError(
-                f"'--memory' must look like MB=SPEED,... with positive numbers, each size once "
-                f"(got {text!r})"
+                f"'--memory' must look like MB=SPEED,... with positive finite numbers, each size "
+                f"once (got {text!r})"
             )
         options[size] = rate
     return options

@@ -80,13 +80,14 @@ class Result:
 
 
 def pairs(training: Training, limits: Limits, degrees: tuple[int, ...] | None = None):
-    """(d, m) with whole micro-batches, in ascending d then m."""
+    """(d, m) with whole micro-batches, in ascending d then m. Neither can exceed the batch
+    (each takes at least one sample), so the ranges stop there whatever the limits say."""
     b = training.batch
-    ds = degrees if degrees is not None else tuple(range(1, limits.max_d + 1))
+    ds = degrees if degrees is not None else tuple(range(1, min(limits.max_d, b) + 1))
     for d in ds:
         if d > limits.max_d or b % d:
             continue
-        for m in range(1, limits.max_m + 1):
+        for m in range(1, min(limits.max_m, b // d) + 1):
             if micro_batch(training, d, m) is not None:
                 yield d, m
 

@@ -107,15 +107,23 @@ def load(path: str | Path) -> MetaWeights:
     from schedlab.input_files import check_input_file
 
     path = check_input_file(path, "meta-weights file")
+    refused = InputError(
+        "not a meta-weights file written by 'schedlab tune serving train' (an .npz archive of "
+        "meta_0..5 and pool_0..5)",
+        path=str(path),
+    )
     try:
-        with np.load(path) as data:
+        data = np.load(path, allow_pickle=False)
+    except (OSError, ValueError, EOFError):  # empty, truncated, text, pickled
+        raise refused from None
+    if not isinstance(data, np.lib.npyio.NpzFile):  # a bare .npy array
+        raise refused
+    try:
+        with data:
             meta = [data[f"meta_{i}"] for i in range(6)]
             pool = [data[f"pool_{i}"] for i in range(6)]
-    except (OSError, KeyError, ValueError) as exc:
-        raise InputError(
-            f"not a meta-weights file written by 'schedlab tune serving train' ({exc})",
-            path=str(path),
-        ) from None
+    except (OSError, KeyError, ValueError, EOFError):
+        raise refused from None
     if meta[0].shape != (features().shape[1], mlp.HIDDEN):
         raise InputError(
             f"meta weights for {meta[0].shape[0]} features, the space has {features().shape[1]}",

@@ -66,6 +66,10 @@ def tuned(service: Service, perf: Performance, result: Run, budget: int, seed: i
     }
 
 
+#: The most pods a pods.csv lists (one row each): a load that needs more is refused.
+MAX_REPLICAS = 100_000
+
+
 def replicas(load_rps: float | None, throughput: float) -> int:
     if load_rps is None:
         return 1

@@ -55,10 +55,16 @@ def draw_service(rng: np.random.Generator, name: str, hw: Hardware = DEFAULT_HAR
             return service
 
 
+#: The largest population ``tune serving gen`` draws.
+MAX_SERVICES = 100_000
+
+
 def generate(n: int, seed: int, holdout: int) -> tuple[list[Service], list[Service]]:
     """``n`` services drawn with ``seed``: (training, held-out) = (first n − holdout, last)."""
     if n < 2 or not 1 <= holdout < n:
         raise InputError(f"need n ≥ 2 services and 1 ≤ holdout < n (got n={n}, holdout={holdout})")
+    if n > MAX_SERVICES:  # the study uses 250; a population this size is already a CSV of MBs
+        raise InputError(f"'--n' may be at most {MAX_SERVICES:,} services (got {n:,})")
     rng = np.random.default_rng(seed)
     services = [draw_service(rng, f"svc-{i:04d}") for i in range(n)]
     return services[: n - holdout], services[n - holdout :]
