@@ -122,6 +122,8 @@ def test_listing_imports_no_study_and_no_numpy() -> None:
         (["fgd", "--all"], "give study names or --all, not both"),
         (["zeus", "--quick", "--update", "README.md"], "drop '--quick'"),
         (["zeus", "--workers", "0"], "'--workers' must be ≥ 1"),
+        (["zeus", "--quick", "--check"], "'--check' judges the full studies' gates"),
+        (["zeus", "--shared", "/nonexistent"], "'--shared' must be the shared data folder"),
     ],
 )
 def test_bad_requests_are_one_line_and_write_nothing(
@@ -156,3 +158,7 @@ def test_a_study_whose_data_is_missing_is_skipped_naming_it(tmp_path: Path, caps
     assert main(["reproduce", "zeus", "--out", str(out), "--shared", str(tmp_path)]) == 0
     assert "skipped: needs" in capsys.readouterr().err
     assert "zeus: skipped (needs" in (out / "summary.md").read_text()
+    # --check is a promise that the gates held: a study that could not run breaks it.
+    argv = ["reproduce", "zeus", "--check", "--out", str(tmp_path / "checked")]
+    assert main([*argv, "--shared", str(tmp_path)]) == 1
+    assert "NOT CHECKED zeus: needs" in capsys.readouterr().err

@@ -3,8 +3,9 @@
 Each study writes ``OUT/NAME/`` (its tables, figures, ``checks.csv`` and ``table.md``: every
 published figure beside ours, the tolerance and a verdict) and the command writes
 ``OUT/summary.md`` with every study's table. ``--quick`` runs a smoke version of each study in
-seconds (its verdicts are not the study's). ``--check`` exits 1 when a gated check fails;
-``--update FILE`` rewrites FILE's ``<!-- reproduce:NAME -->`` blocks with the new tables.
+seconds (its verdicts are not the study's). ``--check`` exits 1 when a gated check fails or
+a study could not run (its data missing); ``--update FILE`` rewrites FILE's
+``<!-- reproduce:NAME -->`` blocks with the new tables.
 
 Only the catalog is read to list studies; a study's modules are imported when it runs.
 """
@@ -78,7 +79,11 @@ def run(args: argparse.Namespace) -> int:
             raise InputError(f"unknown study {name!r} (known: {', '.join(known)})")
     if args.update and args.quick:
         raise InputError("'--update' writes the full studies' tables: drop '--quick'")
+    if args.check and args.quick:
+        raise InputError("'--check' judges the full studies' gates: drop '--quick'")
     workers = check_workers(args.workers)
+    if args.shared is not None and not args.shared.is_dir():
+        raise InputError(f"'--shared' must be the shared data folder (not a folder: {args.shared})")
     shared = args.shared if args.shared is not None else default_shared()
     chosen = list(STUDIES) if args.all else [known[n] for n in dict.fromkeys(args.studies)]
     for path in args.update:
@@ -140,7 +145,9 @@ def _run(chosen: list[Study], args: argparse.Namespace, shared: Path, workers: i
     )
     for study, what in failed:
         console.print(f"[bold red]FAIL[/] {study}: {what}")
-    return 1 if failed and args.check else 0
+    for study, why in skipped if args.check else ():
+        console.print(f"[bold red]NOT CHECKED[/] {study}: {why}")
+    return 1 if (failed or skipped) and args.check else 0
 
 
 def _write_top_config(
