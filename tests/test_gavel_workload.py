@@ -112,6 +112,8 @@ def test_bad_spec_is_refused():
         GavelWorkloadSpec(lam=-1)
     with pytest.raises(InputError, match="number of jobs must be ≥ 1"):
         GavelWorkloadSpec(num_jobs=0)
+    with pytest.raises(InputError, match="'lam' 1e\\+308 s puts arrivals past"):
+        arrival_times(0, 1e308, 5)
 
 
 @pytest.mark.shared

@@ -157,6 +157,11 @@ def arrival_times(seed: int, lam: float, count: int) -> list[float]:
     times = [0.0]
     for draw in arrival_draws(seed, count - 1):
         times.append(draw / rate + times[-1])
+    if not math.isfinite(times[-1]):  # 1/lam rounds to 0 or the sum overflows
+        raise InputError(
+            f"'lam' {lam:g} s puts arrivals past the largest time a trace can hold: give a "
+            "smaller mean inter-arrival time"
+        )
     return times
 
 
