@@ -107,6 +107,12 @@ GOOD_SITE = '[[site]]\nname = "a"\ncluster = "1x8:V100"\nprice_gpu_hour = { V100
             "key 'move_margin': must be below 1",
         ),
         ("[[site]\n", "not a TOML file"),
+        ('[[site]]\nname = "a"\ncluster = 16\n', "key 'cluster': must be a cluster spec"),
+        ("[[site]]\nname = true\n", "key 'name': must be a non-empty string (got True)"),
+        (
+            GOOD_SITE.replace("V100 = 1 }", "V100 = 1, A100 = 2 }"),
+            "key 'price_gpu_hour.A100': the site has no A100 GPUs (it has V100)",
+        ),
         (
             GOOD_SITE + "[federation]\nweights = { time = 2 }\n",
             "key 'weights': only the joint dispatcher reads it, and this run has least-loaded",

@@ -236,7 +236,8 @@ def _place(table: object, index: int, kind: str, file: str) -> Place:
     name = table.get("name")
     where = f"{file}: [[{kind}]] #{index + 1}" + (f" ({name!r})" if name else "")
     if not isinstance(name, str) or not name.strip():
-        raise InputError(f"{where}, key 'name': missing (a non-empty string)")
+        what = "missing" if name is None else f"must be a non-empty string (got {name!r})"
+        raise InputError(f"{where}, key 'name': {what}")
     egress = parse_egress(table.get("egress"), where)
     wan = _wan(table.get("wan"), where)
     if kind == "data_store":
@@ -244,6 +245,9 @@ def _place(table: object, index: int, kind: str, file: str) -> Place:
         return Place(name, egress, wan, runs_jobs=False)
     _unknown(table, SITE_KEYS, where)
     cluster, topology = table.get("cluster"), table.get("topology")
+    if cluster is not None and not isinstance(cluster, str):
+        raise InputError(f"{where}, key 'cluster': must be a cluster spec such as \"4x8:V100\" "
+                         f"(got {cluster!r})")  # fmt: skip
     if not isinstance(cluster, str) or not cluster.strip():
         if not isinstance(topology, str) or not topology.strip():
             raise InputError(f"{where}, key 'cluster': missing (a site needs a cluster)")

@@ -118,6 +118,13 @@ def gpu_prices(place: Place, cluster: Cluster, where: str) -> dict[int, float]:
                 f"{where}, key 'price_gpu_hour': no price for {GPU_MODELS[m]}, which the site has"
             )
         out[m] = place.price_gpu_hour[name]
+    held = {GPU_MODELS[m].upper() for m in models}
+    extra = sorted(set(place.price_gpu_hour) - held)
+    if extra:  # a typo, or a model the cluster spec was meant to have: not passed over
+        raise InputError(
+            f"{where}, key 'price_gpu_hour.{extra[0]}': the site has no {extra[0]} GPUs "
+            f"(it has {', '.join(GPU_MODELS[m] for m in models)})"
+        )
     return out
 
 
