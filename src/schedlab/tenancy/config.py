@@ -120,11 +120,11 @@ def _load(path: Path) -> dict[str, Any]:
     return data
 
 
-def _mapping(value: object, where: str) -> dict[str, Any]:
+def _mapping(value: object, where: str, example: str = "{ gpu = 8 }") -> dict[str, Any]:
     if value is None:
         return {}
     if not isinstance(value, Mapping):
-        raise InputError(f"{where} must be a table such as {{ gpu = 8 }} (got {value!r})")
+        raise InputError(f"{where} must be a table such as {example} (got {value!r})")
     return dict(value)
 
 
@@ -186,7 +186,9 @@ def _queue(q: dict[str, Any], path: str, src: str) -> QueueSpec:
         priority=q.get("priority", 0),
         borrowing_limit=_mapping(q.get("borrowing_limit"), f"{at} field 'borrowing_limit'"),
         lending_limit=_mapping(q.get("lending_limit"), f"{at} field 'lending_limit'"),
-        preemption=_mapping(q.get("preemption"), f"{at} field 'preemption'"),
+        preemption=_mapping(
+            q.get("preemption"), f"{at} field 'preemption'", '{ reclaim_within_cohort = "Any" }'
+        ),
         match=tuple({str(k): str(v) for k, v in m.items()} for m in match),
         shares=q.get("shares"),
     )
@@ -203,7 +205,7 @@ def read_queue_file(path: str | Path) -> TenancyConfig:
             f"{src}: unknown top-level entry {sorted(unknown)[0]!r} (a queue file holds "
             "[tenancy] and [[queue]])"
         )
-    head = _mapping(data.get("tenancy"), f"{src}: [tenancy]")
+    head = _mapping(data.get("tenancy"), f"{src}: [tenancy]", '{ policy = "kai" }')
     params = {k: v for k, v in head.items() if isinstance(v, Mapping)}
     bad = set(head) - TENANCY_FIELDS - set(params)
     if bad:
