@@ -117,10 +117,12 @@ def run_federation_grid(args: argparse.Namespace) -> int:
         aggregate.insert(3, "seeds", len(seeds))
         write_csv(out / "aggregate.csv", aggregate)
     for row in aggregate.to_dict(orient="records"):
+        g = row["carbon_g_per_kwh"]  # NaN when no energy was used (as replay: n/a)
+        carbon = "n/a" if g != g else f"{g:.1f}"
         stdout.print(
             f"{row['federation']}/{row['trace']} {row['dispatcher']}: mean JCT "
             f"{row['mean_jct_s']:,.0f} s, queue {row['mean_queue_s']:,.0f} s, "
-            f"${row['compute_usd'] + row['egress_usd']:,.2f}, {row['carbon_g_per_kwh']:.1f} g/kWh"
+            f"${row['compute_usd'] + row['egress_usd']:,.2f}, {carbon} g/kWh"
         )
     console.print(f"wrote {args.out}/results.csv, aggregate.csv and runs/")
     return 0
