@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import math
 import shlex
@@ -14,7 +15,7 @@ from schedlab.commands.common import add_plugin_option, console
 from schedlab.commands.replay import parse_params
 from schedlab.commands.serve_kubernetes import add_kubernetes_parser
 from schedlab.commands.tenancy_options import add_tenancy_options
-from schedlab.errors import InputError
+from schedlab.errors import InputError, SchedlabError
 from schedlab.input_files import check_input_file
 from schedlab.output_dir import check_out_file
 from schedlab.policies.api import SERVE
@@ -381,7 +382,32 @@ def _serve(
             ) from None
     limit = args.journal_max_mib
     max_bytes = None if limit is None else max(1, int(limit * 2**20))
+    fresh = args.journal is not None and not args.journal.exists()
     journal = Journal(args.journal, max_bytes=max_bytes, keep=args.journal_keep)
+    try:
+        return _serve_with(args, config, client, network, queue_file, journal, metrics)
+    except SchedlabError:
+        if fresh:  # refused before a record was written: leave no empty journal behind
+            journal.close()
+            with contextlib.suppress(OSError):
+                if args.journal.stat().st_size == 0:
+                    args.journal.unlink()
+        raise
+    finally:
+        if endpoint is not None:
+            endpoint.shutdown()
+
+
+def _serve_with(
+    args: argparse.Namespace,
+    config: ServeConfig,
+    client: SlurmClient,
+    network: ServeTopology,
+    queue_file: Path,
+    journal: Journal,
+    metrics: Metrics,
+) -> int:
+    """The serving loop proper, once the journal is open."""
     server = Server(client, config, journal, network=network, queue_file=queue_file)
 
     def report(r: CycleReport) -> None:
@@ -402,11 +428,7 @@ def _serve(
             f"serving Slurm ({where}) with {config.label}/{config.placement}, "
             f"every {config.interval:g} s" + (f"; journal {args.journal}" if args.journal else "")
         )
-    try:
-        status = server.run(report)
-    finally:
-        if endpoint is not None:
-            endpoint.shutdown()
+    status = server.run(report)
     if not args.quiet:
         console.print(f"stopped after {server.cycle_no} cycles ({server.stop_reason})")
     return status
