@@ -27,6 +27,8 @@ moving a job changes what a queue holds, not what it demands (held + waiting bef
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 
 from schedlab.tenancy.policy import FAIR_SHARE, SharePolicy, goes_before
@@ -292,6 +294,60 @@ class Drf(SharePolicy):
                 began = float(st.run_began[v]) if st.run_began is not None else 0.0
                 rows.append((-share, -began, v))
         return [v for *_, v in sorted(rows)]
+
+    def select_victims(
+        self,
+        st: TenantState,
+        fair: np.ndarray,
+        leaf: int,
+        job: int,
+        fits: Callable[[list[int]], bool],
+    ) -> list[int] | None:
+        """The default selection (:meth:`SharePolicy.select_victims`), with the victim rule
+        worked out in plain floats on a flat tree: the reclaimer's share with the job does not
+        move while victims are taken (they come from other queues), and a victim's queue
+        holds what it held less the victims taken from it so far — the same subtractions, in
+        the same order, as the allocation the rule would read, without asking it per
+        candidate (most reclaims walk many candidates before one set makes room). Without
+        limits nothing else reads the state, so when sums are exact (giving a victim back and
+        taking it again leaves every figure as it was) the victims are not moved in it."""
+        if not st.tree.flat:
+            return super().select_victims(st, fair, leaf, job, fits)
+        if not self.reclaimer(st, fair, leaf, job) or self.cannot_make_room(
+            st, fair, leaf, job, fits
+        ):
+            return None
+        candidates = self.victim_candidates(st, fair, leaf, job)
+        possible = getattr(fits, "possible", None)
+        if possible is not None and not possible(candidates):
+            return None
+        total = st.capacity.tolist()
+        mine = self._share(st, leaf, st.alloc[leaf] + st.demand[job])
+        weight = st.tree.weight
+        index = st.index
+        moves = st.tree.has_limits or index is None or not index.exact
+        held: dict[int, list[float]] = {}  # victim queue → what it holds with the victims gone
+        chosen: list[int] = []
+        found = False
+        for v in candidates:
+            q = int(st.leaf_of[v])
+            row = held.get(q)
+            if row is None:
+                row = st.alloc[q].tolist()
+            after = [a - d for a, d in zip(row, st.demand[v].tolist(), strict=True)]
+            if not mine <= dominant_of(after, total) / max(float(weight[q]), EPS) + DRF_EPS:
+                continue
+            held[q] = after
+            chosen.append(v)
+            if moves:
+                st.give_back(v)
+            if self.quota_fits(st, fair, leaf, job) and fits(chosen):
+                found = True
+                break
+        if moves:
+            for v in chosen:
+                st.take(v)
+        return chosen if found else None
 
     def allow_victim(
         self, st: TenantState, fair: np.ndarray, leaf: int, job: int, victim: int
