@@ -309,7 +309,7 @@ def spec_from_args(args: argparse.Namespace) -> ReplaySpec:
     control, routing, sharing = resolve_net_control(
         pick("net_control"), pick("net_routing"), pick("net_sharing")
     )
-    failures = pick("failures") or None
+    failures = pick("failures")  # "" is refused, not taken for "none"
     check_failure_options(failures, pick("checkpoint"), pick("failure_reaction"))
     if pick("apps") and pick("throughputs"):
         raise InputError("'--apps' and '--throughputs' are two performance models: give one")
@@ -344,7 +344,7 @@ def spec_from_args(args: argparse.Namespace) -> ReplaySpec:
         until=until,
         models=pick("models") or None,
         llm_profile=pick("llm_profile") or None,
-        failures=failures,
+        failures=failures or None,
         checkpoint=pick("checkpoint") or None,
         failure_reaction=pick("failure_reaction") or None,
         tenancy=tenancy_spec(pick),

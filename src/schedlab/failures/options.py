@@ -40,10 +40,22 @@ def add_failure_options(p: argparse.ArgumentParser) -> None:
     )
 
 
-def check_failure_options(failures: str | None, checkpoint: str | None, reaction: str | None):
-    """Parse everything before any work; the options after --failures need it."""
+def check_failure_options(
+    failures: str | None, checkpoint: str | None, reaction: str | None
+) -> tuple[Any, Any, Any] | None:
+    """Parse everything before any work; the options after --failures need it.
+
+    An option given with nothing in it (``--failures ""``, from the command line or a config
+    file) is refused rather than read as "not given": the run would silently be another one."""
     from schedlab.failures.spec import parse_checkpoint, parse_failures, parse_reaction
 
+    for name, value in (
+        ("--failures", failures),
+        ("--checkpoint", checkpoint),
+        ("--failure-reaction", reaction),
+    ):
+        if value is not None and not value.replace(";", "").replace(",", "").strip():
+            raise InputError(f"'{name}' needs a value (got {value!r})")
     if failures is None:
         for name, value in (("--checkpoint", checkpoint), ("--failure-reaction", reaction)):
             if value:

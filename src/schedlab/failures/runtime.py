@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from schedlab.errors import InputError
 from schedlab.failures.checkpoint import Costs, Cycle, costs, cycle
 from schedlab.failures.spec import CheckpointSpec, FailureSpec, Reaction, parse_checkpoint
 from schedlab.failures.streams import (
@@ -43,6 +44,15 @@ INF = math.inf
 #: Simulated seconds generated at a time per class stream.
 WINDOW = 7 * 86400.0
 NODE_CLASSES = ("node", "nic", "link", "switch")
+#: A job interrupted this many times in a row without keeping any work can never progress (at
+#: Llama 3's rates — M = 3.1 h, R = 180 s — one interruption in ~11 comes before any work is
+#: kept, so 1,000 in a row never happens in a sensible model): the run is refused, not spun.
+STUCK_INTERRUPTIONS = 1000
+#: Failure events in a row while no job runs, none starts and none arrives: the failures keep
+#: the cluster too broken for any queued job, for good. That is about 20 years of simulated
+#: time at Llama 3's rates on a 2,080-node cluster (0.56 failures and repairs an hour), 3–6 h at
+#: the 1 h MTBF floor on 16,384 GPUs; reaching it costs ~10 s of wall time.
+IDLE_EVENT_LIMIT = 100_000
 
 
 @dataclass(frozen=True)
@@ -118,6 +128,12 @@ class FailureRun:
         cluster, jobs = run.cluster, run.jobs
         self.cluster, self.jobs = cluster, jobs
         n_jobs, n_nodes = len(jobs), cluster.size
+        spares = model.reaction.spares
+        if spares >= n_nodes:
+            raise InputError(
+                f"'--failure-reaction': spares:{spares} would hold back every node of the "
+                f"{n_nodes}-node cluster, leaving none for jobs (give K < {n_nodes})"
+            )
         self.seed = model.seed
         spec = model.spec
         self.gpu_base = np.concatenate([[0], np.cumsum(cluster.num_gpus)[:-1]]).astype(np.int64)
@@ -178,10 +194,50 @@ class FailureRun:
         self.spare_idle_gpu_s = 0.0
         self.wait_gpu_s = 0.0
         self.rates = {cls: p.rate_per_s for cls, p in spec.processes.items()}
+        # Guards against runs that failures would keep going for ever (see next_time and
+        # _interrupt): the least work each job has had left after a rollback, the interruptions
+        # since it last kept any, and the events in a row with no job running.
+        self.least_kept = np.asarray(run.work, dtype=float).copy()
+        self.no_progress = np.zeros(n_jobs, dtype=np.int64)
+        self.idle_events = 0
+        self.arrivals_seen = -1
         self._fill_spares(0.0)
 
     # -- the engine's questions ------------------------------------------------------------------
     def next_time(self) -> float:
+        """When the next failure event is due; INF when none of them can change the run.
+
+        Failures alone do not keep a run going: when no job runs and none is still to arrive,
+        a failure can only take capacity away, so only a pending repair can let a queued job
+        start — and only a job that fits in the cluster with every repair done and the spares
+        held back. Otherwise the run ends as it would without failures (queued jobs that never
+        fit stay unfinished). Events skipped this way still fire, at their own times, if the
+        run goes on for another reason (:meth:`fire`)."""
+        if self._cannot_matter():
+            return INF
+        return self._next_event()
+
+    def _cannot_matter(self) -> bool:
+        e = self.e
+        if e.running or not e.pending or getattr(e, "external", False):
+            return False
+        if e.next_arrival < e.n_jobs:
+            return False
+        if all(self.lemon[node] for _, _, node, _ in self.repairs):
+            return True  # nothing will come back
+        usable = self._usable_gpus()
+        gpus = self.jobs.num_gpus
+        return all(int(gpus[job]) > usable for job in e.pending)
+
+    def _usable_gpus(self) -> int:
+        """GPUs the queued jobs could have at best: every node repaired (lemons stay out), the
+        spares held back (counted as the smallest nodes, so that no job is given up too
+        early)."""
+        gpus = np.sort(self.cluster.num_gpus[~self.lemon].astype(np.int64))
+        held = int(gpus[: self.m.reaction.spares].sum())
+        return int(gpus.sum()) - held
+
+    def _next_event(self) -> float:
         while not self.queue and self.streams and self.window_end < INF:
             self._generate()
             if self.queue:
@@ -200,28 +256,48 @@ class FailureRun:
         return t
 
     def fire(self, now: float) -> int:
-        """Apply every event due at ``now`` (repairs first); returns how many there were."""
+        """Apply every event due by ``now``, in time order (at one time: repairs first), each
+        at its own time; returns how many there were. Events are due before ``now`` only after
+        a stretch in which they could not matter (:meth:`next_time`), when no job ran."""
         count = 0
         while True:
-            t = self.next_time()
+            t = self._next_event()
             if t > now:
                 break
             count += 1
-            if self.repairs and self.repairs[0][0] <= now:
+            self._count_idle()
+            if self.repairs and self.repairs[0][0] <= t:
                 _, _, node, gpu = heapq.heappop(self.repairs)
-                self._repaired(node, gpu, now)
-            elif self.soft_heap and self.soft_heap[0][0] <= now:
+                self._repaired(node, gpu, t)
+            elif self.soft_heap and self.soft_heap[0][0] <= t:
                 _, _, job, _ = heapq.heappop(self.soft_heap)
-                self._software(job, now)
-            elif self.trace_pos < len(self.trace) and self.trace[self.trace_pos].time <= now:
+                self._software(job, t)
+            elif self.trace_pos < len(self.trace) and self.trace[self.trace_pos].time <= t:
                 ev = self.trace[self.trace_pos]
                 self.trace_pos += 1
-                self._traced(ev, now)
+                self._traced(ev, t)
             else:
                 _, _, inst, cls, k, _ = heapq.heappop(self.queue)
-                self._component(cls, inst, k, now)
+                self._component(cls, inst, k, t)
         self._fill_spares(now)
         return count
+
+    def _count_idle(self) -> None:
+        """Count failure events in a row while no job runs, starts or arrives; too many of them
+        mean the failures keep every queued job from ever running (a run that would not end)."""
+        e = self.e
+        if e.running or e.next_arrival != self.arrivals_seen:
+            self.arrivals_seen = e.next_arrival
+            self.idle_events = 0
+            return
+        self.idle_events += 1
+        if self.idle_events >= IDLE_EVENT_LIMIT:
+            raise InputError(
+                f"'--failures': {IDLE_EVENT_LIMIT:,} failure events in a row with no job running "
+                f"(simulated time {e.now:,.0f} s, {len(e.pending)} queued): failures this "
+                "frequent leave the cluster too broken for any queued job; give longer MTBFs or "
+                "shorter repairs"
+            )
 
     def started(self, job: int, now: float, restart: float) -> float:
         """A job (re)starts at ``now``: the restart overhead it pays (``R`` after a failure)."""
@@ -233,6 +309,7 @@ class FailureRun:
             waited = now - self.interrupted_at[job]
             self.wait_s[job] += waited
             self.wait_gpu_s += waited * int(self.jobs.num_gpus[job])
+        self.idle_events = 0
         self._track(job)
         self._begin(job, now + restart)
         self._software_arm(job, now)
@@ -388,6 +465,7 @@ class FailureRun:
             done = seg.remaining - remaining
             counted = seg.cycle.completed(elapsed) * seg.cycle.length
             keep = seg.remaining - (done * counted / elapsed if elapsed > 0 else 0.0)
+        self._check_progress(job, keep)
         lost = max(0.0, keep - remaining)
         rate = float(e.rt.rate[job])
         gpus = int(e.rt.alloc_n[job])
@@ -414,6 +492,26 @@ class FailureRun:
         self.restart_due[job] = True
         self.interrupted_at[job] = now
         e.fail_requeue(job, now, keep)
+
+    def _check_progress(self, job: int, keep: float) -> None:
+        """Refuse a run in which failures keep ``job`` from ever progressing: it was interrupted
+        :data:`STUCK_INTERRUPTIONS` times in a row without keeping any work (its MTBF on its
+        allocation is far below its restart plus one checkpoint interval)."""
+        if keep < self.least_kept[job]:
+            self.least_kept[job] = keep
+            self.no_progress[job] = 0
+            return
+        self.no_progress[job] += 1
+        if self.no_progress[job] < STUCK_INTERRUPTIONS:
+            return
+        gpus = int(self.e.rt.alloc_n[job])
+        raise InputError(
+            f"'--failures': job {self.jobs.job_id[job]} was interrupted {STUCK_INTERRUPTIONS:,} "
+            f"times in a row without keeping any work (its MTBF on {gpus} GPUs is "
+            f"{self.job_mtbf(job):,.4g} s, its restart {self._restart_seconds(job):,.4g} s): "
+            "failures this frequent let it never progress; give longer MTBFs, a shorter "
+            "restart or checkpoints"
+        )
 
     def _replacement(self, job: int, allocation: Allocation, node: int | None):
         """Where the job restarts at once — ``(allocation, released, taken)`` — or None (back

@@ -25,6 +25,16 @@ CLASSES = ("gpu", "node", "nic", "link", "switch", "software")
 DEFAULT_REPAIR_H = {"gpu": 48.0, "node": 24.0, "nic": 24.0, "link": 4.0, "switch": 4.0}
 GPU_SCOPES = ("node", "gpu")
 LINK_EFFECTS = ("interrupt", "reroute")
+#: The shortest MTBF (exp) or Weibull scale accepted, in hours per instance. Published
+#: per-component MTBFs are 10³–10⁵ h (the presets: 1,488 h to 337,042 h); at 1 h a component
+#: already fails 20× per default restart overhead (180 s) of a job on it, and the streams make at
+#: most ~168 events per instance per simulated week. Far below it a job can never get through
+#: its restart, and below ~1e-13 h the gaps vanish under float64 rounding, so simulated time
+#: stops advancing (a hang): refused rather than simulated.
+MIN_MTBF_H = 1.0
+#: Weibull shapes accepted. Hardware fits lie in 0.5–3; below 0.1 nearly all gaps are ~0 or
+#: astronomically long (and below 1/170 the mean, Γ(1 + 1/k), is not even a float).
+MIN_WEIBULL_SHAPE, MAX_WEIBULL_SHAPE = 0.1, 100.0
 
 
 @dataclass(frozen=True)
@@ -78,17 +88,32 @@ def _number(text: str, what: str) -> float:
     return value
 
 
+def _at_least(value: float, floor: float, what: str, text: str, why: str) -> float:
+    """``value`` if ≥ ``floor``, else a one-line error saying why the floor is there."""
+    if value < floor:
+        raise InputError(f"'--failures': {what} must be ≥ {floor:g} (got {text}): {why}")
+    return value
+
+
 def parse_process(text: str, cls: str) -> Process:
     kind, _, rest = text.partition(":")
+    why_mtbf = "shorter MTBFs let no job get through a restart (see docs/failures.md)"
     if kind == "exp":
-        return Process("exp", mtbf_h=_number(rest, f"the MTBF of {cls} (hours)"))
+        what = f"the MTBF of {cls} (hours)"
+        mtbf = _at_least(_number(rest, what), MIN_MTBF_H, what, rest, why_mtbf)
+        return Process("exp", mtbf_h=mtbf)
     if kind == "weibull":
-        shape, _, scale = rest.partition(",")
-        return Process(
-            "weibull",
-            shape=_number(shape, f"the Weibull shape of {cls}"),
-            scale_h=_number(scale, f"the Weibull scale of {cls} (hours)"),
-        )
+        shape_text, _, scale_text = rest.partition(",")
+        what = f"the Weibull shape of {cls}"
+        shape = _number(shape_text, what)
+        _at_least(shape, MIN_WEIBULL_SHAPE, what, shape_text, "smaller shapes degenerate")
+        if shape > MAX_WEIBULL_SHAPE:
+            raise InputError(
+                f"'--failures': {what} must be ≤ {MAX_WEIBULL_SHAPE:g} (got {shape_text})"
+            )
+        what = f"the Weibull scale of {cls} (hours)"
+        scale = _at_least(_number(scale_text, what), MIN_MTBF_H, what, scale_text, why_mtbf)
+        return Process("weibull", shape=shape, scale_h=scale)
     raise InputError(
         f"'--failures': {cls}={text!r} must be exp:MTBF_HOURS or weibull:SHAPE,SCALE_HOURS"
     )
@@ -110,9 +135,17 @@ def parse_failures(text: str) -> FailureSpec:
     if not items:
         raise InputError("'--failures' is empty")
     processes, repairs = dict(spec.processes), dict(spec.repairs)
+    seen: dict[str, str] = {}  # key → the item that gave it: a key given twice is refused
     for item in items:
         key, eq, value = item.partition("=")
         key, value = key.strip(), value.strip()
+        slot = key if eq else "preset"
+        if slot in seen and key != "preset":
+            raise InputError(
+                f"'--failures': {_twice(slot)} given twice ({seen[slot]!r} and {item!r}): "
+                "give it once"
+            )
+        seen[slot] = item
         if not eq:
             if key not in PRESETS:
                 known = ", ".join(PRESETS)
@@ -123,6 +156,8 @@ def parse_failures(text: str) -> FailureSpec:
             repairs.update(preset.repairs)
             continue
         if key == "preset":
+            if not value:
+                raise InputError("'--failures': preset= needs a preset name")
             return parse_failures(";".join([value, *[i for i in items if i != item]]))
         if key in CLASSES:
             processes[key] = parse_process(value, key)
@@ -149,6 +184,15 @@ def parse_failures(text: str) -> FailureSpec:
     if not processes and spec.trace is None:
         raise InputError("'--failures' names no failure process and no trace")
     return replace(spec, processes=processes, repairs=repairs)
+
+
+def _twice(slot: str) -> str:
+    return "a preset" if slot == "preset" else repr(slot)
+
+
+def _blank(text: str | None) -> bool:
+    """An option given with nothing in it (``--checkpoint ""`` or ``","``)."""
+    return text is not None and not text.replace(",", "").replace(";", "").strip()
 
 
 # -- checkpointing ---------------------------------------------------------------------------------
@@ -181,15 +225,29 @@ class CheckpointSpec:
     launch: float = 120.0
 
 
+#: Keys that only the asynchronous mode uses: refused with ``mode=sync`` rather than ignored.
+ASYNC_ONLY = ("block", "persist", "delta", "w_d2h")
+
+
 def parse_checkpoint(text: str | None) -> CheckpointSpec:
+    """``--checkpoint``: comma-joined ``KEY=VALUE``, each key at most once; keys the chosen
+    mode does not use are refused (a silently ignored setting looks like it took effect)."""
     spec = CheckpointSpec()
-    if not text:
+    if text is None:
         return spec
+    if _blank(text):
+        raise InputError("'--checkpoint' needs a value (KEY=VALUE items, e.g. policy=young)")
+    seen: dict[str, str] = {}
     for item in filter(None, (p.strip() for p in text.split(","))):
         key, eq, value = item.partition("=")
         key, value = key.strip(), value.strip()
         if not eq:
             raise InputError(f"'--checkpoint': {item!r} is not KEY=VALUE")
+        if key in seen:
+            raise InputError(
+                f"'--checkpoint': {key!r} given twice ({seen[key]!r} and {item!r}): give it once"
+            )
+        seen[key] = item
         if key == "policy":
             name, _, arg = value.partition(":")
             if name not in CKPT_POLICIES:
@@ -214,20 +272,35 @@ def parse_checkpoint(text: str | None) -> CheckpointSpec:
                 raise InputError(f"'--checkpoint': mode must be sync or async (got {value!r})")
             spec = replace(spec, mode=value)
         elif key == "delta":
-            delta = _ckpt_number(value, "delta", allow_zero=True)
-            if delta >= 1:
-                raise InputError(f"'--checkpoint': delta must be in [0, 1) (got {value})")
-            spec = replace(spec, delta=delta)
-        elif key in ("cost", "block", "persist", "detect", "launch"):
+            spec = replace(spec, delta=_delta(value))
+        elif key in ("block", "persist", "detect", "launch"):
             spec = replace(spec, **{key: _ckpt_number(value, key, allow_zero=True)})
-        elif key in ("w_node", "w_storage", "w_d2h", "w_read", "bytes_per_param"):
+        elif key in ("cost", "w_node", "w_storage", "w_d2h", "w_read", "bytes_per_param"):
             spec = replace(spec, **{key: _ckpt_number(value, key)})
         else:
             raise InputError(
                 f"'--checkpoint': unknown key {key!r} (policy, cost, mode, block, persist, delta, "
                 "w_node, w_storage, w_d2h, w_read, bytes_per_param, detect, launch)"
             )
+    if spec.mode == "sync":
+        ignored = [key for key in ASYNC_ONLY if key in seen]
+        if ignored:
+            raise InputError(
+                f"'--checkpoint': {ignored[0]}= applies to mode=async only (got {seen[ignored[0]]} "
+                "with the synchronous mode); add mode=async or drop it"
+            )
     return spec
+
+
+def _delta(text: str) -> float:
+    """The slowdown while persisting: a fraction in [0, 1) (1 would stop training)."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not (0.0 <= value < 1.0):
+        raise InputError(f"'--checkpoint': delta must be a number in [0, 1) (got {text!r})")
+    return value
 
 
 def _ckpt_number(text: str, what: str, allow_zero: bool = False) -> float:
@@ -236,7 +309,8 @@ def _ckpt_number(text: str, what: str, allow_zero: bool = False) -> float:
     except ValueError:
         raise InputError(f"'--checkpoint': {what} must be a number (got {text!r})") from None
     if not math.isfinite(value) or value < 0 or (value == 0 and not allow_zero):
-        raise InputError(f"'--checkpoint': {what} must be > 0 (got {text})")
+        bound = "≥ 0" if allow_zero else "> 0"
+        raise InputError(f"'--checkpoint': {what} must be a finite number {bound} (got {text})")
     return value
 
 
@@ -262,13 +336,28 @@ class Reaction:
 
 
 def parse_reaction(text: str | None) -> Reaction:
+    """``--failure-reaction``: each reaction at most once; ``requeue`` (what happens without
+    ``shrink`` or ``spares:K``) cannot be combined with them, since it would be ignored."""
     out = Reaction()
-    if not text:
+    if text is None:
         return out
+    if _blank(text):
+        raise InputError(
+            "'--failure-reaction' needs a value (requeue, shrink, spares:K, exclude-lemons:N,HOURS)"
+        )
     parts = [p.strip() for p in text.split(",") if p.strip()]
+    seen: dict[str, str] = {}
     i = 0
     while i < len(parts):
         part = parts[i]
+        name = part.partition(":")[0]
+        if name in seen:
+            raise InputError(
+                f"'--failure-reaction': {name} given twice ({seen[name]!r} and {part!r}): "
+                "give it once"
+            )
+        if name in ("requeue", "shrink", "spares", "exclude-lemons"):
+            seen[name] = part
         if part == "requeue":
             pass
         elif part == "shrink":
@@ -286,7 +375,7 @@ def parse_reaction(text: str | None) -> Reaction:
                 n, hours = int(part[15:]), float(parts[i + 1])
             except ValueError:
                 n, hours = 0, 0.0
-            if n < 1 or not hours > 0:
+            if n < 1 or not 0 < hours < math.inf:
                 raise InputError(
                     f"'--failure-reaction': exclude-lemons:N,HOURS needs N ≥ 1 and HOURS > 0 "
                     f"(got {part},{parts[i + 1]})"
@@ -299,4 +388,10 @@ def parse_reaction(text: str | None) -> Reaction:
                 "exclude-lemons:N,HOURS)"
             )
         i += 1
+    if "requeue" in seen and (out.shrink or out.spares):
+        other = seen.get("shrink") or seen["spares"]
+        raise InputError(
+            f"'--failure-reaction': requeue and {other} are two reactions to one failure: give "
+            "one (requeue is what happens without shrink or spares:K)"
+        )
     return out

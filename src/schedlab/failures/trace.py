@@ -28,6 +28,7 @@ import numpy as np
 
 from schedlab.errors import InputError
 from schedlab.failures.spec import CLASSES
+from schedlab.input_files import check_input_file, reading
 
 FATAL_XID = frozenset({48, 64, 74, 79, 95})
 DRAIN_XID = frozenset({63, 92, 94})
@@ -60,51 +61,58 @@ class TraceEvent:
 
 
 def read_failure_trace(path: str | Path) -> list[RawEvent]:
-    file = Path(path)
+    """The events of a failure trace (or an AcmeTrace XID log); a missing, unreadable or
+    non-UTF-8 file is a one-line error naming it, never a traceback from the csv reader."""
+    file = check_input_file(path, "failure trace")
     try:
-        with open(file, newline="", encoding="utf-8-sig") as fh:
-            reader = csv.reader(fh)
-            header = [h.strip() for h in next(reader, [])]
-            if header and header[0] == "Time" and any(_XID_COLUMN.fullmatch(h) for h in header):
-                return _xid_events(header, reader, str(file))
-            need = ("time", "component", "id")
-            missing = [c for c in need if c not in header]
-            if missing:
-                raise InputError(
-                    f"failure trace lacks column {missing[0]!r} (needs time, component, id; "
-                    "optional category, repair_s)",
-                    path=str(file),
-                    row=1,
-                )
-            col = {name: header.index(name) for name in header}
-            out = []
-            for line, cells in enumerate(reader, start=2):
-                if not any(c.strip() for c in cells):
-                    continue
+        with reading(file, "failure trace"), open(file, newline="", encoding="utf-8-sig") as fh:
+            return _read_rows(fh, file)
+    except csv.Error as exc:  # e.g. a NUL byte: valid UTF-8, but no CSV
+        raise InputError(f"failure trace is not a CSV file ({exc})", path=str(file)) from None
 
-                def get(name: str, cells: list[str] = cells) -> str:
-                    i = col.get(name, len(cells))
-                    return cells[i].strip() if i < len(cells) else ""
 
-                time = _float(get("time"), str(file), line, "time")
-                component = get("component")
-                if component not in CLASSES:
-                    raise InputError(
-                        f"component must be one of {', '.join(CLASSES)} (got {component!r})",
-                        path=str(file),
-                        row=line,
-                        column="component",
-                    )
-                ident = get("id")
-                if not ident:
-                    raise InputError("id is blank", path=str(file), row=line, column="id")
-                repair = get("repair_s") if "repair_s" in col else ""
-                seconds = _float(repair, str(file), line, "repair_s") if repair else math.nan
-                category = (get("category") if "category" in col else "") or component
-                out.append(RawEvent(time, component, ident, category, seconds, line))
-            return out
-    except FileNotFoundError:
-        raise InputError("failure trace not found", path=str(file)) from None
+def _read_rows(fh, file: Path) -> list[RawEvent]:
+    """The rows of an open failure trace: events, or an error naming file, row and column."""
+    reader = csv.reader(fh)
+    header = [h.strip() for h in next(reader, [])]
+    if header and header[0] == "Time" and any(_XID_COLUMN.fullmatch(h) for h in header):
+        return _xid_events(header, reader, str(file))
+    need = ("time", "component", "id")
+    missing = [c for c in need if c not in header]
+    if missing:
+        raise InputError(
+            f"failure trace lacks column {missing[0]!r} (needs time, component, id; "
+            "optional category, repair_s)",
+            path=str(file),
+            row=1,
+        )
+    col = {name: header.index(name) for name in header}
+    out = []
+    for line, cells in enumerate(reader, start=2):
+        if not any(c.strip() for c in cells):
+            continue
+
+        def get(name: str, cells: list[str] = cells) -> str:
+            i = col.get(name, len(cells))
+            return cells[i].strip() if i < len(cells) else ""
+
+        time = _float(get("time"), str(file), line, "time")
+        component = get("component")
+        if component not in CLASSES:
+            raise InputError(
+                f"component must be one of {', '.join(CLASSES)} (got {component!r})",
+                path=str(file),
+                row=line,
+                column="component",
+            )
+        ident = get("id")
+        if not ident:
+            raise InputError("id is blank", path=str(file), row=line, column="id")
+        repair = get("repair_s") if "repair_s" in col else ""
+        seconds = _float(repair, str(file), line, "repair_s") if repair else math.nan
+        category = (get("category") if "category" in col else "") or component
+        out.append(RawEvent(time, component, ident, category, seconds, line))
+    return out
 
 
 def _float(text: str, path: str, row: int, column: str) -> float:
@@ -117,6 +125,24 @@ def _float(text: str, path: str, row: int, column: str) -> float:
     if not math.isfinite(value) or value < 0:
         raise InputError(f"{column} must be ≥ 0 (got {text})", path=path, row=row, column=column)
     return value
+
+
+def _xid_code(cell: str, path: str, row: int, column: str) -> int:
+    """An XID cell: a code, or 0 for none (blank, nan, 0); anything else names its cell."""
+    if not cell or cell.lower() == "nan":
+        return 0
+    try:
+        value = float(cell)
+    except ValueError:
+        value = math.nan
+    if not math.isfinite(value) or value < 0 or value != int(value):
+        raise InputError(
+            f"an XID code must be a whole number ≥ 0 (got {cell!r})",
+            path=path,
+            row=row,
+            column=column,
+        )
+    return int(value)
 
 
 def _xid_events(header: list[str], reader, path: str) -> list[RawEvent]:
@@ -147,7 +173,7 @@ def _xid_events(header: list[str], reader, path: str) -> list[RawEvent]:
         start = stamp if start is None else start
         for i, cell in enumerate(cells[1 : len(gpus) + 1]):
             cell = cell.strip()
-            code = int(float(cell)) if cell and cell.lower() != "nan" else 0
+            code = _xid_code(cell, path, line, header[i + 1])
             if code and code != last[i] and code not in IGNORED_XID:
                 node, gpu = gpus[i]
                 if code in FATAL_XID:
