@@ -15,7 +15,7 @@ from schedlab.perf.llm.model import ModelConfig, get_model, parse_batch_tokens, 
 from schedlab.perf.llm.planner import NoPlanError, Options, best_plan, evaluate_plan, plan
 from schedlab.perf.llm.profile import Profile, get_profile, read_profile
 from schedlab.perf.llm.space import Plan, PlanGrid, Shape, group_span, parse_plan
-from schedlab.perf.llm.steptime import Links, collective
+from schedlab.perf.llm.steptime import Links, collective, pp_hops
 
 TOY = ModelConfig("toy", layers=2, hidden=64, heads=4, vocab=100, seq_len=32, act="gelu")
 GPU = GPUSpec("toy-gpu", 100.0, 10.0, 1.0, 100.0, 100.0)
@@ -50,6 +50,11 @@ def test_llama_tensor_count_is_9l_plus_3() -> None:
         ({"kv_heads": 3}, "kv_heads 3 must divide heads 4"),
         ({"layers": 0}, "'layers' must be a positive whole number"),
         ({"act": "relu"}, "'act' must be one of gelu, swiglu"),
+        # past 2^63 the planner's arithmetic raised OverflowError; the bound is 2^24
+        ({"seq_len": 99999999999999999999999}, "'seq_len' must be ≤ 16,777,216"),
+        ({"seq_len": 2**24 + 1}, "'seq_len' must be ≤ 16,777,216"),
+        ({"vocab": 2**40}, "'vocab' must be ≤ 16,777,216"),
+        ({"batch": 2**24 + 1}, "'batch' must be ≤ 16,777,216 sequences"),
     ],
 )
 def test_inconsistent_model_configs_are_refused(fields: dict, message: str) -> None:
@@ -210,3 +215,68 @@ def test_profile_files(tmp_path) -> None:
     with pytest.raises(InputError, match="unknown profile"):
         get_profile("megatron-sc21")
     assert math.isnan(get_profile("generic").fit_max_error)
+
+
+def test_sizes_past_the_bounds_are_refused_before_any_arithmetic() -> None:
+    with pytest.raises(InputError, match="the planner takes at most 1,048,576"):
+        Shape.uniform(10**20, 8)
+    with pytest.raises(InputError, match="more than the planner takes"):
+        Shape((8,) * 131_073, 8)
+    with pytest.raises(InputError, match="global batch must be ≤ 16,777,216 sequences"):
+        plan(TOY, 10**30, GPU, Shape.uniform(1, 1), get_profile("generic"))
+    with pytest.raises(InputError, match="at most 16,777,216 sequences a step"):
+        parse_batch_tokens("1e30", TOY)
+    with pytest.raises(InputError, match="'--nic-gbps' must be a finite rate > 0"):
+        NodeNet.from_gbps(math.inf)
+
+
+@pytest.mark.parametrize(
+    ("t", "c", "sp", "d", "p", "q", "hops"),
+    [
+        (4, 1, "megatron", 1, 16, 8, (True, True)),  # two stages a node: every other hop crosses
+        (8, 1, "megatron", 1, 2, 8, (False, True)),  # a stage fills a node: every hop crosses
+        (1, 1, "none", 2, 4, 8, (True, False)),  # all four stages on one node
+        (1, 1, "none", 3, 2, 8, (True, False)),  # 6 of 8 GPUs: one node
+        (1, 1, "none", 3, 3, 8, (True, True)),  # 9 GPUs: rank 7 → 10 crosses, 0 → 3 does not
+        (2, 2, "ulysses", 1, 2, 8, (True, False)),  # the stage is t·c = 4 ranks
+        (2, 2, "ulysses", 1, 4, 8, (True, True)),
+        (2, 1, "none", 4, 1, 8, (False, False)),  # no pipeline
+    ],
+)
+def test_pipeline_hops_by_hand(t, c, sp, d, p, q, hops) -> None:
+    grid = PlanGrid.of([Plan(t=t, c=c, sp=sp, d=d, p=p)])
+    intra, inter = pp_hops(grid, q)
+    assert (bool(intra[0]), bool(inter[0])) == hops
+
+
+def test_pipeline_hops_match_rank_by_rank_placement() -> None:
+    """The closed form against the definition: rank r of a stage (S = t·c·d ranks) sends to
+    r + S; the hop crosses nodes when ⌊r/q⌋ ≠ ⌊(r + S)/q⌋, ranks numbered node by node."""
+    plans, expect, qs = [], [], []
+    for q in (1, 2, 3, 4, 6, 8):
+        for stride in range(1, 13):
+            for p in range(1, 7):
+                src = np.arange((p - 1) * stride)
+                cross = src // q != (src + stride) // q
+                plans.append(Plan(d=stride, p=p))
+                expect.append((bool((~cross).any()), bool(cross.any())))
+                qs.append(q)
+    for q in sorted(set(qs)):
+        idx = [i for i, qq in enumerate(qs) if qq == q]
+        intra, inter = pp_hops(PlanGrid.of([plans[i] for i in idx]), q)
+        assert list(zip(intra.tolist(), inter.tolist(), strict=True)) == [expect[i] for i in idx]
+
+
+def test_cross_node_pipeline_step_by_hand() -> None:
+    """TOY as p = 4, d = 2 on 2 nodes of 4 GPUs: stages 0, 1 on node 0, stages 2, 3 on node 1,
+    so the 1 → 2 hop crosses and paces the pipeline. The old rule (stage stride t·d = 2 < 4:
+    intra-node) charged NVLink. By hand: message 2·b·s·h/t = 2·1·32·64 = 4,096 B at a rank's
+    NIC share 1e9/4 B/s, plus α_inter = 10 µs, forward and backward, in each of m + p − 1 = 7
+    micro-batch times."""
+    prof = Profile("p", alpha_intra=5e-6, alpha_inter=10e-6)
+    fixed = Plan(p=4, d=2, zg=2, b=1, m=4)
+    two = evaluate_plan(TOY, fixed, GPU, Shape.uniform(2, 4), prof, NodeNet(1e9))
+    assert two.breakdown["pp"] == pytest.approx(7 * 2 * (4096 / 2.5e8 + 10e-6))
+    # the same plan on one node of 8: every hop on NVLink (100 GB/s), α_intra
+    one = evaluate_plan(TOY, fixed, GPU, Shape.uniform(1, 8), prof, NodeNet(1e9))
+    assert one.breakdown["pp"] == pytest.approx(7 * 2 * (4096 / 100e9 + 5e-6))

@@ -231,3 +231,15 @@ def test_synthetic_llm_trace(tmp_path: Path, capsys) -> None:
     assert len(jobs) == 30 and jobs.llm is not None and (jobs.llm.tokens > 0).all()
     assert main(["trace", "synthetic-llm", "--jobs", "0", "--out", str(out)]) == 2
     assert "'--jobs' must be ≥ 1" in capsys.readouterr().err
+
+
+def test_cli_binary_models_file_is_one_line(tmp_path: Path, capsys) -> None:
+    path = _write(tmp_path, "a,0,16,llama3-8b,1048576,1e9\n")
+    blob = tmp_path / "models.toml"
+    blob.write_bytes(b"\xff\xfe\x00\x01[models]\n")
+    out = tmp_path / "o3"
+    code = main(["replay", "--cluster", "2x8:A100", "--trace", str(path), "--policy", "fifo",
+                 "--models", str(blob), "--out", str(out)])  # fmt: skip
+    err = capsys.readouterr().err
+    assert code == 2 and err == f"schedlab: error: not a UTF-8 text file at {blob}\n"
+    assert not out.exists()

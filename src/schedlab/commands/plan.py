@@ -73,20 +73,23 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def parse_cluster(text: str) -> tuple[int, int, str]:
+    """``NODESxGPUS:MODEL`` → its parts; InputError for another form, or for an allocation the
+    planner cannot take (none, or more GPUs than it holds)."""
     match = _CLUSTER.fullmatch(text.strip())
     if match is None:
         raise InputError(
             f"'--cluster' must look like NODESxGPUS:MODEL, e.g. 64x8:H100 (got {text!r})"
         )
+    from schedlab.perf.llm.space import check_allocation
+
     nodes, per_node = int(match[1]), int(match[2])
-    if nodes < 1 or per_node < 1:
-        raise InputError(f"'--cluster' needs ≥ 1 node of ≥ 1 GPU (got {text!r})")
+    check_allocation(nodes, per_node, "'--cluster'")
     return nodes, per_node, match[3]
 
 
 def run(args: argparse.Namespace) -> int:
     from schedlab.perf.llm.hardware import NodeNet, get_gpu
-    from schedlab.perf.llm.model import get_model, parse_batch_tokens, read_catalog
+    from schedlab.perf.llm.model import MAX_BATCH, get_model, parse_batch_tokens, read_catalog
     from schedlab.perf.llm.planner import NoPlanError, Options, plan
     from schedlab.perf.llm.profile import get_profile
     from schedlab.perf.llm.space import Shape, parse_plan
@@ -107,17 +110,25 @@ def run(args: argparse.Namespace) -> int:
         nodes, per_node, gpu_name = parse_cluster(args.cluster)
         gpu = get_gpu(gpu_name)
         shape = Shape.uniform(nodes, per_node)
-        net = NodeNet.from_gbps(args.nic_gbps) if args.nic_gbps else NodeNet.default(gpu, per_node)
+        # ``is not None``, not truthiness: 0 is a value to refuse, not "not given".
+        net = (
+            NodeNet.from_gbps(args.nic_gbps)
+            if args.nic_gbps is not None
+            else NodeNet.default(gpu, per_node)
+        )
     else:
         from schedlab.perf.llm.netcomm import topology_shape
 
         gpu = get_gpu(args.gpu or "A100")
-        if args.nic_gbps:
+        if args.nic_gbps is not None:
             raise InputError("'--nic-gbps' goes with --cluster; the topology gives the NICs")
         topo, shape, net = topology_shape(args.topology)
     if args.batch is not None:
-        if args.batch < 1:
-            raise InputError(f"'--batch' must be ≥ 1 sequence (got {args.batch})")
+        if not 1 <= args.batch <= MAX_BATCH:
+            raise InputError(
+                f"'--batch' must be ≥ 1 and ≤ {MAX_BATCH:,} sequences (2^24, thousands of times "
+                f"the largest published batches; got {args.batch})"
+            )
         batch = args.batch
     elif args.batch_tokens is not None:
         batch = parse_batch_tokens(args.batch_tokens, model)

@@ -19,11 +19,12 @@ from typing import Any
 import numpy as np
 
 from schedlab.errors import InputError
+from schedlab.input_files import read_text
 from schedlab.perf.llm.hardware import GPUSpec, NodeNet, get_gpu
 from schedlab.perf.llm.model import ModelConfig, get_model
 from schedlab.perf.llm.planner import evaluate_plan
 from schedlab.perf.llm.profile import Profile, get_profile
-from schedlab.perf.llm.space import Plan, Shape, parse_plan
+from schedlab.perf.llm.space import Plan, Shape, check_allocation, parse_plan
 
 METRICS = ("tgs", "hfu_tflops", "mfu_tflops")
 
@@ -84,59 +85,110 @@ def _need(table: dict[str, Any], key: str, kind: type | tuple[type, ...], where:
     return value
 
 
-def read_points(path: str | Path) -> PointsFile:
-    file = Path(path)
+def _positive(table: dict[str, Any], key: str, where: str) -> float:
+    """A finite number > 0 from a point (a measured figure or a rate: 0, a negative, inf or nan
+    would make the relative error, or the transfer times, meaningless)."""
+    value = float(_need(table, key, (int, float), where))
+    if not (math.isfinite(value) and value > 0):
+        raise InputError(f"{where}: '{key}' must be a finite number > 0 (got {value:g})")
+    return value
+
+
+def _count(table: dict[str, Any], key: str, where: str) -> int:
+    """A whole number ≥ 1 from a point (nodes, GPUs per node)."""
+    value = _need(table, key, int, where)
+    if value < 1:
+        raise InputError(f"{where}: '{key}' must be ≥ 1 (got {value})")
+    return value
+
+
+def _names(data: dict[str, Any], key: str, file: Path, what: str) -> tuple[str, ...] | None:
+    """A non-empty list of distinct strings from the file's top level (None when absent): an
+    empty ``fit`` has nothing to fit and an empty ``fit_on`` nothing to fit on."""
+    if key not in data:
+        return None
+    value = data[key]
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise InputError(f"'{key}' must be a list of {what} (got {value!r})", path=str(file))
+    if not value:
+        raise InputError(f"'{key}' is empty: it must name at least one {what[:-1]}", path=str(file))
+    dup = next((v for i, v in enumerate(value) if v in value[:i]), None)
+    if dup is not None:
+        raise InputError(f"'{key}' names {dup!r} twice", path=str(file))
+    return tuple(value)
+
+
+def _point(row: Any, i: int, file: Path) -> Point:
+    """One ``[[points]]`` table; every error names the file, the point and the field."""
+    if not isinstance(row, dict):
+        raise InputError(f"point {i} must be a table (got {row!r})", path=str(file))
+    label = str(row.get("label", f"point {i}"))
+    where = f"{file}: point {i}" + (f" ({label!r})" if "label" in row else "")
     try:
-        data = tomllib.loads(file.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise InputError("points file not found", path=str(file)) from None
+        model = get_model(_need(row, "model", str, where))
+        gpu = get_gpu(_need(row, "gpu", str, where))
+    except InputError as exc:
+        if exc.message.startswith(where):
+            raise
+        raise InputError(f"{where}: {exc.message}") from None
+    nodes = _count(row, "nodes", where)
+    per_node = _count(row, "gpus_per_node", where)
+    check_allocation(nodes, per_node, f"{where}: 'nodes' × 'gpus_per_node'")
+    shape = Shape.uniform(nodes, per_node)
+    net = NodeNet.from_gbps(
+        float(_need(row, "nic_gbps", (int, float), where)), f"{where}: 'nic_gbps'"
+    )
+    fields = parse_plan(_need(row, "plan", str, where), f"{where}: 'plan'")
+    plan = Plan(**fields)  # type: ignore[arg-type]
+    if "zg" not in fields:
+        plan = replace(plan, zg=plan.d)
+    if plan.gpus != shape.total:
+        raise InputError(
+            f"{where}: 'plan' uses {plan.gpus} GPUs, the allocation ('nodes' × "
+            f"'gpus_per_node') {shape.total}"
+        )
+    metric = _need(row, "metric", str, where)
+    if metric not in METRICS:
+        raise InputError(f"{where}: 'metric' must be one of {', '.join(METRICS)} (got {metric!r})")
+    value = _positive(row, "value", where)
+    return Point(label, model, gpu, shape, net, plan, metric, value)
+
+
+def read_points(path: str | Path) -> PointsFile:
+    """A points file: the base profile, what to fit, the points and which of them to fit on.
+    Anything that cannot be used is one InputError naming the file (and point and field)."""
+    file = Path(path)
+    text = read_text(file, "points file")  # a binary file is one line, not UnicodeDecodeError
+    try:
+        data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise InputError(f"not valid TOML ({exc})", path=str(file)) from None
     base = get_profile(str(data.get("base", "generic")))
     name = str(data.get("name", file.stem))
-    fit = tuple(data.get("fit", ["eta", "k_e"]))
+    fit = _names(data, "fit", file, "fields") or ("eta", "k_e")
     for key in fit:
         if key not in FIT_RANGES:
             raise InputError(
                 f"cannot fit {key!r} (fittable: {', '.join(FIT_RANGES)})", path=str(file)
             )
     overrides = data.get("profile", {})
+    if not isinstance(overrides, dict):
+        raise InputError(f"[profile] must be a table (got {overrides!r})", path=str(file))
     if overrides:
         try:
             base = replace(base, **overrides)
         except TypeError as exc:
             raise InputError(f"bad [profile] table ({exc})", path=str(file)) from None
+        except InputError as exc:
+            raise InputError(f"[profile]: {exc.message}", path=str(file)) from None
     raw = data.get("points")
     if not isinstance(raw, list) or not raw:
         raise InputError("no [[points]]", path=str(file))
-    points = []
-    for i, row in enumerate(raw, 1):
-        where = f"{file}: point {i}"
-        model = get_model(_need(row, "model", str, where))
-        gpu = get_gpu(_need(row, "gpu", str, where))
-        nodes = _need(row, "nodes", int, where)
-        per_node = _need(row, "gpus_per_node", int, where)
-        shape = Shape.uniform(nodes, per_node)
-        net = NodeNet.from_gbps(float(_need(row, "nic_gbps", (int, float), where)))
-        fields = parse_plan(_need(row, "plan", str, where), where)
-        plan = Plan(**fields)  # type: ignore[arg-type]
-        if "zg" not in fields:
-            plan = replace(plan, zg=plan.d)
-        if plan.gpus != shape.total:
-            raise InputError(f"{where}: plan uses {plan.gpus} GPUs, the allocation {shape.total}")
-        metric = _need(row, "metric", str, where)
-        if metric not in METRICS:
-            raise InputError(f"{where}: metric must be one of {', '.join(METRICS)}")
-        value = float(_need(row, "value", (int, float), where))
-        if not value > 0:
-            raise InputError(f"{where}: value must be > 0 (got {value})")
-        points.append(
-            Point(str(row.get("label", f"point {i}")), model, gpu, shape, net, plan, metric, value)
-        )
+    points = [_point(row, i, file) for i, row in enumerate(raw, 1)]
     labels = [p.label for p in points]
     if len(set(labels)) != len(labels):
         raise InputError("two points share a label", path=str(file))
-    fit_on = tuple(data.get("fit_on", labels))
+    fit_on = _names(data, "fit_on", file, "points") or tuple(labels)
     unknown = [label for label in fit_on if label not in labels]
     if unknown:
         raise InputError(f"'fit_on' names no point {unknown[0]!r}", path=str(file))

@@ -12,6 +12,7 @@ round figure of the usual server of that GPU generation (one 100/200/400 Gb/s NI
 from __future__ import annotations
 
 import difflib
+import math
 from dataclasses import dataclass
 
 from schedlab.errors import InputError
@@ -97,7 +98,24 @@ class NodeNet:
         return cls(gpu.nic_gbps_per_gpu * gpus_per_node * 1e9 / 8)
 
     @classmethod
-    def from_gbps(cls, gbps: float) -> NodeNet:
-        if not gbps > 0:
-            raise InputError(f"'--nic-gbps' must be > 0 (got {gbps})")
+    def from_gbps(cls, gbps: float, where: str = "'--nic-gbps'") -> NodeNet:
+        """The node's NICs at ``gbps`` Gb/s together; InputError naming ``where`` (the option,
+        or a file's point and field) unless the rate is finite, > 0 and ≤ :data:`MAX_NIC_GBPS`:
+        a zero or infinite rate would make every inter-node transfer take forever or nothing."""
+        check_nic_gbps(gbps, where)
         return cls(gbps * 1e9 / 8)
+
+
+#: The fastest node network the planner takes, Gb/s for all of a node's NICs together (10⁶ =
+#: 1 Pb/s): over a hundred times today's fastest servers (8 × 800 Gb/s); a larger figure is a
+#: typo, and one like 1e300 would only hide every inter-node cost.
+MAX_NIC_GBPS = 1e6
+
+
+def check_nic_gbps(gbps: float, where: str = "'--nic-gbps'") -> None:
+    """InputError naming ``where`` unless ``0 < gbps ≤ MAX_NIC_GBPS`` (finite)."""
+    if not (math.isfinite(gbps) and 0 < gbps <= MAX_NIC_GBPS):
+        raise InputError(
+            f"{where} must be a finite rate > 0 and ≤ {MAX_NIC_GBPS:,.0f} Gb/s (a node's NICs "
+            f"together; got {gbps:g})"
+        )

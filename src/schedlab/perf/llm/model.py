@@ -22,11 +22,21 @@ from pathlib import Path
 from typing import Any
 
 from schedlab.errors import InputError
+from schedlab.input_files import read_text
 
 ACTIVATIONS = ("gelu", "swiglu")
 NORMS = ("layernorm", "rmsnorm")
 POSITIONS = ("learned", "rope")
 CATALOG_FILE = Path(__file__).with_name("models.toml")
+#: The largest layer count, width, head count, vocabulary or sequence a model may give (2²⁴ =
+#: 16,777,216). The largest models built stay far below it (16,384 hidden, 126 layers, a
+#: 256K vocabulary, a 10M-token context), and below it every count the planner forms fits its
+#: 64-bit arithmetic; past 2⁶³ a value could not even be converted (an OverflowError).
+MAX_DIMENSION = 2**24
+#: The largest global batch, in sequences, the planner takes (2²⁴ = 16,777,216): thousands of
+#: times the largest published batches (Llama 3 405B: 2,048 sequences of 8,192 tokens), and
+#: within the 64-bit arithmetic of ``d·b·m``.
+MAX_BATCH = 2**24
 
 
 @dataclass(frozen=True)
@@ -63,8 +73,17 @@ class ModelConfig:
                 raise InputError(
                     f"{where}: '{name}' must be a positive whole number (got {value!r})"
                 )
+            if value > MAX_DIMENSION:
+                raise InputError(
+                    f"{where}: '{name}' must be ≤ {MAX_DIMENSION:,} (2^24, far beyond any model "
+                    f"built; got {value})"
+                )
         if not isinstance(self.batch, int) or self.batch < 0:
             raise InputError(f"{where}: 'batch' must be a whole number ≥ 0 (got {self.batch!r})")
+        if self.batch > MAX_BATCH:
+            raise InputError(
+                f"{where}: 'batch' must be ≤ {MAX_BATCH:,} sequences (2^24; got {self.batch})"
+            )
         if self.hidden % self.heads:
             raise InputError(
                 f"{where}: hidden {self.hidden} is not a multiple of heads {self.heads} "
@@ -257,10 +276,11 @@ def model_from_mapping(name: str, table: Mapping[str, Any], where: str) -> Model
 def read_catalog(path: str | Path) -> dict[str, ModelConfig]:
     """The ``[models.NAME]`` tables of a TOML file."""
     file = Path(path)
+    # read_text turns a missing file, a folder, a FIFO or bytes that are not UTF-8 into one
+    # line naming the file (a binary file handed to --models must not end in a traceback).
+    text = read_text(file, "model catalog")
     try:
-        data = tomllib.loads(file.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise InputError("model catalog not found", path=str(file)) from None
+        data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise InputError(f"not valid TOML ({exc})", path=str(file)) from None
     models = data.get("models")
@@ -307,8 +327,15 @@ def parse_batch_tokens(text: str, model: ModelConfig) -> int:
             f"'--batch-tokens' must be a number like 4M or 4194304 (got {text!r})"
         ) from None
     if not math.isfinite(tokens) or tokens <= 0:
-        raise InputError(f"'--batch-tokens' must be > 0 (got {text!r})")
+        raise InputError(f"'--batch-tokens' must be a finite number > 0 (got {text!r})")
     seqs = tokens / model.seq_len
+    if seqs > MAX_BATCH:
+        # Checked before the whole-sequence test: at 1e30 tokens a float has no fraction left.
+        raise InputError(
+            f"'--batch-tokens' {text} is {seqs:.3g} sequences of {model.seq_len:,} tokens; the "
+            f"planner takes at most {MAX_BATCH:,} sequences a step (2^24, thousands of times "
+            "the largest published batches)"
+        )
     if abs(seqs - round(seqs)) > 1e-9 or round(seqs) < 1:
         raise InputError(
             f"'--batch-tokens' {text} is not a whole number of {model.seq_len}-token sequences "

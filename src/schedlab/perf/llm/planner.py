@@ -24,7 +24,7 @@ import numpy as np
 from schedlab.errors import InputError
 from schedlab.perf.llm.hardware import GPUSpec, NodeNet
 from schedlab.perf.llm.memory import Memory, memory
-from schedlab.perf.llm.model import ModelConfig
+from schedlab.perf.llm.model import MAX_BATCH, ModelConfig
 from schedlab.perf.llm.profile import Profile
 from schedlab.perf.llm.space import (
     MICRO_BATCHES,
@@ -404,6 +404,10 @@ def plan(
     the best ``keep`` feasible ones ranked, and the rejections."""
     if batch < 1:
         raise InputError(f"the global batch must be ≥ 1 sequence (got {batch})")
+    if batch > MAX_BATCH:
+        raise InputError(
+            f"the global batch must be ≤ {MAX_BATCH:,} sequences (2^24; got {batch:,})"
+        )
     tally = _Tally()
     grid, batches, considered = enumerate_plans(model, batch, shape, options, tally)
     ranked: tuple[Result, ...] = ()

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from schedlab.errors import InputError
+from schedlab.input_files import read_text
 
 PROFILE_DIR = Path(__file__).with_name("profiles")
 #: The measured points the shipped profiles were fitted on (and the held-out ones).
@@ -107,10 +108,9 @@ _TYPES = {f.name: f.type for f in fields(Profile)}
 
 def read_profile(path: str | Path, name: str | None = None) -> Profile:
     file = Path(path)
+    text = read_text(file, "profile")  # one line naming the file, not a UnicodeDecodeError
     try:
-        data = tomllib.loads(file.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise InputError("profile not found", path=str(file)) from None
+        data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise InputError(f"not valid TOML ({exc})", path=str(file)) from None
     unknown = sorted(set(data) - set(_TYPES) - {"name"})

@@ -25,6 +25,24 @@ RECOMPUTE = ("none", "selective", "full")
 SP_NONE, SP_MEGATRON, SP_ULYSSES, SP_RING = range(4)
 R_NONE, R_SELECTIVE, R_FULL = range(3)
 MICRO_BATCHES = (1, 2, 4, 8, 16)
+#: The most GPUs an allocation may have (2²⁰ = 1,048,576). The largest training clusters built
+#: have ~10⁵ GPUs; past this the allocation (held node by node) and the enumeration over the
+#: divisors of the GPU count stop being a model of anything and only cost memory and time, and
+#: a count past 2⁶³ cannot even be laid out (it used to end in an OverflowError).
+MAX_GPUS = 2**20
+
+
+def check_allocation(nodes: int, per_node: int, where: str) -> None:
+    """InputError (naming ``where``) unless ``nodes`` nodes of ``per_node`` GPUs is an
+    allocation the planner can take: ≥ 1 of each, at most :data:`MAX_GPUS` GPUs in all.
+    Checked before the node-by-node tuple is built, so a huge count fails fast."""
+    if nodes < 1 or per_node < 1:
+        raise InputError(f"{where} needs ≥ 1 node of ≥ 1 GPU (got {nodes}x{per_node})")
+    if nodes * per_node > MAX_GPUS:
+        raise InputError(
+            f"{where}: {nodes}x{per_node} is {nodes * per_node:,} GPUs; the planner takes at "
+            f"most {MAX_GPUS:,} (2^20, ten times the largest clusters built)"
+        )
 
 
 @dataclass(frozen=True)
@@ -42,6 +60,11 @@ class Shape:
             raise InputError(
                 f"an allocation has {max(self.gpus_per_node)} GPUs on a node of {self.node_gpus}"
             )
+        if sum(self.gpus_per_node) > MAX_GPUS:
+            raise InputError(
+                f"an allocation of {sum(self.gpus_per_node):,} GPUs is more than the planner "
+                f"takes ({MAX_GPUS:,}, 2^20)"
+            )
         object.__setattr__(self, "gpus_per_node", tuple(sorted(self.gpus_per_node, reverse=True)))
         # A 2,048-node shape is a 2,048-tuple: hash it once, not at every cached plan() call.
         object.__setattr__(self, "_hash", hash((self.gpus_per_node, self.node_gpus)))
@@ -51,6 +74,7 @@ class Shape:
 
     @classmethod
     def uniform(cls, nodes: int, per_node: int, node_gpus: int | None = None) -> Shape:
+        check_allocation(nodes, per_node, "an allocation")
         return cls((per_node,) * nodes, node_gpus or per_node)
 
     @property

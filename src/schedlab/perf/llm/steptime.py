@@ -83,6 +83,22 @@ def collective(
     return np.where(n > 1, out, 0.0)
 
 
+def pp_hops(grid: PlanGrid, q: int) -> tuple[np.ndarray, np.ndarray]:
+    """Whether a plan's pipeline has hops inside a node and hops across nodes.
+
+    Ranks are numbered node by node, ``q`` to a node, and a stage is ``S = t·c·d`` consecutive
+    ranks, so rank ``r`` of stage ``k`` sends to rank ``r + S`` of stage ``k + 1``. That hop
+    crosses nodes when ``⌊r/q⌋ ≠ ⌊(r + S)/q⌋``. With ``S ≥ q`` every hop does; with ``S < q``
+    the first (``r = 0``) stays inside node 0, and some hop crosses exactly when the stages
+    span more than one node, ``p·S > q`` (rank ``q − 1`` sends across when ``(p − 1)·S ≥ q``,
+    else the last rank of stage ``p − 2`` does). Every micro-batch passes every boundary, so
+    the slowest hop paces the pipeline: a plan with any crossing hop pays the inter-node one.
+    The interleaved wrap-around hop (stage ``p − 1`` to 0) crosses under the same condition."""
+    stride = grid.t * np.where((grid.sp == SP_ULYSSES) | (grid.sp == SP_RING), grid.c, 1) * grid.d
+    multi = grid.p > 1
+    return multi & (stride < q), multi & ((stride >= q) | (grid.p * stride > q))
+
+
 def calls_for(nbytes: np.ndarray, tensors: np.ndarray | float, rule: str, bucket: float):
     """Calls a bucketed collective issues (``⌈M/bucket⌉``), or one per tensor."""
     if rule == "per-tensor":
@@ -161,11 +177,13 @@ def step_time(
     cp = np.where(ulysses & (c > 1), ulysses_t, np.where(ring & (c > 1), lp * ring_exposed, 0.0))
 
     # -- pipeline point-to-point: activation forward, gradient backward -----------------------
-    stride_pp = grid.t * np.where(ulysses | ring, grid.c, 1) * grid.d
-    pp_bw = np.where(stride_pp >= links.q, per_rank_nic, links.intra)
-    pp_alpha = np.where(stride_pp >= links.q, profile.alpha_inter, profile.alpha_intra)
     pp_msg = 2.0 * b * s * h / tc
-    pp = np.where(grid.p > 1, v * 2.0 * (pp_msg / pp_bw + pp_alpha), 0.0)
+    hop_intra, hop_inter = pp_hops(grid, links.q)
+    pp_hop = np.maximum(
+        np.where(hop_intra, pp_msg / links.intra + profile.alpha_intra, 0.0),
+        np.where(hop_inter, pp_msg / per_rank_nic + profile.alpha_inter, 0.0),
+    )
+    pp = np.where(grid.p > 1, v * 2.0 * pp_hop, 0.0)
 
     # -- ZeRO-3 gathers per layer and micro-batch, overlapped with that layer's compute ---------
     psi_first, psi_last = stage_params(model, grid, lp.astype(np.int64))
