@@ -73,6 +73,20 @@ def test_inline_model_with_inconsistent_heads(tmp_path: Path) -> None:
         read_jobs(path)
 
 
+def test_inline_sizes_under_a_catalog_name_are_refused(tmp_path: Path) -> None:
+    """The row would replay a tiny model labelled llama3-8b: two definitions of one name."""
+    path = tmp_path / "llm.csv"
+    path.write_text(
+        "job_id,submit_time,num_gpus,model,batch_tokens,tokens,layers,hidden,heads,vocab,seq_len\n"
+        "a,0,8,toy,512,1e9,2,256,4,1000,128\n"
+        "b,0,8,llama3-8b,512,1e9,2,256,4,1000,128\n"
+        "c,0,8,llama3-8b,4194304,1e9,,,,,\n"
+    )
+    with pytest.raises(InputError, match="model 'llama3-8b' is in the catalog") as err:
+        read_jobs(path)
+    assert "llm.csv:3, column 'layers'" in str(err.value)
+
+
 def test_a_job_runs_at_the_planners_speed(tmp_path: Path) -> None:
     path = _write(tmp_path, "a,0,16,llama3-8b,1048576,1e9\n")
     rec = run_replay(ReplaySpec(cluster="2x8:H100", trace=str(path), policy="fifo"))

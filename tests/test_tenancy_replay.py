@@ -205,6 +205,9 @@ def test_explicit_choices_that_cannot_hold_are_refused(trace, tmp_path, capsys):
     assert "'--queues' does not apply with it" in capsys.readouterr().err
     assert replay(trace, tmp_path / "b", "--tenancy", "") == 2
     assert "'--tenancy' needs a policy name" in capsys.readouterr().err
+    twice = ["--tenancy", "kai", "--tenant-column", "queue", "--tenant-column", "queue"]
+    assert replay(trace, tmp_path / "b", *twice) == 2
+    assert "'--tenant-column' names 'queue' twice" in capsys.readouterr().err
     # Sending unknown tenants to the default queue needs one.
     assert (
         replay(trace, tmp_path / "c", "--tenancy", "kai", "--unknown-tenant", "default-queue") == 2

@@ -72,6 +72,9 @@ def config_entries(spec: TenancySpec) -> dict[str, object]:
 def spec_from(pick: Any) -> TenancySpec:
     """The tenancy options from a ``pick(key)`` of command line over config."""
     key = pick("tenant_column")
+    if key and len(set(key)) != len(key):
+        twice = next(k for k in key if list(key).count(k) > 1)
+        raise InputError(f"'--tenant-column' names {twice!r} twice (each level of the path once)")
     policy = pick("tenancy")
     if policy is not None and not policy:
         raise InputError("'--tenancy' needs a policy name (or 'none')")

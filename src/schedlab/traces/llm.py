@@ -114,6 +114,16 @@ def _models(frame: TextTable, path: Path, catalog_file: str | None) -> np.ndarra
                 )
             cache[key] = catalog[name]
         else:
+            if name in catalog:  # two definitions of one name: the row's would pass as the other
+                raise _fail(
+                    f"model {name!r} is in the catalog, and the row gives sizes of its own "
+                    f"({', '.join(given)}): leave them blank to use the catalog's, or give the "
+                    "row's model a name of its own",
+                    path,
+                    frame,
+                    i,
+                    next(iter(given)),
+                )
             table: dict[str, object] = {}
             for c, v in given.items():
                 if c == "act":
