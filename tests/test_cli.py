@@ -344,3 +344,20 @@ def test_demo_runs_without_files(tmp_path):
 def test_no_command_prints_help_and_fails(capsys):
     assert main([]) == 2
     assert "usage: schedlab" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("argv", "needle"),
+    [
+        (["replay", "--seed", "x", "--out", "o"], "argument --seed: invalid int value: 'x'"),
+        (["serve", "slurm", "--interval", "abc"], "argument --interval: invalid float value"),
+        (["tune", "serving", "gen", "--n", "x", "--out", "s.csv"], "argument --n: invalid int"),
+        (["nosuch"], "argument COMMAND: invalid choice: 'nosuch'"),
+    ],
+)
+def test_argument_errors_are_one_line_with_the_way_to_help(argv, needle, capsys) -> None:
+    with pytest.raises(SystemExit) as stop:
+        main(argv)
+    assert stop.value.code == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and needle in err and "--help')" in err, err

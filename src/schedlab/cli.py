@@ -18,6 +18,7 @@ from collections.abc import Collection, Iterator, Sequence
 from contextlib import contextmanager
 from importlib import import_module
 from types import FrameType
+from typing import NoReturn
 
 from schedlab import __version__
 from schedlab.errors import SchedlabError
@@ -91,10 +92,19 @@ def describe_os_error(exc: OSError) -> str:
     return f"{reason} at {' and '.join(paths)}" if paths else reason
 
 
+class OneLineParser(argparse.ArgumentParser):
+    """argparse's parser with its refusals on one line, as every other refusal of schedlab
+    (an unknown option, a value of the wrong type): the usage is one '--help' away. The
+    parsers of the sub-commands are of this class too (argparse makes them like their parent)."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: error: {message} (see '{self.prog} --help')\n")
+
+
 def build_parser(load: Collection[str] = COMMANDS) -> argparse.ArgumentParser:
     """The command-line parser, with the options of the sub-commands in ``load`` (all by
     default)."""
-    parser = argparse.ArgumentParser(
+    parser = OneLineParser(
         prog="schedlab",
         description=(
             "Decide where and when deep-learning work runs on a shared GPU cluster, and measure "
