@@ -157,6 +157,9 @@ def test_bad_job_data_and_missing_links_are_refused(tmp_path, capsys) -> None:
     assert "no WAN link between 'a' and 'b'" in capsys.readouterr().err
     assert main([*argv[:-2], "--cluster", "1x8:V100", "--out", str(tmp_path / "o")]) == 2
     assert "'--cluster' does not apply with --federation" in capsys.readouterr().err
+    jobs.write_text("job_id,submit_time,num_gpus,duration,data_site,data_gb\nx,0,1,10,a,1e308\n")
+    assert main(argv) == 2
+    assert "'data_gb' must be ≤ 1e+09 (got 1e+308)" in capsys.readouterr().err
 
 
 def test_a_carbon_series_shorter_than_the_run_is_refused(tmp_path, capsys) -> None:

@@ -328,8 +328,10 @@ def float_column(
     *,
     low: float | None = 0.0,
     allow_blank: bool = False,
+    high: float | None = None,
 ) -> np.ndarray:
-    """Finite numbers ≥ ``low``; blank cells become NaN when ``allow_blank``, else an error.
+    """Finite numbers ≥ ``low`` (and ≤ ``high``, when given);
+    blank cells become NaN when ``allow_blank``, else an error.
 
     ``nan`` and ``inf`` written out are rejected: a trace that needs "no value" leaves the cell
     blank, so a literal NaN is more likely a broken export than a choice.
@@ -360,5 +362,15 @@ def float_column(
             path,
             column,
             lambda i: f"'{column}' must be ≥ {low:g} (got {values[i]:g})",
+        )
+    if high is not None:
+        with np.errstate(invalid="ignore"):
+            above = values > high
+        fail_at_first(
+            frame,
+            above,
+            path,
+            column,
+            lambda i: f"'{column}' must be ≤ {high:g} (got {values[i]:g})",
         )
     return values

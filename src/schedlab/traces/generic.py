@@ -111,6 +111,9 @@ FORMAT = "generic"
 #: written back, a site it is pinned to, and GB of checkpoint a move of the running job carries
 #: (blank: the federation's defaults).
 FEDERATION_COLUMNS = ["data_site", "data_gb", "output_gb", "site", "ckpt_gb"]
+#: The most data one job may name (1e9 GB, an exabyte): a larger figure is a broken export, and
+#: past ~1e300 the transfer times it implies are no longer numbers.
+MAX_JOB_GB = 1e9
 COLUMNS = ["job_id", "submit_time", "num_gpus"]
 OPTIONAL = [
     "duration",
@@ -295,7 +298,9 @@ def _with_federation(
     values: dict[str, np.ndarray] = {}
     for column in present:
         if column in ("data_gb", "output_gb", "ckpt_gb"):
-            values[column] = float_column(frame, column, path, allow_blank=True, low=0.0)
+            values[column] = float_column(
+                frame, column, path, allow_blank=True, low=0.0, high=MAX_JOB_GB
+            )
         else:
             values[column] = frame.stripped(column)
     row = {str(j): i for i, j in enumerate(job_id.tolist())}
