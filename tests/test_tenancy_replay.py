@@ -135,6 +135,16 @@ def test_derived_deserved_is_marked_synthetic(trace, tmp_path):
     assert table.loc["a", "deserved_gpu"] == 5 and table.loc["b", "deserved_gpu"] == 2
 
 
+def test_derived_deserved_over_a_queue_file_says_what_it_replaces(trace, tmp_path, capsys):
+    queues = tmp_path / "q.toml"
+    queues.write_text(QUEUES)  # a and b deserve 4 each; derived: 5 and 2
+    out = tmp_path / "run"
+    assert replay(trace, out, "--queues", str(queues), "--derive-deserved", "demand-share") == 0
+    err = capsys.readouterr().err
+    assert "replaces the deserved GPUs the queue file gives 'a' (4 → 5)" in err
+    assert "gives 'b' (4 → 2)" in err
+
+
 BAD_FILES = {
     "cycle": (
         '[[queue]]\nname = "a"\nparent = "b"\n[[queue]]\nname = "b"\nparent = "a"\n',

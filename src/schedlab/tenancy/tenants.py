@@ -214,10 +214,16 @@ def job_paths(config: TenancyConfig, attrs: Mapping[str, np.ndarray], n: int) ->
 
 
 def demand_share(
-    config: TenancyConfig, jobs: JobTable, paths: np.ndarray, gpus: int
+    config: TenancyConfig,
+    jobs: JobTable,
+    paths: np.ndarray,
+    gpus: int,
+    notes: list[str] | None = None,
 ) -> TenancyConfig:
     """Top-level deserved GPUs = ⌊GPU-time share × cluster GPUs⌋ (``derive_deserved =
-    "demand-share"``), for traces without quotas; other queues keep what the file says."""
+    "demand-share"``), for traces without quotas; other queues keep what the file says. A
+    top-level quota the file gave and this replaces is said in ``notes`` (a warning)."""
+    notes = [] if notes is None else notes
     top = np.asarray([str(p).split("/")[0] for p in paths], dtype=object)
     work = np.nan_to_num(jobs.duration, nan=0.0) * jobs.num_gpus
     total = float(work.sum())
@@ -230,6 +236,12 @@ def demand_share(
     out = []
     for q in config.queues:
         if q.path in share:
+            given = q.deserved.get("gpu")
+            if given is not None and given != share[q.path]:
+                notes.append(
+                    f'derive_deserved = "demand-share" replaces the deserved GPUs the queue '
+                    f"file gives {q.path!r} ({given:g} → {share[q.path]})"
+                )
             q = replace(q, deserved={**q.deserved, "gpu": share[q.path]})
         out.append(q)
     known = {q.path for q in config.queues}
@@ -246,9 +258,11 @@ def resolve(
 ) -> Tenancy:
     """The run's tenancy: deserved derived if asked, the tree, and every job's leaf."""
     synthetic = config.derive_deserved == "demand-share"
+    notes: list[str] = []
     if synthetic:
-        config = demand_share(config, jobs, job_paths(config, attrs, len(jobs)), gpus)
+        config = demand_share(config, jobs, job_paths(config, attrs, len(jobs)), gpus, notes)
     tree, leaf_of = assign(config, attrs, jobs.job_id, where)
+    tree.warnings.extend(notes)
     by_id = {
         str(j): int(leaf) for j, leaf in zip(jobs.job_id.tolist(), leaf_of.tolist(), strict=True)
     }
