@@ -156,6 +156,8 @@ def test_plan_strings() -> None:
         ("z=4", "0…3"),
         ("q=1", "KEY=VALUE"),
         ("r=half", "r must"),
+        ("t=8,t=4", r"t is given twice \('t=4' after t=8\)"),
+        ("zero=1;z=2", "z is given twice"),
     ):
         with pytest.raises(InputError, match=message):
             parse_plan(text)

@@ -153,6 +153,8 @@ def parse_plan(text: str, where: str = "plan") -> dict[str, int | str]:
                 f"{where}: {part!r} is not KEY=VALUE with KEY one of t, p, c, sp, d, z, zg, b, m, "
                 "r, v"
             )
+        if key in out:  # the last would win in silence
+            raise InputError(f"{where}: {key} is given twice ({part!r} after {key}={out[key]})")
         if key in _INT_KEYS:
             try:
                 number = int(value)
@@ -176,8 +178,6 @@ def parse_plan(text: str, where: str = "plan") -> dict[str, int | str]:
                     f"{where}: r must be one of {', '.join(RECOMPUTE)} (got {value!r})"
                 )
             out[key] = value
-        if key in out and list(out).count(key) > 1:
-            raise InputError(f"{where}: {key} is given twice")
     return out
 
 
