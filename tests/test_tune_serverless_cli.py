@@ -174,6 +174,7 @@ def test_bad_files_are_one_line_errors_naming_file_and_field(
         (["--memory", "1024=fast"], "'--memory' must look like MB=SPEED"),
         (["--memory", "1024=inf"], "'--memory' must look like MB=SPEED"),
         (["--baselines", "gpu"], "'--baselines' takes"),
+        (["--baselines", "uniform,uniform"], "'--baselines' names uniform twice"),
         (["--max-stages", "0"], "'--max-stages' must be ≥ 1"),
         (["--batch", "0"], "'--batch' must be ≥ 1"),
     ],

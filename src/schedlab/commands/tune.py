@@ -464,7 +464,10 @@ def _baselines(text: str) -> list[str]:
     unknown = [n for n in names if n not in BASELINES]
     if unknown or not names:
         raise InputError(f"'--baselines' takes {', '.join(BASELINES)} or none (got {text!r})")
-    return list(dict.fromkeys(names))
+    twice = next((n for n in names if names.count(n) > 1), None)
+    if twice is not None:
+        raise InputError(f"'--baselines' names {twice} twice (got {text!r})")
+    return names
 
 
 def run_serverless(args: argparse.Namespace) -> int:
