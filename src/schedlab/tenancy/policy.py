@@ -169,13 +169,8 @@ class SharePolicy:
         :meth:`allow_victim` refuses, until the quota and the placement fit. ``st`` is left
         as it was found.
         """
-        if not self.reclaimer(st, fair, leaf, job) or self.cannot_make_room(
-            st, fair, leaf, job, fits
-        ):
-            return None
-        candidates = self.victim_candidates(st, fair, leaf, job)
-        possible = getattr(fits, "possible", None)
-        if possible is not None and not possible(candidates):
+        candidates = self.worth_trying(st, fair, leaf, job, fits)
+        if candidates is None:
             return None
         chosen: list[int] = []
         found = False
@@ -190,6 +185,27 @@ class SharePolicy:
         for v in chosen:
             st.take(v)
         return chosen if found else None
+
+    def worth_trying(
+        self,
+        st: TenantState,
+        fair: np.ndarray,
+        leaf: int,
+        job: int,
+        fits: Callable[[list[int]], bool],
+    ) -> list[int] | None:
+        """:meth:`victim_candidates` in order, or None when the quick tests already say no set
+        can work (no right to reclaim, :meth:`cannot_make_room`, or not even all the candidates
+        together make room): what every selection starts from."""
+        if not self.reclaimer(st, fair, leaf, job) or self.cannot_make_room(
+            st, fair, leaf, job, fits
+        ):
+            return None
+        candidates = self.victim_candidates(st, fair, leaf, job)
+        possible = getattr(fits, "possible", None)
+        if possible is not None and not possible(candidates):
+            return None
+        return candidates
 
     def cannot_make_room(
         self, st: TenantState, fair: np.ndarray, leaf: int, job: int, fits: object

@@ -313,13 +313,8 @@ class Drf(SharePolicy):
         taking it again leaves every figure as it was) the victims are not moved in it."""
         if not st.tree.flat:
             return super().select_victims(st, fair, leaf, job, fits)
-        if not self.reclaimer(st, fair, leaf, job) or self.cannot_make_room(
-            st, fair, leaf, job, fits
-        ):
-            return None
-        candidates = self.victim_candidates(st, fair, leaf, job)
-        possible = getattr(fits, "possible", None)
-        if possible is not None and not possible(candidates):
+        candidates = self.worth_trying(st, fair, leaf, job, fits)
+        if candidates is None:
             return None
         total = st.capacity.tolist()
         mine = self._share(st, leaf, st.alloc[leaf] + st.demand[job])
